@@ -1,0 +1,58 @@
+"""memory: long-term memory for LLM agents.
+
+>>> from memory import Memory
+>>> mem = Memory("memory://", embedder="hashing")
+>>> memory_id = mem.remember("Alice prefers dark mode", user="alice", tags=["ui"])
+>>> mem.recall("what does alice like?", user="alice", limit=1)[0].content
+'Alice prefers dark mode'
+"""
+
+from memory.aio import AsyncMemory
+from memory.config import Settings, load_settings
+from memory.errors import (
+    ConfigError,
+    EmbedderError,
+    EmbeddingMismatchError,
+    Error,
+    InvalidInputError,
+    InvalidVectorError,
+    NotFoundError,
+    ProviderError,
+    SchemaError,
+    StorageError,
+)
+from memory.filters import Filter
+from memory.memory import Memory
+from memory.retrieval.config import PRESETS, RetrievalConfig
+from memory.types import ChannelScore, Hit, LedgerEntry, MemoryItem, Page, Scope, ScoreParts, Stats
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Memory",
+    "AsyncMemory",
+    "Settings",
+    "load_settings",
+    "RetrievalConfig",
+    "PRESETS",
+    "Filter",
+    "MemoryItem",
+    "Hit",
+    "ChannelScore",
+    "ScoreParts",
+    "LedgerEntry",
+    "Page",
+    "Scope",
+    "Stats",
+    "Error",
+    "InvalidInputError",
+    "InvalidVectorError",
+    "NotFoundError",
+    "ConfigError",
+    "EmbeddingMismatchError",
+    "StorageError",
+    "SchemaError",
+    "ProviderError",
+    "EmbedderError",
+    "__version__",
+]

@@ -1,0 +1,105 @@
+"""`AsyncMemory`: the asyncio twin of `Memory`.
+
+One adapter runs the sync facade on a single worker thread, so every backend
+sees calls from one thread in order; each public method of Memory has an
+awaitable twin here (a parity test checks that).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ParamSpec, TypeVar
+
+import numpy as np
+
+from memory.memory import Memory
+from memory.types import Hit, LedgerEntry, MemoryItem, Page, Stats
+
+__all__ = ["AsyncMemory"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class AsyncMemory:
+    """Awaitable version of :class:`Memory`; takes the same constructor arguments."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Open a store like ``Memory(*args, **kwargs)`` (opening happens on the worker thread)."""
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory")
+        self._sync: Memory = self._executor.submit(lambda: Memory(*args, **kwargs)).result()
+
+    @property
+    def sync(self) -> Memory:
+        """The underlying synchronous Memory."""
+        return self._sync
+
+    async def _run(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+    async def remember(self, content: str | Sequence[str | Mapping[str, Any]], **fields: Any) -> str | list[str]:
+        """See :meth:`Memory.remember`."""
+        return await self._run(self._sync.remember, content, **fields)
+
+    async def remember_batch(self, entries: Sequence[str | Mapping[str, Any]], **defaults: Any) -> list[str]:
+        """See :meth:`Memory.remember_batch`."""
+        return await self._run(self._sync.remember_batch, entries, **defaults)
+
+    async def recall(self, query: str, **options: Any) -> list[Hit]:
+        """See :meth:`Memory.recall`."""
+        return await self._run(self._sync.recall, query, **options)
+
+    async def get(self, memory_id: str, **options: Any) -> MemoryItem:
+        """See :meth:`Memory.get`."""
+        return await self._run(self._sync.get, memory_id, **options)
+
+    async def update(self, memory_id: str, **changes: Any) -> MemoryItem:
+        """See :meth:`Memory.update`."""
+        return await self._run(self._sync.update, memory_id, **changes)
+
+    async def forget(self, memory_id: str | Sequence[str], **options: Any) -> int:
+        """See :meth:`Memory.forget`."""
+        return await self._run(self._sync.forget, memory_id, **options)
+
+    async def forget_all(self, **scope: Any) -> int:
+        """See :meth:`Memory.forget_all`."""
+        return await self._run(self._sync.forget_all, **scope)
+
+    async def list(self, **options: Any) -> Page:
+        """See :meth:`Memory.list`."""
+        return await self._run(self._sync.list, **options)
+
+    async def history(self, memory_id: str, **options: Any) -> list[LedgerEntry]:
+        """See :meth:`Memory.history`."""
+        return await self._run(self._sync.history, memory_id, **options)
+
+    async def stats(self, **scope: Any) -> Stats:
+        """See :meth:`Memory.stats`."""
+        return await self._run(self._sync.stats, **scope)
+
+    async def namespaces(self) -> list[str]:
+        """See :meth:`Memory.namespaces`."""
+        return await self._run(self._sync.namespaces)
+
+    async def embed_pending(self, **options: Any) -> int:
+        """See :meth:`Memory.embed_pending`."""
+        return await self._run(self._sync.embed_pending, **options)
+
+    async def vector_of(self, memory_id: str, **options: Any) -> np.ndarray | None:
+        """See :meth:`Memory.vector_of`."""
+        return await self._run(self._sync.vector_of, memory_id, **options)
+
+    async def close(self) -> None:
+        """Close the store and stop the worker thread."""
+        await self._run(self._sync.close)
+        self._executor.shutdown(wait=True)
+
+    async def __aenter__(self) -> AsyncMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,198 @@
+"""The storage contract every backend implements.
+
+A backend stores memory items, their lexical index entries, their vectors
+(one vector space per embedding model) and the ledger. It knows nothing about
+embedding, fusion or scoring: the facade hands it finished records and asks
+it for ranked candidates per channel. Everything it returns is already
+filtered by the :class:`~memory.filters.Filter` it was given: scope,
+sensitivity, TTL and validity predicates run inside the backend (in SQL for
+SQL backends), never as post-filters in the caller.
+
+Rules every implementation follows (the contract suite in
+``tests/contract`` checks them):
+
+* ``add`` writes each new item, its text-index entry, its vector (when given)
+  and its ledger entry in one transaction: all of a batch or nothing.
+* ``add`` deduplicates atomically: a live item with the same content hash in
+  the same scope (namespace, user, agent, thread) is returned instead of a
+  new row, also when several processes race. Live means neither expired nor
+  closed (``expires_at``/``valid_to`` unset or later than the new item's
+  ``created_at``).
+* Nothing crosses a namespace: every method takes the namespace or a filter
+  holding it.
+* Driver exceptions are translated to :mod:`memory.errors` at the boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from memory.filters import Filter
+from memory.types import LedgerEntry, MemoryItem
+
+__all__ = [
+    "Backend",
+    "NewRecord",
+    "AddResult",
+    "ChannelHit",
+    "VectorSpace",
+    "ListOrder",
+    "Vector",
+]
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class NewRecord:
+    """An item to insert, its vector (None when not embedded) and its ledger entry."""
+
+    item: MemoryItem
+    vector: Vector | None
+    ledger: LedgerEntry
+
+
+@dataclass(frozen=True, slots=True)
+class AddResult:
+    """Outcome of one insert: the id stored, and whether a new row was created."""
+
+    id: str
+    created: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelHit:
+    """A candidate from one channel: item id and channel score (higher is better)."""
+
+    id: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class VectorSpace:
+    """An embedding model registered in a store, with its dimension."""
+
+    model: str
+    dim: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListOrder:
+    """Sort order of a listing: newest first by default; keyset cursor after (created_at, id)."""
+
+    newest_first: bool = True
+    after_created_at: datetime | None = None
+    after_id: str | None = None
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Storage contract. See the module docstring for the rules."""
+
+    name: str
+
+    # -- lifecycle ---------------------------------------------------------
+    def close(self) -> None:
+        """Release connections and files. Idempotent."""
+        ...
+
+    # -- vector spaces -----------------------------------------------------
+    def vector_spaces(self) -> list[VectorSpace]:
+        """The embedding models this store holds vectors for."""
+        ...
+
+    def ensure_vector_space(self, model: str, dim: int) -> VectorSpace:
+        """Register ``model`` with ``dim`` (creating its index) or check it.
+
+        Raises EmbeddingMismatchError when the store already holds ``model``
+        with another dimension.
+        """
+        ...
+
+    # -- writes ------------------------------------------------------------
+    def add(self, records: Sequence[NewRecord]) -> list[AddResult]:
+        """Insert records atomically with dedup by (scope, content_hash); one result per record."""
+        ...
+
+    def replace(self, item: MemoryItem, vector: Vector | None, ledger: LedgerEntry) -> None:
+        """Overwrite an existing item (same id and namespace), its index entries and vector.
+
+        ``vector=None`` with ``item.embedding_status != 'done'`` removes the old vector.
+        Raises NotFoundError when the item does not exist.
+        """
+        ...
+
+    def set_vectors(self, namespace: str, model: str, updates: Sequence[tuple[str, Vector]]) -> int:
+        """Store vectors for existing items and mark them embedded; returns rows updated."""
+        ...
+
+    def mark_embedding(self, namespace: str, ids: Sequence[str], status: str, error: str | None) -> int:
+        """Set embedding_status (and error) on items; returns rows updated."""
+        ...
+
+    def delete(self, namespace: str, ids: Sequence[str], ledger: Sequence[LedgerEntry]) -> int:
+        """Delete items with their index entries and vectors; record ``ledger``; returns rows deleted."""
+        ...
+
+    def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
+        """Increment access_count and set accessed_at for ``ids``."""
+        ...
+
+    # -- reads -------------------------------------------------------------
+    def get(self, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
+        """Items by id in ``namespace``, in the order asked; unknown ids are omitted."""
+        ...
+
+    def find_ids(self, flt: Filter, limit: int | None = None) -> list[str]:
+        """Ids of the items matching ``flt`` (newest first)."""
+        ...
+
+    def list(self, flt: Filter, limit: int, order: ListOrder) -> list[MemoryItem]:
+        """Items matching ``flt`` in ``order``, at most ``limit``."""
+        ...
+
+    def count(self, flt: Filter) -> int:
+        """Number of items matching ``flt``."""
+        ...
+
+    def search_lexical(self, flt: Filter, terms: Sequence[str], k: int) -> list[ChannelHit]:
+        """BM25-ranked items containing any of ``terms`` (already normalised words), best first."""
+        ...
+
+    def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> list[ChannelHit]:
+        """Nearest items by cosine similarity in ``model``'s space, best first; score = cosine."""
+        ...
+
+    def get_vectors(self, namespace: str, model: str, ids: Sequence[str]) -> dict[str, Vector]:
+        """Stored vectors of ``ids`` in ``model``'s space (missing ones omitted)."""
+        ...
+
+    def pending_embeddings(self, namespace: str | None, limit: int) -> list[MemoryItem]:
+        """Items whose embedding_status is 'pending' or 'failed', oldest first (any namespace if None)."""
+        ...
+
+    def history(self, namespace: str, item_id: str) -> list[LedgerEntry]:
+        """Ledger entries of an item, oldest first (also after deletion)."""
+        ...
+
+    def ledger_count(self, namespace: str) -> int:
+        """Number of ledger entries in ``namespace``."""
+        ...
+
+    def group_counts(self, flt: Filter, column: str) -> dict[str, int]:
+        """Counts of matching items grouped by ``column`` (kind, sensitivity or embedding_status)."""
+        ...
+
+    def namespaces(self) -> list[str]:
+        """Namespaces that hold at least one item."""
+        ...
+
+    def iter_items(self, flt: Filter, batch_size: int = 500) -> Iterator[MemoryItem]:
+        """All items matching ``flt``, oldest first, fetched in batches."""
+        ...

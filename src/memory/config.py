@@ -1,0 +1,174 @@
+"""Settings: one frozen object built from explicit values, environment and config file.
+
+Precedence: objects passed to ``Memory(...)`` > explicit settings > ``MEMORY_*``
+environment variables > the config file > defaults. The environment and the
+file are read when settings are built, never at import time.
+
+Environment variables: ``MEMORY_CONFIG`` (config file path), ``MEMORY_DATABASE``,
+``MEMORY_NAMESPACE``, ``MEMORY_EMBEDDER`` (provider name),
+``MEMORY_EMBEDDER_OPTIONS`` (JSON object), ``MEMORY_RETRIEVAL`` (preset name).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memory.errors import ConfigError
+from memory.records import DEFAULT_MAX_CONTENT_CHARS
+from memory.retrieval.config import PRESETS, RetrievalConfig
+
+__all__ = [
+    "ProviderSpec",
+    "Limits",
+    "Settings",
+    "load_settings",
+    "config_path",
+    "default_data_dir",
+    "write_config",
+]
+
+APP_NAME = "memory"
+
+
+class ProviderSpec(BaseModel):
+    """A provider by name with its options."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class Limits(BaseModel):
+    """Input limits."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_content_chars: int = Field(DEFAULT_MAX_CONTENT_CHARS, ge=1)
+    max_batch: int = Field(10_000, ge=1)
+    embed_batch_size: int = Field(64, ge=1)
+
+
+class Settings(BaseModel):
+    """Everything a Memory needs to open a store."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    database: str = "sqlite:///memory.db"
+    namespace: str = "default"
+    embedder: ProviderSpec = ProviderSpec(provider="auto")
+    retrieval: RetrievalConfig | str = "balanced"
+    limits: Limits = Limits()
+
+    def retrieval_config(self) -> RetrievalConfig:
+        """The retrieval settings, resolving a preset name."""
+        if isinstance(self.retrieval, RetrievalConfig):
+            return self.retrieval
+        if self.retrieval not in PRESETS:
+            raise ConfigError(f"unknown retrieval preset {self.retrieval!r}; known: {', '.join(sorted(PRESETS))}")
+        return PRESETS[self.retrieval]
+
+
+def config_path() -> Path:
+    """The config file: ``$MEMORY_CONFIG`` or ``config.toml`` in the user's config dir."""
+    explicit = os.environ.get("MEMORY_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+def default_data_dir() -> Path:
+    """Where ``memory init`` puts the database by default (the user's data dir)."""
+    return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def _from_file(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+
+
+def _from_env() -> dict[str, Any]:
+    env: dict[str, Any] = {}
+    if value := os.environ.get("MEMORY_DATABASE"):
+        env["database"] = value
+    if value := os.environ.get("MEMORY_NAMESPACE"):
+        env["namespace"] = value
+    if value := os.environ.get("MEMORY_RETRIEVAL"):
+        env["retrieval"] = value
+    if value := os.environ.get("MEMORY_EMBEDDER"):
+        spec: dict[str, Any] = {"provider": value}
+        if raw := os.environ.get("MEMORY_EMBEDDER_OPTIONS"):
+            try:
+                spec["options"] = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"MEMORY_EMBEDDER_OPTIONS is not valid JSON: {exc}") from exc
+        env["embedder"] = spec
+    return env
+
+
+def load_settings(overrides: dict[str, Any] | None = None, *, path: Path | None = None) -> Settings:
+    """Build Settings from defaults < config file < environment < ``overrides``.
+
+    Raises ConfigError when a layer is malformed.
+    """
+    merged: dict[str, Any] = {}
+    for layer in (_from_file(path or config_path()), _from_env(), overrides or {}):
+        for key, value in layer.items():
+            if value is not None:
+                merged[key] = value
+    try:
+        return Settings(**merged)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid settings: {exc}") from exc
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise ConfigError(f"cannot write {type(value).__name__} to TOML")
+
+
+def write_config(settings: dict[str, Any], path: Path | None = None) -> Path:
+    """Write a config file holding ``settings`` (top-level scalars and one level of tables)."""
+    target = path or config_path()
+    lines: list[str] = []
+    tables: list[tuple[str, dict[str, Any]]] = []
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            tables.append((key, value))
+        elif value is not None:
+            lines.append(f"{key} = {_toml_value(value)}")
+    for name, table in tables:
+        lines.append("")
+        lines.append(f"[{name}]")
+        nested: list[tuple[str, dict[str, Any]]] = []
+        for key, value in table.items():
+            if isinstance(value, dict):
+                nested.append((f"{name}.{key}", value))
+            else:
+                lines.append(f"{key} = {_toml_value(value)}")
+        for sub, values in nested:
+            lines.append("")
+            lines.append(f"[{sub}]")
+            lines.extend(f"{k} = {_toml_value(v)}" for k, v in values.items())
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return target

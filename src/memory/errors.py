@@ -1,0 +1,73 @@
+"""Errors raised by `memory`.
+
+Every error the public API raises derives from :class:`Error`; nothing else
+(no bare ``ValueError``, no driver exception) escapes it. The tree::
+
+    Error
+    ├── InvalidInputError        bad content, filters, ids, options or vectors
+    │   └── InvalidVectorError   NaN/inf, wrong length, wrong type
+    ├── NotFoundError            an id that does not exist in this namespace
+    ├── ConfigError              unusable configuration or unknown provider
+    │   └── EmbeddingMismatchError  store built with another model/dimension
+    ├── StorageError             the backend failed (driver errors translated)
+    │   └── SchemaError          database newer than this code, or corrupt
+    └── ProviderError            an embedder or LLM failed
+        └── EmbedderError
+
+Messages say what was wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Error",
+    "InvalidInputError",
+    "InvalidVectorError",
+    "NotFoundError",
+    "ConfigError",
+    "EmbeddingMismatchError",
+    "StorageError",
+    "SchemaError",
+    "ProviderError",
+    "EmbedderError",
+]
+
+
+class Error(Exception):
+    """Base class of every error raised by `memory`."""
+
+
+class InvalidInputError(Error, ValueError):
+    """Input was rejected; nothing was changed."""
+
+
+class InvalidVectorError(InvalidInputError):
+    """A vector had the wrong length, type, or non-finite values."""
+
+
+class NotFoundError(Error, LookupError):
+    """No item with that id exists in the namespace (or it is not visible)."""
+
+
+class ConfigError(Error):
+    """The configuration cannot be used as given."""
+
+
+class EmbeddingMismatchError(ConfigError):
+    """The store was built with a different embedding model or dimension."""
+
+
+class StorageError(Error):
+    """The storage backend failed."""
+
+
+class SchemaError(StorageError):
+    """The database schema is newer than this code understands, or damaged."""
+
+
+class ProviderError(Error):
+    """A provider (embedder, LLM) failed."""
+
+
+class EmbedderError(ProviderError):
+    """The embedder failed to produce vectors."""

@@ -1,0 +1,662 @@
+"""The `Memory` facade: the one public object over storage, embedding and retrieval."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, overload
+
+import numpy as np
+
+from memory.backends import open_backend
+from memory.backends.base import Backend, ListOrder, NewRecord, Vector
+from memory.config import Settings, load_settings
+from memory.embedders import create_embedder
+from memory.embedders.base import Embedder, embed_query, embed_texts
+from memory.errors import (
+    EmbeddingMismatchError,
+    Error,
+    InvalidInputError,
+    NotFoundError,
+    ProviderError,
+)
+from memory.filters import Filter
+from memory.ids import utcnow
+from memory.pagination import decode_cursor, encode_cursor
+from memory.records import (
+    build_item,
+    check_datetime,
+    check_importance,
+    check_kind,
+    check_metadata,
+    check_name,
+    check_sensitivity,
+    check_strings,
+    check_tags,
+    check_vector,
+    content_hash,
+    ledger_entry,
+    normalise_content,
+)
+from memory.retrieval.config import PRESETS, RetrievalConfig
+from memory.retrieval.fusion import fuse, rank
+from memory.retrieval.text import query_terms
+from memory.types import SENSITIVITY_LEVELS, Hit, LedgerEntry, MemoryItem, Page, Stats
+
+__all__ = ["Memory"]
+
+log = logging.getLogger(__name__)
+
+_UPDATABLE = (
+    "content",
+    "kind",
+    "context",
+    "tags",
+    "keywords",
+    "entities",
+    "metadata",
+    "source_ids",
+    "importance",
+    "valid_from",
+    "valid_to",
+    "sensitivity",
+    "expires_at",
+)
+MAX_QUERY_CHARS = 4_000
+MAX_LIMIT = 1_000
+
+
+def _ttl_to_expiry(ttl: object, now: datetime) -> datetime | None:
+    if ttl is None:
+        return None
+    if isinstance(ttl, timedelta):
+        seconds = ttl.total_seconds()
+    elif isinstance(ttl, (int, float)) and not isinstance(ttl, bool):
+        seconds = float(ttl)
+    else:
+        raise InvalidInputError("ttl must be seconds (a number) or a timedelta")
+    if not seconds > 0 or seconds != seconds or seconds == float("inf"):
+        raise InvalidInputError("ttl must be a positive, finite number of seconds")
+    return now + timedelta(seconds=seconds)
+
+
+def _check_limit(limit: object, what: str = "limit") -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInputError(f"{what} must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
+    return limit
+
+
+class Memory:
+    """Long-term memory for an agent: remember, recall, update, forget, with history.
+
+    >>> mem = Memory("memory://", embedder="hashing")
+    >>> mem.remember("Alice prefers dark mode", user="alice")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        database: str | None = None,
+        *,
+        namespace: str | None = None,
+        embedder: Embedder | str | None = None,
+        backend: Backend | None = None,
+        retrieval: RetrievalConfig | str | None = None,
+        settings: Settings | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        """Open a store.
+
+        ``database`` is a URL (``sqlite:///memory.db``, ``memory://``) or a file
+        path; ``embedder`` an Embedder instance or a provider name; ``backend``
+        an open Backend instance (overrides ``database``). Unset values come
+        from the environment, the config file and defaults (see
+        :mod:`memory.config`). Raises ConfigError or EmbeddingMismatchError.
+        """
+        overrides: dict[str, Any] = {"database": database, "namespace": namespace}
+        if isinstance(retrieval, str):
+            overrides["retrieval"] = retrieval
+        if isinstance(embedder, str):
+            overrides["embedder"] = {"provider": embedder}
+        self.settings = settings or load_settings(overrides)
+        check_name(self.settings.namespace, "namespace", optional=False)
+        self._retrieval = retrieval if isinstance(retrieval, RetrievalConfig) else self.settings.retrieval_config()
+        self._clock = clock or utcnow
+        self._backend: Backend = backend or open_backend(self.settings.database)
+        try:
+            if isinstance(embedder, str) or embedder is None:
+                spec = self.settings.embedder
+                self._embedder: Embedder = create_embedder(spec.provider, spec.options)
+            else:
+                self._embedder = embedder
+            self._space_ready = False
+            self._ensure_space(strict=False)
+        except BaseException:
+            self._backend.close()
+            raise
+
+    # -- plumbing ----------------------------------------------------------
+    @property
+    def backend(self) -> Backend:
+        """The storage backend in use."""
+        return self._backend
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder in use."""
+        return self._embedder
+
+    @property
+    def namespace(self) -> str:
+        """The default namespace of this instance."""
+        return self.settings.namespace
+
+    def close(self) -> None:
+        """Close the store. Idempotent."""
+        self._backend.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _ensure_space(self, *, strict: bool) -> bool:
+        """Register/check the embedder's vector space; False if its dimension is unknown yet."""
+        if self._space_ready:
+            return True
+        try:
+            dim = self._embedder.dimension
+        except ProviderError:
+            if strict:
+                raise
+            return False
+        model = self._embedder.model_name
+        spaces = self._backend.vector_spaces()
+        if spaces and all(s.model != model for s in spaces):
+            known = ", ".join(f"{s.model} (dim {s.dim})" for s in spaces)
+            raise EmbeddingMismatchError(
+                f"this store was built with embedder {known}; the configured embedder is "
+                f"{model} (dim {dim}). Configure the store's embedder, or export and import "
+                "into a new store to re-embed."
+            )
+        self._backend.ensure_vector_space(model, dim)
+        self._space_ready = True
+        return True
+
+    def _ns(self, namespace: str | None) -> str:
+        if namespace is None:
+            return self.settings.namespace
+        value = check_name(namespace, "namespace", optional=False)
+        assert value is not None
+        return value
+
+    def _filter(
+        self,
+        namespace: str | None,
+        *,
+        user: str | None = None,
+        agent: str | None = None,
+        thread: str | None = None,
+        kinds: Iterable[str] | str | None = None,
+        tags: Iterable[str] | None = None,
+        tags_all: Iterable[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        clearance: str = "private",
+        include_expired: bool = False,
+        include_invalid: bool = False,
+        ids: Sequence[str] | None = None,
+    ) -> Filter:
+        if isinstance(kinds, str):
+            kinds = [kinds]
+        if metadata is not None:
+            if not isinstance(metadata, Mapping):
+                raise InvalidInputError("metadata filter must be a mapping of key to value")
+            for key, value in metadata.items():
+                if value is not None and not isinstance(value, (str, int, float, bool)):
+                    raise InvalidInputError(
+                        f"metadata filter {key!r} must compare to a string, number, boolean or null"
+                    )
+                if isinstance(value, float) and value != value:
+                    raise InvalidInputError(f"metadata filter {key!r} is NaN")
+        try:
+            return Filter(
+                namespace=self._ns(namespace),
+                user=check_name(user, "user"),
+                agent=check_name(agent, "agent"),
+                thread=check_name(thread, "thread"),
+                kinds=tuple(check_kind(k) for k in kinds) if kinds is not None else None,
+                tags_any=check_tags(tags) if tags is not None else None,
+                tags_all=check_tags(tags_all) if tags_all is not None else None,
+                metadata=dict(metadata) if metadata is not None else None,
+                created_after=check_datetime(since, "since"),
+                created_before=check_datetime(until, "until"),
+                ids=tuple(ids) if ids is not None else None,
+                clearance=check_sensitivity(clearance),  # type: ignore[arg-type]
+                include_expired=bool(include_expired),
+                include_invalid=bool(include_invalid),
+                now=self._clock(),
+            )
+        except Error:
+            raise
+        except ValueError as exc:  # pydantic validation of the Filter model
+            raise InvalidInputError(f"invalid filter: {exc}") from exc
+
+    # -- writes ------------------------------------------------------------
+    def _prepare(self, content: object, fields: Mapping[str, Any], now: datetime) -> tuple[MemoryItem, Vector | None]:
+        unknown = set(fields) - {
+            "user", "agent", "thread", "namespace", "kind", "context", "tags", "keywords", "entities",
+            "metadata", "source_ids", "importance", "valid_from", "valid_to", "sensitivity",
+            "expires_at", "ttl", "vector", "created_at",
+        }  # fmt: skip
+        if unknown:
+            raise InvalidInputError(f"unknown field(s) {sorted(unknown)} for a memory")
+        text = normalise_content(content, max_chars=self.settings.limits.max_content_chars)
+        expires_at = check_datetime(fields.get("expires_at"), "expires_at")
+        if fields.get("ttl") is not None:
+            if expires_at is not None:
+                raise InvalidInputError("give ttl or expires_at, not both")
+            expires_at = _ttl_to_expiry(fields["ttl"], now)
+        valid_from = check_datetime(fields.get("valid_from"), "valid_from")
+        valid_to = check_datetime(fields.get("valid_to"), "valid_to")
+        if valid_from and valid_to and valid_to <= valid_from:
+            raise InvalidInputError("valid_to must be later than valid_from")
+        context = fields.get("context")
+        if context is not None:
+            context = normalise_content(context, max_chars=self.settings.limits.max_content_chars)
+        item = build_item(
+            content=text,
+            namespace=self._ns(fields.get("namespace")),
+            now=now,
+            user=check_name(fields.get("user"), "user"),
+            agent=check_name(fields.get("agent"), "agent"),
+            thread=check_name(fields.get("thread"), "thread"),
+            kind=check_kind(fields.get("kind", "fact")),
+            context=context,
+            tags=check_tags(fields.get("tags")),
+            keywords=check_strings(fields.get("keywords"), "keywords"),
+            entities=check_strings(fields.get("entities"), "entities"),
+            metadata=check_metadata(fields.get("metadata")),
+            source_ids=check_strings(fields.get("source_ids"), "source_ids"),
+            importance=check_importance(fields.get("importance", 0.5)),
+            valid_from=valid_from,
+            valid_to=valid_to,
+            sensitivity=check_sensitivity(fields.get("sensitivity", "normal")),
+            expires_at=expires_at,
+            created_at=check_datetime(fields.get("created_at"), "created_at"),
+        )
+        vector = fields.get("vector")
+        if vector is not None:
+            if not self._ensure_space(strict=True):
+                raise InvalidInputError("the embedder's dimension is unknown; cannot check the vector")
+            return item, check_vector(vector, self._embedder.dimension)
+        return item, None
+
+    def _embed_items(self, items: list[MemoryItem], given: list[Vector | None]) -> list[tuple[MemoryItem, Vector | None]]:
+        """Attach vectors: given ones, else embed; a failing embedder leaves items pending."""
+        out: list[tuple[MemoryItem, Vector | None]] = []
+        todo = [i for i, (item, vec) in enumerate(zip(items, given)) if vec is None and item.sensitivity != "secret"]
+        vectors: dict[int, Vector] = {}
+        error: str | None = None
+        if todo:
+            try:
+                self._ensure_space(strict=True)
+                matrix = embed_texts(
+                    self._embedder,
+                    [items[i].content for i in todo],
+                    batch_size=self.settings.limits.embed_batch_size,
+                )
+                vectors = {i: matrix[j] for j, i in enumerate(todo)}
+            except (ProviderError, EmbeddingMismatchError) as exc:
+                if isinstance(exc, EmbeddingMismatchError):
+                    raise
+                error = str(exc)
+                log.warning("embedding failed, %d memories stored as pending: %s", len(todo), exc)
+        model = self._embedder.model_name
+        for index, (item, vec) in enumerate(zip(items, given)):
+            vector = vec if vec is not None else vectors.get(index)
+            if vector is not None:
+                item = item.model_copy(update={"embedding_status": "done", "embedding_model": model})
+            elif item.sensitivity == "secret":
+                item = item.model_copy(update={"embedding_status": "skipped"})
+            else:
+                item = item.model_copy(update={"embedding_status": "pending", "embedding_error": error})
+            out.append((item, vector))
+        return out
+
+    @overload
+    def remember(self, content: str, **fields: Any) -> str: ...
+
+    @overload
+    def remember(self, content: Sequence[str | Mapping[str, Any]], **fields: Any) -> list[str]: ...
+
+    def remember(self, content: str | Sequence[str | Mapping[str, Any]], **fields: Any) -> str | list[str]:
+        """Store a memory (or a batch) and return its id (or ids, in order).
+
+        Fields: user, agent, thread, namespace, kind ('fact'), context, tags,
+        keywords, entities, metadata, source_ids, importance (0..1), valid_from,
+        valid_to, sensitivity ('normal' | 'private' | 'secret'), expires_at or
+        ttl (seconds or timedelta), vector (a precomputed embedding),
+        created_at. Identical content in the same scope returns the existing
+        id. A batch may hold strings or dicts of ``{"content": ..., **fields}``;
+        ``fields`` are defaults for every entry. The whole batch is validated
+        before anything is written and written in one transaction.
+
+        Raises InvalidInputError (nothing stored) for bad input. If the
+        embedder fails the memory is still stored, marked pending.
+        """
+        if isinstance(content, str):
+            return self.remember_batch([content], **fields)[0]
+        if isinstance(content, (bytes, bytearray)) or not isinstance(content, Sequence):
+            raise InvalidInputError(f"content must be a string or a list, got {type(content).__name__}")
+        return self.remember_batch(content, **fields)
+
+    def remember_batch(self, entries: Sequence[str | Mapping[str, Any]], **defaults: Any) -> list[str]:
+        """Store many memories in one transaction; returns their ids in order (see :meth:`remember`)."""
+        if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
+            raise InvalidInputError("entries must be a list of strings or dicts")
+        if not entries:
+            raise InvalidInputError("nothing to remember: the batch is empty")
+        if len(entries) > self.settings.limits.max_batch:
+            raise InvalidInputError(
+                f"batch of {len(entries)} is over the limit of {self.settings.limits.max_batch}"
+            )
+        now = self._clock()
+        prepared: list[tuple[MemoryItem, Vector | None]] = []
+        for index, entry in enumerate(entries):
+            if isinstance(entry, Mapping):
+                fields = {**defaults, **{k: v for k, v in entry.items() if k != "content"}}
+                content = entry.get("content")
+            else:
+                fields, content = dict(defaults), entry
+            try:
+                prepared.append(self._prepare(content, fields, now))
+            except InvalidInputError as exc:
+                if len(entries) == 1:
+                    raise
+                raise InvalidInputError(f"entry {index}: {exc}") from exc
+        embedded = self._embed_items([p[0] for p in prepared], [p[1] for p in prepared])
+        records = [
+            NewRecord(item, vector, ledger_entry("add", item.id, item.namespace, now, after=item))
+            for item, vector in embedded
+        ]
+        results = self._backend.add(records)
+        return [r.id for r in results]
+
+    def update(self, memory_id: str, *, namespace: str | None = None, reason: str | None = None, **changes: Any) -> MemoryItem:
+        """Change fields of a memory; returns the updated item.
+
+        Updatable: content, kind, context, tags, keywords, entities, metadata
+        (replaced whole), source_ids, importance, valid_from, valid_to,
+        sensitivity, expires_at. New content is re-embedded. The ledger keeps
+        the state before and after. Raises NotFoundError or InvalidInputError.
+        """
+        if not changes:
+            raise InvalidInputError(f"nothing to update; give one of {', '.join(_UPDATABLE)}")
+        unknown = set(changes) - set(_UPDATABLE)
+        if unknown:
+            raise InvalidInputError(f"cannot update {sorted(unknown)}; updatable: {', '.join(_UPDATABLE)}")
+        old = self.get(memory_id, namespace=namespace, clearance="secret")
+        now = self._clock()
+        new: dict[str, Any] = {"updated_at": now}
+        limit = self.settings.limits.max_content_chars
+        for name, value in changes.items():
+            if name == "content":
+                text = normalise_content(value, max_chars=limit)
+                new.update(content=text, content_hash=content_hash(text))
+            elif name == "kind":
+                new[name] = check_kind(value)
+            elif name == "context":
+                new[name] = None if value is None else normalise_content(value, max_chars=limit)
+            elif name == "tags":
+                new[name] = check_tags(value)
+            elif name in ("keywords", "entities", "source_ids"):
+                new[name] = check_strings(value, name)
+            elif name == "metadata":
+                new[name] = check_metadata(value)
+            elif name == "importance":
+                new[name] = check_importance(value)
+            elif name == "sensitivity":
+                new[name] = check_sensitivity(value)
+            else:
+                new[name] = check_datetime(value, name)
+        candidate = old.model_copy(update=new)
+        if candidate.valid_from and candidate.valid_to and candidate.valid_to <= candidate.valid_from:
+            raise InvalidInputError("valid_to must be later than valid_from")
+        needs_embedding = (
+            candidate.content != old.content
+            or (candidate.sensitivity != "secret" and old.embedding_status != "done")
+            or (candidate.sensitivity == "secret" and old.sensitivity != "secret")
+        )
+        vector: Vector | None = None
+        if needs_embedding:
+            candidate = candidate.model_copy(update={"embedding_status": "pending", "embedding_model": None})
+            ((candidate, vector),) = self._embed_items([candidate], [None])
+        entry = ledger_entry("update", old.id, old.namespace, now, before=old, after=candidate, reason=reason)
+        self._backend.replace(candidate, vector, entry)
+        return candidate
+
+    def forget(self, memory_id: str | Sequence[str], *, namespace: str | None = None, reason: str | None = None) -> int:
+        """Delete a memory (or several) with its index entries and vector; returns how many.
+
+        The ledger keeps the deleted state. Raises NotFoundError when a single
+        id is unknown.
+        """
+        ns = self._ns(namespace)
+        ids = [memory_id] if isinstance(memory_id, str) else list(memory_id)
+        for value in ids:
+            check_name(value, "memory id", optional=False)
+        items = self._backend.get(ns, ids)
+        if isinstance(memory_id, str) and not items:
+            raise NotFoundError(f"no memory {memory_id!r} in namespace {ns!r}")
+        now = self._clock()
+        ledger = [ledger_entry("delete", i.id, ns, now, before=i, reason=reason) for i in items]
+        return self._backend.delete(ns, [i.id for i in items], ledger)
+
+    def forget_all(
+        self,
+        *,
+        namespace: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        thread: str | None = None,
+        reason: str | None = None,
+    ) -> int:
+        """Delete every memory in a scope (secret, expired and closed ones too); returns how many."""
+        flt = self._filter(
+            namespace, user=user, agent=agent, thread=thread,
+            clearance="secret", include_expired=True, include_invalid=True,
+        )  # fmt: skip
+        now = self._clock()
+        total = 0
+        while True:
+            batch = self._backend.list(flt, 500, ListOrder(newest_first=False))
+            if not batch:
+                return total
+            ledger = [ledger_entry("delete", i.id, i.namespace, now, before=i, reason=reason or "forget_all") for i in batch]
+            total += self._backend.delete(flt.namespace, [i.id for i in batch], ledger)
+
+    def embed_pending(self, *, namespace: str | None = None, limit: int = 1000) -> int:
+        """Embed memories left pending (e.g. after an embedder outage); returns how many got vectors."""
+        if not self._ensure_space(strict=False):
+            return 0
+        items = self._backend.pending_embeddings(namespace, limit)
+        done = 0
+        for start in range(0, len(items), self.settings.limits.embed_batch_size):
+            batch = items[start : start + self.settings.limits.embed_batch_size]
+            by_ns: dict[str, list[MemoryItem]] = {}
+            for item in batch:
+                by_ns.setdefault(item.namespace, []).append(item)
+            for ns, group in by_ns.items():
+                try:
+                    matrix = embed_texts(self._embedder, [i.content for i in group])
+                except ProviderError as exc:
+                    self._backend.mark_embedding(ns, [i.id for i in group], "pending", str(exc))
+                    return done
+                done += self._backend.set_vectors(
+                    ns, self._embedder.model_name, [(i.id, matrix[j]) for j, i in enumerate(group)]
+                )
+        return done
+
+    # -- reads -------------------------------------------------------------
+    def get(self, memory_id: str, *, namespace: str | None = None, clearance: str = "private") -> MemoryItem:
+        """The memory with this id. Raises NotFoundError (also for secrets without clearance)."""
+        check_name(memory_id, "memory id", optional=False)
+        ns = self._ns(namespace)
+        found = self._backend.get(ns, [memory_id])
+        level = SENSITIVITY_LEVELS[check_sensitivity(clearance)]
+        if not found or SENSITIVITY_LEVELS[found[0].sensitivity] > level:
+            raise NotFoundError(f"no memory {memory_id!r} in namespace {ns!r}")
+        return found[0]
+
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        namespace: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        thread: str | None = None,
+        kinds: Iterable[str] | str | None = None,
+        tags: Iterable[str] | None = None,
+        tags_all: Iterable[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        clearance: str = "private",
+        retrieval: RetrievalConfig | str | None = None,
+    ) -> list[Hit]:
+        """Find the memories most relevant to ``query``, best first, with score parts.
+
+        Hybrid by default: vector KNN and BM25, fused by weighted RRF, then
+        blended with recency and importance (see RetrievalConfig). Filters
+        narrow the search; secret, expired and closed (valid_to passed) items
+        never come back unless ``clearance='secret'``. Access statistics of the
+        returned memories are updated. If the embedder fails, lexical results
+        are still returned.
+        """
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
+        text = query.strip()
+        if not text:
+            raise InvalidInputError("query is empty: give the text to search for")
+        if len(text) > MAX_QUERY_CHARS:
+            raise InvalidInputError(f"query is longer than {MAX_QUERY_CHARS} characters")
+        limit = _check_limit(limit)
+        config = self._retrieval_config(retrieval)
+        flt = self._filter(
+            namespace, user=user, agent=agent, thread=thread, kinds=kinds, tags=tags,
+            tags_all=tags_all, metadata=metadata, since=since, until=until, clearance=clearance,
+        )  # fmt: skip
+        k = max(config.candidates, limit)
+        results = {}
+        if "lexical" in config.channels:
+            results["lexical"] = self._backend.search_lexical(flt, query_terms(text), k)
+        if "vector" in config.channels:
+            try:
+                if self._ensure_space(strict=True):
+                    vector = embed_query(self._embedder, text)
+                    results["vector"] = self._backend.search_vector(flt, self._embedder.model_name, vector, k)
+            except ProviderError as exc:
+                log.warning("vector channel skipped, embedder failed: %s", exc)
+        fused = fuse(results, config.weights, config.rrf_k)
+        items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c in fused])}
+        ranked = rank(fused, items, flt.now, config)[:limit]
+        hits = [
+            Hit(item=item, score=parts.final, channels=candidate.channels, parts=parts)
+            for candidate, item, parts in ranked
+        ]
+        if hits:
+            self._backend.record_access(flt.namespace, [h.id for h in hits], flt.now)
+        return hits
+
+    def _retrieval_config(self, retrieval: RetrievalConfig | str | None) -> RetrievalConfig:
+        if retrieval is None:
+            return self._retrieval
+        if isinstance(retrieval, RetrievalConfig):
+            return retrieval
+        if retrieval not in PRESETS:
+            raise InvalidInputError(f"unknown retrieval preset {retrieval!r}; known: {', '.join(sorted(PRESETS))}")
+        return PRESETS[retrieval]
+
+    def list(
+        self,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        oldest_first: bool = False,
+        namespace: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        thread: str | None = None,
+        kinds: Iterable[str] | str | None = None,
+        tags: Iterable[str] | None = None,
+        tags_all: Iterable[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        clearance: str = "private",
+        include_expired: bool = False,
+        include_invalid: bool = False,
+    ) -> Page:
+        """A page of memories matching the filters, newest first; ``next_cursor`` continues it."""
+        limit = _check_limit(limit)
+        flt = self._filter(
+            namespace, user=user, agent=agent, thread=thread, kinds=kinds, tags=tags,
+            tags_all=tags_all, metadata=metadata, since=since, until=until, clearance=clearance,
+            include_expired=include_expired, include_invalid=include_invalid,
+        )  # fmt: skip
+        after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
+        order = ListOrder(newest_first=not oldest_first, after_created_at=after_at, after_id=after_id)
+        items = self._backend.list(flt, limit + 1, order)
+        next_cursor = encode_cursor(items[limit - 1].created_at, items[limit - 1].id) if len(items) > limit else None
+        return Page(items=tuple(items[:limit]), next_cursor=next_cursor)
+
+    def history(self, memory_id: str, *, namespace: str | None = None) -> list[LedgerEntry]:
+        """Every recorded change of a memory, oldest first (kept after deletion). Raises NotFoundError."""
+        check_name(memory_id, "memory id", optional=False)
+        ns = self._ns(namespace)
+        entries = self._backend.history(ns, memory_id)
+        if not entries:
+            raise NotFoundError(f"no history for memory {memory_id!r} in namespace {ns!r}")
+        return entries
+
+    def stats(
+        self,
+        *,
+        namespace: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        thread: str | None = None,
+    ) -> Stats:
+        """Counts of memories in a scope, by kind, sensitivity and embedding status."""
+        flt = self._filter(
+            namespace, user=user, agent=agent, thread=thread,
+            clearance="secret", include_expired=True, include_invalid=True,
+        )  # fmt: skip
+        spaces = self._backend.vector_spaces()
+        space = next((s for s in spaces if s.model == self._embedder.model_name), spaces[0] if spaces else None)
+        return Stats(
+            namespace=flt.namespace,
+            total=self._backend.count(flt),
+            by_kind=self._backend.group_counts(flt, "kind"),
+            by_sensitivity=self._backend.group_counts(flt, "sensitivity"),
+            by_embedding_status=self._backend.group_counts(flt, "embedding_status"),
+            ledger_entries=self._backend.ledger_count(flt.namespace),
+            embedding_model=space.model if space else None,
+            embedding_dim=space.dim if space else None,
+            backend=self._backend.name,
+        )
+
+    def namespaces(self) -> list[str]:
+        """Namespaces that hold memories."""
+        return self._backend.namespaces()
+
+    def vector_of(self, memory_id: str, *, namespace: str | None = None) -> np.ndarray | None:
+        """The stored embedding of a memory in the current embedder's space, or None."""
+        ns = self._ns(namespace)
+        found = self._backend.get_vectors(ns, self._embedder.model_name, [memory_id])
+        return found.get(memory_id)

@@ -1,0 +1,310 @@
+"""Pure record building: validation, normalisation, content hashing, ledger snapshots.
+
+Nothing here does I/O. The facade calls these before anything reaches a backend,
+so bad input is rejected before a transaction starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from memory.errors import InvalidInputError, InvalidVectorError
+from memory.filters import METADATA_KEY_PATTERN
+from memory.ids import new_id
+from memory.types import SENSITIVITY_LEVELS, LedgerEntry, LedgerOp, MemoryItem
+
+__all__ = [
+    "content_hash",
+    "normalise_content",
+    "check_name",
+    "check_kind",
+    "check_tags",
+    "check_metadata",
+    "check_importance",
+    "check_datetime",
+    "check_sensitivity",
+    "check_vector",
+    "snapshot",
+    "ledger_entry",
+    "build_item",
+    "DEFAULT_MAX_CONTENT_CHARS",
+]
+
+DEFAULT_MAX_CONTENT_CHARS = 32_000
+_KIND = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+MAX_TAGS = 64
+MAX_TAG_CHARS = 100
+MAX_NAME_CHARS = 200
+MAX_METADATA_BYTES = 64_000
+
+
+def normalise_content(content: object, *, max_chars: int = DEFAULT_MAX_CONTENT_CHARS) -> str:
+    """Validate memory content and return it NFC-normalised and stripped.
+
+    Raises InvalidInputError for non-strings, empty or whitespace-only text,
+    NUL/control characters, or text longer than ``max_chars``.
+    """
+    if not isinstance(content, str):
+        raise InvalidInputError(f"content must be a string, got {type(content).__name__}")
+    text = unicodedata.normalize("NFC", content).strip()
+    if not text:
+        raise InvalidInputError("content is empty: give the text to remember")
+    if len(text) > max_chars:
+        raise InvalidInputError(
+            f"content is {len(text)} characters, over the limit of {max_chars} "
+            "(raise limits.max_content_chars or split the text)"
+        )
+    if _CONTROL.search(text):
+        raise InvalidInputError("content contains control characters (e.g. NUL); remove them")
+    return text
+
+
+def content_hash(text: str) -> str:
+    """SHA-256 of content with whitespace runs collapsed and NFKC applied (case kept)."""
+    canon = " ".join(unicodedata.normalize("NFKC", text).split())
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+
+def check_name(value: object, what: str, *, optional: bool = True) -> str | None:
+    """Validate a scope name (namespace, user, agent, thread) or an id."""
+    if value is None:
+        if optional:
+            return None
+        raise InvalidInputError(f"{what} is required")
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInputError(f"{what} must not be empty")
+    if len(value) > MAX_NAME_CHARS:
+        raise InvalidInputError(f"{what} is longer than {MAX_NAME_CHARS} characters")
+    if _CONTROL.search(value) or "\n" in value or "\r" in value:
+        raise InvalidInputError(f"{what} contains control characters")
+    return value
+
+
+def check_kind(value: object) -> str:
+    """Validate a kind: lowercase identifier such as 'fact', 'conversation', 'document'."""
+    if not isinstance(value, str) or not _KIND.match(value):
+        raise InvalidInputError(
+            f"kind {value!r} is not valid: use a lowercase word like 'fact', 'conversation' or 'document'"
+        )
+    return value
+
+
+def check_tags(tags: object) -> tuple[str, ...]:
+    """Validate tags: a list of 1–100 character strings; returns them deduplicated in order."""
+    if tags is None:
+        return ()
+    if isinstance(tags, str) or not isinstance(tags, Iterable):
+        raise InvalidInputError("tags must be a list of strings")
+    out: list[str] = []
+    for tag in tags:
+        if not isinstance(tag, str):
+            raise InvalidInputError(f"tag {tag!r} must be a string")
+        tag = tag.strip()
+        if not tag or len(tag) > MAX_TAG_CHARS:
+            raise InvalidInputError(f"tag {tag!r} must be 1 to {MAX_TAG_CHARS} characters")
+        if _CONTROL.search(tag) or "\n" in tag:
+            raise InvalidInputError(f"tag {tag!r} contains control characters")
+        if tag not in out:
+            out.append(tag)
+    if len(out) > MAX_TAGS:
+        raise InvalidInputError(f"at most {MAX_TAGS} tags per memory")
+    return tuple(out)
+
+
+def check_strings(values: object, what: str) -> tuple[str, ...]:
+    """Validate a list of non-empty strings (source ids, keywords, entities)."""
+    if values is None:
+        return ()
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise InvalidInputError(f"{what} must be a list of strings")
+    out: list[str] = []
+    for value in values:
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidInputError(f"{what} must hold non-empty strings, got {value!r}")
+        out.append(value)
+    return tuple(out)
+
+
+def _check_json(value: Any, path: str) -> None:
+    if value is None or isinstance(value, (str, bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError(f"metadata {path} is {value}: only finite numbers are allowed")
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInputError(f"metadata keys must be strings (at {path})")
+            _check_json(item, f"{path}.{key}")
+        return
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_json(item, f"{path}[{index}]")
+        return
+    raise InvalidInputError(f"metadata {path} has unsupported type {type(value).__name__}")
+
+
+def check_metadata(metadata: object) -> dict[str, Any]:
+    """Validate metadata: a JSON object with safe top-level keys, finite numbers, ≤ 64 kB."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInputError("metadata must be a JSON object (a dict)")
+    for key in metadata:
+        if not isinstance(key, str) or not METADATA_KEY_PATTERN.match(key):
+            raise InvalidInputError(
+                f"metadata key {key!r} is not allowed: use letters, digits, '_', '-' or '.' (max 64)"
+            )
+    _check_json(metadata, "$")
+    encoded = json.dumps(metadata, ensure_ascii=False)
+    if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
+        raise InvalidInputError(f"metadata is larger than {MAX_METADATA_BYTES} bytes")
+    result: dict[str, Any] = json.loads(encoded)
+    return result
+
+
+def check_importance(value: object) -> float:
+    """Validate importance: a finite number in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInputError(f"importance must be a number between 0 and 1, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number) or not 0.0 <= number <= 1.0:
+        raise InvalidInputError(f"importance must be between 0 and 1, got {value!r}")
+    return number
+
+
+def check_datetime(value: object, what: str) -> datetime | None:
+    """Validate an optional datetime (aware, or naive taken as UTC; ISO strings accepted)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError as exc:
+            raise InvalidInputError(f"{what} {value!r} is not an ISO 8601 date-time") from exc
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{what} must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def check_sensitivity(value: object) -> str:
+    """Validate a sensitivity level: 'normal', 'private' or 'secret'."""
+    if value not in SENSITIVITY_LEVELS:
+        raise InvalidInputError(f"sensitivity must be one of normal, private, secret; got {value!r}")
+    return str(value)
+
+
+def check_vector(vector: object, dim: int) -> np.ndarray:
+    """Validate one vector of length ``dim``: finite numbers; returns float32, unit length.
+
+    Raises InvalidVectorError for the wrong type or length, NaN/inf, or a zero vector.
+    """
+    if isinstance(vector, (str, bytes)) or vector is None:
+        raise InvalidVectorError(f"vector must be a sequence of {dim} numbers")
+    try:
+        array = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidVectorError(f"vector must be a sequence of {dim} numbers: {exc}") from exc
+    if array.ndim != 1 or array.shape[0] != dim:
+        raise InvalidVectorError(f"vector has shape {array.shape}, expected ({dim},)")
+    if not np.all(np.isfinite(array)):
+        raise InvalidVectorError("vector contains NaN or infinite values")
+    norm = float(np.linalg.norm(array))
+    if norm == 0.0:
+        raise InvalidVectorError("vector is all zeros; it has no direction to compare")
+    normalised: np.ndarray = (array / norm).astype(np.float32)
+    return normalised
+
+
+def snapshot(item: MemoryItem) -> dict[str, Any]:
+    """A JSON-ready dict of an item, for ledger before/after."""
+    data: dict[str, Any] = item.model_dump(mode="json")
+    return data
+
+
+def ledger_entry(
+    op: LedgerOp,
+    item_id: str,
+    namespace: str,
+    at: datetime,
+    *,
+    before: MemoryItem | None = None,
+    after: MemoryItem | None = None,
+    reason: str | None = None,
+) -> LedgerEntry:
+    """Build a ledger entry for a change to one item."""
+    return LedgerEntry(
+        id=new_id(),
+        namespace=namespace,
+        item_id=item_id,
+        op=op,
+        at=at,
+        before=snapshot(before) if before is not None else None,
+        after=snapshot(after) if after is not None else None,
+        reason=reason,
+    )
+
+
+def build_item(
+    *,
+    content: str,
+    namespace: str,
+    now: datetime,
+    user: str | None = None,
+    agent: str | None = None,
+    thread: str | None = None,
+    kind: str = "fact",
+    context: str | None = None,
+    tags: Sequence[str] = (),
+    keywords: Sequence[str] = (),
+    entities: Sequence[str] = (),
+    metadata: Mapping[str, Any] | None = None,
+    source_ids: Sequence[str] = (),
+    importance: float = 0.5,
+    valid_from: datetime | None = None,
+    valid_to: datetime | None = None,
+    sensitivity: str = "normal",
+    expires_at: datetime | None = None,
+    created_at: datetime | None = None,
+    item_id: str | None = None,
+) -> MemoryItem:
+    """Build a new MemoryItem from already-validated parts (embedding still pending)."""
+    return MemoryItem(
+        id=item_id or new_id(),
+        namespace=namespace,
+        user=user,
+        agent=agent,
+        thread=thread,
+        kind=kind,
+        content=content,
+        context=context,
+        tags=tuple(tags),
+        keywords=tuple(keywords),
+        entities=tuple(entities),
+        metadata=dict(metadata or {}),
+        source_ids=tuple(source_ids),
+        importance=importance,
+        created_at=created_at or now,
+        updated_at=now,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        sensitivity=sensitivity,  # type: ignore[arg-type]
+        expires_at=expires_at,
+        content_hash=content_hash(content),
+        embedding_status="pending",
+    )

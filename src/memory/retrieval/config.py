@@ -1,0 +1,47 @@
+"""Retrieval settings as data, with named presets."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["RetrievalConfig", "PRESETS", "preset"]
+
+
+class RetrievalConfig(BaseModel):
+    """How recall finds and ranks memories.
+
+    Channels are fused by weighted reciprocal rank fusion:
+    ``fusion = Σ weight_c / (rrf_k + rank_c)``, normalised to 0..1 by its
+    maximum. The final score blends it with recency and importance:
+    ``final = (1 - recency_weight - importance_weight) · fusion
+    + recency_weight · recency + importance_weight · importance``,
+    where ``recency = 0.5 ** (age_days / recency_half_life_days)``.
+    Ties break by item id, so equal inputs always rank the same.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    channels: tuple[str, ...] = ("vector", "lexical")
+    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 1.0, "lexical": 1.0})
+    rrf_k: float = Field(60.0, gt=0)
+    candidates: int = Field(50, ge=1, le=1000, description="candidates fetched per channel")
+    recency_half_life_days: float = Field(30.0, gt=0)
+    recency_weight: float = Field(0.05, ge=0, le=1)
+    importance_weight: float = Field(0.05, ge=0, le=1)
+    min_score: float = Field(0.0, ge=0, le=1)
+
+
+PRESETS: dict[str, RetrievalConfig] = {
+    "balanced": RetrievalConfig(),
+    "fast": RetrievalConfig(candidates=20),
+    "lexical": RetrievalConfig(channels=("lexical",)),
+    "vector": RetrievalConfig(channels=("vector",)),
+}
+
+
+def preset(name: str) -> RetrievalConfig:
+    """Return the named preset; raises KeyError with the known names."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise KeyError(f"unknown retrieval preset {name!r}; known: {', '.join(sorted(PRESETS))}") from None

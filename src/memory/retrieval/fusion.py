@@ -1,0 +1,93 @@
+"""Weighted reciprocal rank fusion and final scoring (pure functions).
+
+Both SQL backends and the in-memory one feed these the same shape of channel
+results, so given the same channel results every backend ranks identically.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.backends.base import ChannelHit
+from memory.retrieval.config import RetrievalConfig
+from memory.types import ChannelScore, MemoryItem, ScoreParts
+
+__all__ = ["FusedCandidate", "fuse", "recency_factor", "score_item", "rank"]
+
+
+@dataclass(frozen=True, slots=True)
+class FusedCandidate:
+    """An item id with its normalised fused score and per-channel scores."""
+
+    id: str
+    fusion: float
+    channels: dict[str, ChannelScore]
+
+
+def fuse(
+    results: Mapping[str, Sequence[ChannelHit]], weights: Mapping[str, float], rrf_k: float
+) -> list[FusedCandidate]:
+    """Fuse ranked channel results by weighted RRF; returns candidates best first.
+
+    ``fusion = Σ_c w_c / (rrf_k + rank_c)`` divided by ``Σ_c w_c / (rrf_k + 1)``
+    (over the channels queried), so an item ranked first everywhere scores 1.
+    Ties break by id.
+    """
+    active = {name: float(weights.get(name, 1.0)) for name in results}
+    best_possible = sum(w / (rrf_k + 1.0) for w in active.values() if w > 0) or 1.0
+    totals: dict[str, float] = {}
+    channels: dict[str, dict[str, ChannelScore]] = {}
+    for name, hits in results.items():
+        weight = active[name]
+        seen: set[str] = set()
+        rank = 0
+        for hit in hits:
+            if hit.id in seen:
+                continue
+            seen.add(hit.id)
+            rank += 1
+            contribution = weight / (rrf_k + rank)
+            totals[hit.id] = totals.get(hit.id, 0.0) + contribution
+            channels.setdefault(hit.id, {})[name] = ChannelScore(
+                channel=name, rank=rank, raw=float(hit.score), contribution=contribution / best_possible
+            )
+    fused = [FusedCandidate(id=i, fusion=t / best_possible, channels=channels[i]) for i, t in totals.items()]
+    fused.sort(key=lambda c: (-c.fusion, c.id))
+    return fused
+
+
+def recency_factor(created_at: datetime, now: datetime, half_life_days: float) -> float:
+    """``0.5 ** (age_days / half_life_days)``, 1.0 for items from the future."""
+    age_days = max((now - created_at).total_seconds(), 0.0) / 86_400.0
+    return math.pow(0.5, age_days / half_life_days)
+
+
+def score_item(fusion: float, item: MemoryItem, now: datetime, config: RetrievalConfig) -> ScoreParts:
+    """Blend fused relevance with recency and importance into the final score."""
+    recency = recency_factor(item.created_at, now, config.recency_half_life_days)
+    relevance_weight = max(1.0 - config.recency_weight - config.importance_weight, 0.0)
+    final = relevance_weight * fusion + config.recency_weight * recency + config.importance_weight * item.importance
+    return ScoreParts(fusion=fusion, recency=recency, importance=item.importance, final=final)
+
+
+def rank(
+    candidates: Sequence[FusedCandidate],
+    items: Mapping[str, MemoryItem],
+    now: datetime,
+    config: RetrievalConfig,
+) -> list[tuple[FusedCandidate, MemoryItem, ScoreParts]]:
+    """Score candidates whose items are known; returns them best first (ties by id)."""
+    scored = []
+    for candidate in candidates:
+        item = items.get(candidate.id)
+        if item is None:
+            continue
+        parts = score_item(candidate.fusion, item, now, config)
+        if parts.final < config.min_score:
+            continue
+        scored.append((candidate, item, parts))
+    scored.sort(key=lambda entry: (-entry[2].final, entry[0].id))
+    return scored

@@ -1,0 +1,52 @@
+"""Pure text helpers for the lexical channel: word splitting and query terms."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["words", "query_terms", "STOPWORDS"]
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+
+#: English stopwords (function words and question words) dropped from lexical queries.
+STOPWORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all also am an and any are aren't as at be because been
+    before being below between both but by can can't cannot could couldn't did didn't do does
+    doesn't doing don't down during each few for from further had hadn't has hasn't have haven't
+    having he he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll
+    i'm i've if in into is isn't it it's its itself let's me more most mustn't my myself no nor
+    not of off on once only or other ought our ours ourselves out over own same shan't she she'd
+    she'll she's should shouldn't so some such than that that's the their theirs them themselves
+    then there there's these they they'd they'll they're they've this those through to too under
+    until up very was wasn't we we'd we'll we're we've were weren't what what's when when's where
+    where's which while who who's whom why why's will with won't would wouldn't you you'd you'll
+    you're you've your yours yourself yourselves just get got did does
+    """.split()
+)
+
+MAX_QUERY_TERMS = 32
+
+
+def words(text: str) -> list[str]:
+    """Lowercased words of ``text`` (letters and digits; apostrophes inside words kept)."""
+    return [w.replace("’", "'") for w in _WORD.findall(text.lower())]
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct lexical query terms: words minus stopwords, in order, at most 32.
+
+    When every word is a stopword the words themselves are used, so a query
+    like "who is he" still searches. Terms contain only letters, digits and
+    apostrophes, so no query syntax can reach a search engine.
+    """
+    all_words = words(text)
+    kept = [w for w in all_words if w not in STOPWORDS]
+    if not kept:
+        kept = all_words
+    seen: dict[str, None] = {}
+    for word in kept:
+        for part in word.split("'"):
+            if part and part not in seen:
+                seen[part] = None
+    return list(seen)[:MAX_QUERY_TERMS]
