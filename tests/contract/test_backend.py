@@ -1,0 +1,143 @@
+"""The storage contract, exercised directly on each backend."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from memory.backends.base import Backend, ListOrder, NewRecord
+from memory.errors import Error, NotFoundError
+from memory.filters import Filter
+from memory.records import build_item, ledger_entry
+
+NOW = datetime(2026, 3, 1, tzinfo=UTC)
+DIM = 16
+MODEL = "test-model"
+
+
+def _record(content: str, vector: np.ndarray | None = None, **fields: object) -> NewRecord:
+    item = build_item(content=content, namespace=str(fields.pop("namespace", "ns")), now=NOW, **fields)  # type: ignore[arg-type]
+    if vector is not None:
+        item = item.model_copy(update={"embedding_status": "done", "embedding_model": MODEL})
+    return NewRecord(item, vector, ledger_entry("add", item.id, item.namespace, NOW, after=item))
+
+
+def _unit(rng: np.random.Generator) -> np.ndarray:
+    v = rng.normal(size=DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _flt(**kw: object) -> Filter:
+    kw.setdefault("namespace", "ns")
+    return Filter(now=NOW, **kw)  # type: ignore[arg-type]
+
+
+def test_vector_space_registration(backend: Backend) -> None:
+    assert backend.vector_spaces() == []
+    space = backend.ensure_vector_space(MODEL, DIM)
+    assert (space.model, space.dim) == (MODEL, DIM)
+    assert backend.ensure_vector_space(MODEL, DIM) == space
+    with pytest.raises(Error):
+        backend.ensure_vector_space(MODEL, DIM + 1)
+    assert [s.model for s in backend.vector_spaces()] == [MODEL]
+
+
+def test_add_dedups_and_reports(backend: Backend) -> None:
+    backend.ensure_vector_space(MODEL, DIM)
+    rng = np.random.default_rng(0)
+    a = _record("alpha", _unit(rng), user="u")
+    b = _record("alpha", _unit(rng), user="u")
+    c = _record("alpha", _unit(rng), user="v")
+    results = backend.add([a, b, c])
+    assert [r.created for r in results] == [True, False, True]
+    assert results[1].id == a.item.id
+    assert backend.count(_flt()) == 2
+    assert backend.ledger_count("ns") == 2
+
+
+def test_vector_search_is_exact_and_filtered(backend: Backend) -> None:
+    backend.ensure_vector_space(MODEL, DIM)
+    rng = np.random.default_rng(1)
+    records = [_record(f"doc {i}", _unit(rng), user="even" if i % 2 == 0 else "odd") for i in range(300)]
+    backend.add(records)
+    query = _unit(rng)
+    matrix = np.vstack([r.vector for r in records if r.vector is not None])
+    sims = matrix @ query
+    for user in (None, "even"):
+        hits = backend.search_vector(_flt(user=user), MODEL, query, 10)
+        allowed = [i for i, r in enumerate(records) if user is None or r.item.user == user]
+        expected = sorted(allowed, key=lambda i: -sims[i])[:10]
+        assert [h.id for h in hits] == [records[i].item.id for i in expected]
+        assert [h.score for h in hits] == pytest.approx([float(sims[i]) for i in expected], abs=1e-5)
+    assert backend.search_vector(_flt(namespace="other"), MODEL, query, 10) == []
+
+
+def test_lexical_search_filters_and_ranks(backend: Backend) -> None:
+    backend.add(
+        [
+            _record("the quick brown fox", user="a"),
+            _record("a fox, a fox, a fox!", user="b"),
+            _record("lazy dogs sleep", user="a"),
+        ]
+    )
+    hits = backend.search_lexical(_flt(), ["fox"], 10)
+    assert len(hits) == 2 and all(h.score > 0 for h in hits)
+    only_a = backend.search_lexical(_flt(user="a"), ["fox"], 10)
+    assert len(only_a) == 1
+    assert backend.search_lexical(_flt(), ["unicorn"], 10) == []
+    assert backend.search_lexical(_flt(), [], 10) == []
+
+
+def test_replace_delete_history(backend: Backend) -> None:
+    backend.ensure_vector_space(MODEL, DIM)
+    rng = np.random.default_rng(2)
+    rec = _record("original text", _unit(rng))
+    backend.add([rec])
+    new = rec.item.model_copy(update={"content": "changed text", "updated_at": NOW + timedelta(seconds=1)})
+    backend.replace(new, None, ledger_entry("update", new.id, "ns", NOW, before=rec.item, after=new))
+    assert backend.get("ns", [new.id])[0].content == "changed text"
+    assert backend.search_lexical(_flt(), ["changed"], 5)[0].id == new.id
+    assert backend.search_lexical(_flt(), ["original"], 5) == []
+    assert set(backend.get_vectors("ns", MODEL, [new.id])) == {new.id}
+    ghost = new.model_copy(update={"id": "ghost"})
+    with pytest.raises(NotFoundError):
+        backend.replace(ghost, None, ledger_entry("update", "ghost", "ns", NOW))
+    assert backend.delete("ns", [new.id], [ledger_entry("delete", new.id, "ns", NOW, before=new)]) == 1
+    assert backend.get("ns", [new.id]) == []
+    assert backend.get_vectors("ns", MODEL, [new.id]) == {}
+    assert [e.op for e in backend.history("ns", new.id)] == ["add", "update", "delete"]
+    assert backend.history("other", new.id) == []
+
+
+def test_namespace_isolation_on_every_read(backend: Backend) -> None:
+    backend.ensure_vector_space(MODEL, DIM)
+    rng = np.random.default_rng(3)
+    rec = _record("shared words here", _unit(rng), namespace="a")
+    backend.add([rec])
+    other = _flt(namespace="b")
+    assert backend.get("b", [rec.item.id]) == []
+    assert backend.get_vectors("b", MODEL, [rec.item.id]) == {}
+    assert backend.count(other) == 0
+    assert backend.list(other, 10, ListOrder()) == []
+    assert backend.search_lexical(other, ["shared"], 10) == []
+    assert backend.delete("b", [rec.item.id], []) == 0
+    assert backend.get("a", [rec.item.id]) != []
+
+
+def test_group_counts_refuses_unknown_columns(backend: Backend) -> None:
+    with pytest.raises(Error):
+        backend.group_counts(_flt(), "content; DROP TABLE items")
+
+
+def test_access_and_pending(backend: Backend) -> None:
+    rec = _record("not embedded yet")
+    backend.add([rec])
+    assert [i.id for i in backend.pending_embeddings("ns", 10)] == [rec.item.id]
+    backend.record_access("ns", [rec.item.id], NOW + timedelta(hours=1))
+    item = backend.get("ns", [rec.item.id])[0]
+    assert item.access_count == 1 and item.accessed_at == NOW + timedelta(hours=1)
+    assert backend.mark_embedding("ns", [rec.item.id], "failed", "boom") == 1
+    assert backend.get("ns", [rec.item.id])[0].embedding_error == "boom"
+    assert list(backend.iter_items(_flt())) == backend.get("ns", [rec.item.id])

@@ -1,0 +1,65 @@
+"""Weighted RRF and final scoring against hand-computed values."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory.backends.base import ChannelHit
+from memory.records import build_item
+from memory.retrieval.config import RetrievalConfig
+from memory.retrieval.fusion import fuse, rank, recency_factor, score_item
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def test_rrf_hand_computed() -> None:
+    results = {
+        "vector": [ChannelHit("a", 0.9), ChannelHit("b", 0.8)],
+        "lexical": [ChannelHit("b", 12.0), ChannelHit("c", 3.0)],
+    }
+    fused = fuse(results, {"vector": 1.0, "lexical": 2.0}, rrf_k=60)
+    best = 1 / 61 + 2 / 61
+    expected = {"a": (1 / 61) / best, "b": (1 / 62 + 2 / 61) / best, "c": (2 / 62) / best}
+    assert [c.id for c in fused] == ["b", "c", "a"]
+    for candidate in fused:
+        assert candidate.fusion == pytest.approx(expected[candidate.id])
+    b = fused[0]
+    assert b.channels["vector"].rank == 2 and b.channels["lexical"].rank == 1
+    assert b.channels["lexical"].raw == 12.0
+    assert sum(ch.contribution for ch in b.channels.values()) == pytest.approx(b.fusion)
+
+
+def test_first_everywhere_scores_one_and_ties_break_by_id() -> None:
+    fused = fuse({"vector": [ChannelHit("z", 1.0)], "lexical": [ChannelHit("z", 5.0)]}, {}, 60)
+    assert fused[0].fusion == pytest.approx(1.0)
+    tied = fuse({"vector": [ChannelHit("y", 1.0)], "lexical": [ChannelHit("x", 1.0)]}, {}, 60)
+    assert [c.id for c in tied] == ["x", "y"]
+
+
+def test_duplicate_ids_within_a_channel_count_once() -> None:
+    fused = fuse({"vector": [ChannelHit("a", 1.0), ChannelHit("a", 0.5), ChannelHit("b", 0.4)]}, {}, 60)
+    assert fused[1].channels["vector"].rank == 2
+
+
+def test_recency_half_life() -> None:
+    assert recency_factor(NOW - timedelta(days=30), NOW, 30) == pytest.approx(0.5)
+    assert recency_factor(NOW - timedelta(days=60), NOW, 30) == pytest.approx(0.25)
+    assert recency_factor(NOW + timedelta(days=1), NOW, 30) == 1.0
+
+
+def test_final_score_blend() -> None:
+    config = RetrievalConfig(recency_weight=0.2, importance_weight=0.1, recency_half_life_days=10)
+    item = build_item(content="x", namespace="n", now=NOW - timedelta(days=10), importance=0.8)
+    parts = score_item(0.5, item, NOW, config)
+    assert parts.recency == pytest.approx(0.5)
+    assert parts.final == pytest.approx(0.7 * 0.5 + 0.2 * 0.5 + 0.1 * 0.8)
+
+
+def test_rank_skips_unknown_items_and_applies_min_score() -> None:
+    config = RetrievalConfig(min_score=0.5, recency_weight=0, importance_weight=0)
+    item = build_item(content="x", namespace="n", now=NOW)
+    fused = fuse({"vector": [ChannelHit(item.id, 1.0), ChannelHit("gone", 0.5)]}, {}, 60)
+    ranked = rank(fused, {item.id: item}, NOW, config)
+    assert [entry[1].id for entry in ranked] == [item.id]

@@ -1,0 +1,55 @@
+"""The package's public surface: __all__ matches exports; AsyncMemory mirrors Memory."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+
+import memory
+from memory import AsyncMemory, Memory
+from memory.embedders.hashing import HashingEmbedder
+
+
+def test_all_matches_exports() -> None:
+    public = {name for name in dir(memory) if not name.startswith("_")} - {
+        "aio", "backends", "config", "embedders", "errors", "filters", "ids", "memory", "pagination",
+        "records", "registry", "retrieval", "types", "cli", "bench", "transfer",
+    }  # fmt: skip
+    assert public == set(memory.__all__) - {"__version__"}
+
+
+def _public_methods(cls: type) -> set[str]:
+    return {
+        name
+        for name, value in inspect.getmembers(cls)
+        if not name.startswith("_") and (inspect.isfunction(value) or inspect.iscoroutinefunction(value))
+    }
+
+
+def test_async_twin_has_every_method() -> None:
+    assert _public_methods(Memory) == _public_methods(AsyncMemory)
+    for name in _public_methods(AsyncMemory) - {"close"}:
+        assert inspect.iscoroutinefunction(getattr(AsyncMemory, name)), name
+
+
+def test_async_round_trip_matches_sync() -> None:
+    async def scenario() -> tuple[list[str], list[str]]:
+        async with AsyncMemory("memory://", embedder=HashingEmbedder()) as amem:
+            ids = await amem.remember(["Ivan rides horses", "Judy paints"], user="x")
+            assert isinstance(ids, list)
+            hits = await amem.recall("horses", user="x")
+            await amem.update(ids[1], tags=["art"])
+            assert (await amem.get(ids[1])).tags == ("art",)
+            assert [e.op for e in await amem.history(ids[1])] == ["add", "update"]
+            assert (await amem.stats()).total == 2
+            assert (await amem.list()).items[0].id == ids[1]
+            assert await amem.forget(ids[0]) == 1
+            return ids, [h.id for h in hits]
+
+    ids, hit_ids = asyncio.run(scenario())
+    sync = Memory("memory://", embedder=HashingEmbedder())
+    sync_ids = sync.remember(["Ivan rides horses", "Judy paints"], user="x")
+    assert hit_ids[0] == ids[0]
+    assert [h.content for h in sync.recall("horses", user="x")][0] == "Ivan rides horses"
+    assert len(sync_ids) == 2
+    sync.close()
