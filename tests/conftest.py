@@ -16,7 +16,13 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("MEMORY_CONFIG", str(home / "config" / "memory" / "config.toml"))
-    for name in ("MEMORY_DATABASE", "MEMORY_NAMESPACE", "MEMORY_EMBEDDER", "MEMORY_EMBEDDER_OPTIONS", "MEMORY_RETRIEVAL"):
+    for name in (
+        "MEMORY_DATABASE",
+        "MEMORY_NAMESPACE",
+        "MEMORY_EMBEDDER",
+        "MEMORY_EMBEDDER_OPTIONS",
+        "MEMORY_RETRIEVAL",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 

@@ -8,6 +8,7 @@ awaitable twin here (a parity test checks that).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,15 +42,19 @@ class AsyncMemory:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
 
-    async def remember(self, content: str | Sequence[str | Mapping[str, Any]], **fields: Any) -> str | list[str]:
+    async def remember(
+        self, content: str | Sequence[str | Mapping[str, Any]], **fields: Any
+    ) -> str | list[str]:
         """See :meth:`Memory.remember`."""
-        return await self._run(self._sync.remember, content, **fields)
+        return await self._run(self._sync.remember, content, **fields)  # type: ignore[arg-type]
 
-    async def remember_batch(self, entries: Sequence[str | Mapping[str, Any]], **defaults: Any) -> list[str]:
+    async def remember_batch(
+        self, entries: Sequence[str | Mapping[str, Any]], **defaults: Any
+    ) -> builtins.list[str]:
         """See :meth:`Memory.remember_batch`."""
         return await self._run(self._sync.remember_batch, entries, **defaults)
 
-    async def recall(self, query: str, **options: Any) -> list[Hit]:
+    async def recall(self, query: str, **options: Any) -> builtins.list[Hit]:
         """See :meth:`Memory.recall`."""
         return await self._run(self._sync.recall, query, **options)
 
@@ -73,7 +78,7 @@ class AsyncMemory:
         """See :meth:`Memory.list`."""
         return await self._run(self._sync.list, **options)
 
-    async def history(self, memory_id: str, **options: Any) -> list[LedgerEntry]:
+    async def history(self, memory_id: str, **options: Any) -> builtins.list[LedgerEntry]:
         """See :meth:`Memory.history`."""
         return await self._run(self._sync.history, memory_id, **options)
 
@@ -81,7 +86,7 @@ class AsyncMemory:
         """See :meth:`Memory.stats`."""
         return await self._run(self._sync.stats, **scope)
 
-    async def namespaces(self) -> list[str]:
+    async def namespaces(self) -> builtins.list[str]:
         """See :meth:`Memory.namespaces`."""
         return await self._run(self._sync.namespaces)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -120,7 +121,9 @@ class Memory:
             overrides["embedder"] = {"provider": embedder}
         self.settings = settings or load_settings(overrides)
         check_name(self.settings.namespace, "namespace", optional=False)
-        self._retrieval = retrieval if isinstance(retrieval, RetrievalConfig) else self.settings.retrieval_config()
+        self._retrieval = (
+            retrieval if isinstance(retrieval, RetrievalConfig) else self.settings.retrieval_config()
+        )
         self._clock = clock or utcnow
         self._backend: Backend = backend or open_backend(self.settings.database)
         try:
@@ -234,7 +237,7 @@ class Memory:
                 created_after=check_datetime(since, "since"),
                 created_before=check_datetime(until, "until"),
                 ids=tuple(ids) if ids is not None else None,
-                clearance=check_sensitivity(clearance),  # type: ignore[arg-type]
+                clearance=check_sensitivity(clearance),
                 include_expired=bool(include_expired),
                 include_invalid=bool(include_invalid),
                 now=self._clock(),
@@ -245,7 +248,9 @@ class Memory:
             raise InvalidInputError(f"invalid filter: {exc}") from exc
 
     # -- writes ------------------------------------------------------------
-    def _prepare(self, content: object, fields: Mapping[str, Any], now: datetime) -> tuple[MemoryItem, Vector | None]:
+    def _prepare(
+        self, content: object, fields: Mapping[str, Any], now: datetime
+    ) -> tuple[MemoryItem, Vector | None]:
         unknown = set(fields) - {
             "user", "agent", "thread", "namespace", "kind", "context", "tags", "keywords", "entities",
             "metadata", "source_ids", "importance", "valid_from", "valid_to", "sensitivity",
@@ -294,10 +299,16 @@ class Memory:
             return item, check_vector(vector, self._embedder.dimension)
         return item, None
 
-    def _embed_items(self, items: list[MemoryItem], given: list[Vector | None]) -> list[tuple[MemoryItem, Vector | None]]:
+    def _embed_items(
+        self, items: builtins.list[MemoryItem], given: builtins.list[Vector | None]
+    ) -> builtins.list[tuple[MemoryItem, Vector | None]]:
         """Attach vectors: given ones, else embed; a failing embedder leaves items pending."""
-        out: list[tuple[MemoryItem, Vector | None]] = []
-        todo = [i for i, (item, vec) in enumerate(zip(items, given)) if vec is None and item.sensitivity != "secret"]
+        out: builtins.list[tuple[MemoryItem, Vector | None]] = []
+        todo = [
+            i
+            for i, (item, vec) in enumerate(zip(items, given, strict=True))
+            if vec is None and item.sensitivity != "secret"
+        ]
         vectors: dict[int, Vector] = {}
         error: str | None = None
         if todo:
@@ -315,7 +326,7 @@ class Memory:
                 error = str(exc)
                 log.warning("embedding failed, %d memories stored as pending: %s", len(todo), exc)
         model = self._embedder.model_name
-        for index, (item, vec) in enumerate(zip(items, given)):
+        for index, (item, vec) in enumerate(zip(items, given, strict=True)):
             vector = vec if vec is not None else vectors.get(index)
             if vector is not None:
                 item = item.model_copy(update={"embedding_status": "done", "embedding_model": model})
@@ -330,7 +341,7 @@ class Memory:
     def remember(self, content: str, **fields: Any) -> str: ...
 
     @overload
-    def remember(self, content: Sequence[str | Mapping[str, Any]], **fields: Any) -> list[str]: ...
+    def remember(self, content: Sequence[str | Mapping[str, Any]], **fields: Any) -> builtins.list[str]: ...
 
     def remember(self, content: str | Sequence[str | Mapping[str, Any]], **fields: Any) -> str | list[str]:
         """Store a memory (or a batch) and return its id (or ids, in order).
@@ -353,7 +364,9 @@ class Memory:
             raise InvalidInputError(f"content must be a string or a list, got {type(content).__name__}")
         return self.remember_batch(content, **fields)
 
-    def remember_batch(self, entries: Sequence[str | Mapping[str, Any]], **defaults: Any) -> list[str]:
+    def remember_batch(
+        self, entries: Sequence[str | Mapping[str, Any]], **defaults: Any
+    ) -> builtins.list[str]:
         """Store many memories in one transaction; returns their ids in order (see :meth:`remember`)."""
         if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
             raise InvalidInputError("entries must be a list of strings or dicts")
@@ -364,7 +377,7 @@ class Memory:
                 f"batch of {len(entries)} is over the limit of {self.settings.limits.max_batch}"
             )
         now = self._clock()
-        prepared: list[tuple[MemoryItem, Vector | None]] = []
+        prepared: builtins.list[tuple[MemoryItem, Vector | None]] = []
         for index, entry in enumerate(entries):
             if isinstance(entry, Mapping):
                 fields = {**defaults, **{k: v for k, v in entry.items() if k != "content"}}
@@ -385,7 +398,9 @@ class Memory:
         results = self._backend.add(records)
         return [r.id for r in results]
 
-    def update(self, memory_id: str, *, namespace: str | None = None, reason: str | None = None, **changes: Any) -> MemoryItem:
+    def update(
+        self, memory_id: str, *, namespace: str | None = None, reason: str | None = None, **changes: Any
+    ) -> MemoryItem:
         """Change fields of a memory; returns the updated item.
 
         Updatable: content, kind, context, tags, keywords, entities, metadata
@@ -438,7 +453,9 @@ class Memory:
         self._backend.replace(candidate, vector, entry)
         return candidate
 
-    def forget(self, memory_id: str | Sequence[str], *, namespace: str | None = None, reason: str | None = None) -> int:
+    def forget(
+        self, memory_id: str | Sequence[str], *, namespace: str | None = None, reason: str | None = None
+    ) -> int:
         """Delete a memory (or several) with its index entries and vector; returns how many.
 
         The ledger keeps the deleted state. Raises NotFoundError when a single
@@ -475,7 +492,10 @@ class Memory:
             batch = self._backend.list(flt, 500, ListOrder(newest_first=False))
             if not batch:
                 return total
-            ledger = [ledger_entry("delete", i.id, i.namespace, now, before=i, reason=reason or "forget_all") for i in batch]
+            ledger = [
+                ledger_entry("delete", i.id, i.namespace, now, before=i, reason=reason or "forget_all")
+                for i in batch
+            ]
             total += self._backend.delete(flt.namespace, [i.id for i in batch], ledger)
 
     def embed_pending(self, *, namespace: str | None = None, limit: int = 1000) -> int:
@@ -528,7 +548,7 @@ class Memory:
         until: datetime | str | None = None,
         clearance: str = "private",
         retrieval: RetrievalConfig | str | None = None,
-    ) -> list[Hit]:
+    ) -> builtins.list[Hit]:
         """Find the memories most relevant to ``query``, best first, with score parts.
 
         Hybrid by default: vector KNN and BM25, fused by weighted RRF, then
@@ -579,7 +599,9 @@ class Memory:
         if isinstance(retrieval, RetrievalConfig):
             return retrieval
         if retrieval not in PRESETS:
-            raise InvalidInputError(f"unknown retrieval preset {retrieval!r}; known: {', '.join(sorted(PRESETS))}")
+            raise InvalidInputError(
+                f"unknown retrieval preset {retrieval!r}; known: {', '.join(sorted(PRESETS))}"
+            )
         return PRESETS[retrieval]
 
     def list(
@@ -612,10 +634,12 @@ class Memory:
         after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
         order = ListOrder(newest_first=not oldest_first, after_created_at=after_at, after_id=after_id)
         items = self._backend.list(flt, limit + 1, order)
-        next_cursor = encode_cursor(items[limit - 1].created_at, items[limit - 1].id) if len(items) > limit else None
+        next_cursor = (
+            encode_cursor(items[limit - 1].created_at, items[limit - 1].id) if len(items) > limit else None
+        )
         return Page(items=tuple(items[:limit]), next_cursor=next_cursor)
 
-    def history(self, memory_id: str, *, namespace: str | None = None) -> list[LedgerEntry]:
+    def history(self, memory_id: str, *, namespace: str | None = None) -> builtins.list[LedgerEntry]:
         """Every recorded change of a memory, oldest first (kept after deletion). Raises NotFoundError."""
         check_name(memory_id, "memory id", optional=False)
         ns = self._ns(namespace)
@@ -638,7 +662,9 @@ class Memory:
             clearance="secret", include_expired=True, include_invalid=True,
         )  # fmt: skip
         spaces = self._backend.vector_spaces()
-        space = next((s for s in spaces if s.model == self._embedder.model_name), spaces[0] if spaces else None)
+        space = next(
+            (s for s in spaces if s.model == self._embedder.model_name), spaces[0] if spaces else None
+        )
         return Stats(
             namespace=flt.namespace,
             total=self._backend.count(flt),
@@ -651,7 +677,7 @@ class Memory:
             backend=self._backend.name,
         )
 
-    def namespaces(self) -> list[str]:
+    def namespaces(self) -> builtins.list[str]:
         """Namespaces that hold memories."""
         return self._backend.namespaces()
 

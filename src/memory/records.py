@@ -303,7 +303,7 @@ def build_item(
         updated_at=now,
         valid_from=valid_from,
         valid_to=valid_to,
-        sensitivity=sensitivity,  # type: ignore[arg-type]
+        sensitivity=sensitivity,
         expires_at=expires_at,
         content_hash=content_hash(content),
         embedding_status="pending",

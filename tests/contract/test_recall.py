@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from memory import Memory
+from memory import Memory, NotFoundError
 
 FACTS = [
     "Alice prefers dark mode in every editor",
@@ -54,7 +54,7 @@ def test_namespaces_never_leak(mem: Memory) -> None:
     assert mem.recall("launch code", limit=10) == []
     assert mem.list(namespace="tenant-b").items[0].id == inside
     assert set(mem.namespaces()) == {"tenant-a", "tenant-b"}
-    with pytest.raises(Exception):
+    with pytest.raises(NotFoundError):
         mem.get(inside, namespace="tenant-a")
 
 
@@ -100,7 +100,9 @@ def test_access_statistics_update(mem: Memory, clock: Callable[[], object]) -> N
     assert item.accessed_at == clock()  # type: ignore[operator]
 
 
-def test_recency_and_importance_break_otherwise_equal_scores(mem: Memory, clock: Callable[[], object]) -> None:
+def test_recency_and_importance_break_otherwise_equal_scores(
+    mem: Memory, clock: Callable[[], object]
+) -> None:
     low = mem.remember("project kickoff meeting notes alpha", importance=0.1)
     high = mem.remember("project kickoff meeting notes beta", importance=0.9)
     hits = mem.recall("project kickoff meeting notes", limit=2, retrieval="lexical")

@@ -25,6 +25,7 @@ Rules every implementation follows (the contract suite in
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -103,7 +104,7 @@ class Backend(Protocol):
         ...
 
     # -- vector spaces -----------------------------------------------------
-    def vector_spaces(self) -> list[VectorSpace]:
+    def vector_spaces(self) -> builtins.list[VectorSpace]:
         """The embedding models this store holds vectors for."""
         ...
 
@@ -116,7 +117,7 @@ class Backend(Protocol):
         ...
 
     # -- writes ------------------------------------------------------------
-    def add(self, records: Sequence[NewRecord]) -> list[AddResult]:
+    def add(self, records: Sequence[NewRecord]) -> builtins.list[AddResult]:
         """Insert records atomically with dedup by (scope, content_hash); one result per record."""
         ...
 
@@ -145,15 +146,15 @@ class Backend(Protocol):
         ...
 
     # -- reads -------------------------------------------------------------
-    def get(self, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
+    def get(self, namespace: str, ids: Sequence[str]) -> builtins.list[MemoryItem]:
         """Items by id in ``namespace``, in the order asked; unknown ids are omitted."""
         ...
 
-    def find_ids(self, flt: Filter, limit: int | None = None) -> list[str]:
+    def find_ids(self, flt: Filter, limit: int | None = None) -> builtins.list[str]:
         """Ids of the items matching ``flt`` (newest first)."""
         ...
 
-    def list(self, flt: Filter, limit: int, order: ListOrder) -> list[MemoryItem]:
+    def list(self, flt: Filter, limit: int, order: ListOrder) -> builtins.list[MemoryItem]:
         """Items matching ``flt`` in ``order``, at most ``limit``."""
         ...
 
@@ -161,11 +162,11 @@ class Backend(Protocol):
         """Number of items matching ``flt``."""
         ...
 
-    def search_lexical(self, flt: Filter, terms: Sequence[str], k: int) -> list[ChannelHit]:
+    def search_lexical(self, flt: Filter, terms: Sequence[str], k: int) -> builtins.list[ChannelHit]:
         """BM25-ranked items containing any of ``terms`` (already normalised words), best first."""
         ...
 
-    def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> list[ChannelHit]:
+    def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:
         """Nearest items by cosine similarity in ``model``'s space, best first; score = cosine."""
         ...
 
@@ -173,11 +174,11 @@ class Backend(Protocol):
         """Stored vectors of ``ids`` in ``model``'s space (missing ones omitted)."""
         ...
 
-    def pending_embeddings(self, namespace: str | None, limit: int) -> list[MemoryItem]:
+    def pending_embeddings(self, namespace: str | None, limit: int) -> builtins.list[MemoryItem]:
         """Items whose embedding_status is 'pending' or 'failed', oldest first (any namespace if None)."""
         ...
 
-    def history(self, namespace: str, item_id: str) -> list[LedgerEntry]:
+    def history(self, namespace: str, item_id: str) -> builtins.list[LedgerEntry]:
         """Ledger entries of an item, oldest first (also after deletion)."""
         ...
 
@@ -189,7 +190,7 @@ class Backend(Protocol):
         """Counts of matching items grouped by ``column`` (kind, sensitivity or embedding_status)."""
         ...
 
-    def namespaces(self) -> list[str]:
+    def namespaces(self) -> builtins.list[str]:
         """Namespaces that hold at least one item."""
         ...
 

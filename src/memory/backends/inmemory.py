@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import math
 import threading
 from collections import Counter
@@ -34,14 +35,14 @@ class InMemoryBackend:
         self._tokens: dict[str, Counter[str]] = {}
         self._vectors: dict[str, dict[str, Vector]] = {}
         self._spaces: dict[str, int] = {}
-        self._ledger: list[LedgerEntry] = []
+        self._ledger: builtins.list[LedgerEntry] = []
         self._lock = threading.RLock()
 
     def close(self) -> None:
         """Nothing to release."""
 
     # -- vector spaces -----------------------------------------------------
-    def vector_spaces(self) -> list[VectorSpace]:
+    def vector_spaces(self) -> builtins.list[VectorSpace]:
         """Registered embedding models."""
         with self._lock:
             return [VectorSpace(m, d) for m, d in sorted(self._spaces.items())]
@@ -81,7 +82,7 @@ class InMemoryBackend:
                 return other.id
         return None
 
-    def add(self, records: Sequence[NewRecord]) -> list[AddResult]:
+    def add(self, records: Sequence[NewRecord]) -> builtins.list[AddResult]:
         """Insert with dedup; all records are checked before any is stored."""
         with self._lock:
             for record in records:
@@ -89,7 +90,7 @@ class InMemoryBackend:
                     self._check_vector(record.item.embedding_model, record.vector)
                 if record.item.id in self._items:
                     raise InvalidInputError(f"id {record.item.id} already exists")
-            results: list[AddResult] = []
+            results: builtins.list[AddResult] = []
             staged: dict[tuple[str, str | None, str | None, str | None, str], str] = {}
             for record in records:
                 item = record.item
@@ -151,7 +152,9 @@ class InMemoryBackend:
                 item = self._items.get(item_id)
                 if item is None or item.namespace != namespace:
                     continue
-                self._items[item_id] = item.model_copy(update={"embedding_status": status, "embedding_error": error})
+                self._items[item_id] = item.model_copy(
+                    update={"embedding_status": status, "embedding_error": error}
+                )
                 count += 1
             return count
 
@@ -182,20 +185,20 @@ class InMemoryBackend:
                     )
 
     # -- reads -------------------------------------------------------------
-    def _matching(self, flt: Filter) -> list[MemoryItem]:
+    def _matching(self, flt: Filter) -> builtins.list[MemoryItem]:
         return [item for item in self._items.values() if matches(flt, item)]
 
-    def get(self, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
+    def get(self, namespace: str, ids: Sequence[str]) -> builtins.list[MemoryItem]:
         """Items by id, in the order asked."""
         with self._lock:
             found = (self._items.get(i) for i in ids)
             return [item for item in found if item is not None and item.namespace == namespace]
 
-    def find_ids(self, flt: Filter, limit: int | None = None) -> list[str]:
+    def find_ids(self, flt: Filter, limit: int | None = None) -> builtins.list[str]:
         """Matching ids, newest first."""
         return [item.id for item in self.list(flt, limit or len(self._items) or 1, ListOrder())]
 
-    def list(self, flt: Filter, limit: int, order: ListOrder) -> list[MemoryItem]:
+    def list(self, flt: Filter, limit: int, order: ListOrder) -> builtins.list[MemoryItem]:
         """Matching items in keyset order."""
         with self._lock:
             items = self._matching(flt)
@@ -213,7 +216,7 @@ class InMemoryBackend:
         with self._lock:
             return len(self._matching(flt))
 
-    def search_lexical(self, flt: Filter, terms: Sequence[str], k: int) -> list[ChannelHit]:
+    def search_lexical(self, flt: Filter, terms: Sequence[str], k: int) -> builtins.list[ChannelHit]:
         """Okapi BM25 over matching items (idf over the namespace)."""
         if not terms:
             return []
@@ -224,7 +227,7 @@ class InMemoryBackend:
                 return []
             avg_len = sum(sum(self._tokens[i.id].values()) for i in corpus) / n_docs or 1.0
             doc_freq = {t: sum(1 for i in corpus if t in self._tokens[i.id]) for t in terms}
-            hits: list[ChannelHit] = []
+            hits: builtins.list[ChannelHit] = []
             for item in corpus:
                 if not matches(flt, item):
                     continue
@@ -237,13 +240,18 @@ class InMemoryBackend:
                         continue
                     df = doc_freq[term]
                     idf = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
-                    score += idf * tf * (_BM25_K1 + 1) / (tf + _BM25_K1 * (1 - _BM25_B + _BM25_B * length / avg_len))
+                    score += (
+                        idf
+                        * tf
+                        * (_BM25_K1 + 1)
+                        / (tf + _BM25_K1 * (1 - _BM25_B + _BM25_B * length / avg_len))
+                    )
                 if score > 0:
                     hits.append(ChannelHit(item.id, score))
         hits.sort(key=lambda h: (-h.score, h.id))
         return hits[:k]
 
-    def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> list[ChannelHit]:
+    def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:
         """Exact cosine KNN over matching items."""
         with self._lock:
             space = self._vectors.get(model, {})
@@ -265,18 +273,19 @@ class InMemoryBackend:
                 if i in space and i in self._items and self._items[i].namespace == namespace
             }
 
-    def pending_embeddings(self, namespace: str | None, limit: int) -> list[MemoryItem]:
+    def pending_embeddings(self, namespace: str | None, limit: int) -> builtins.list[MemoryItem]:
         """Items still to embed, oldest first."""
         with self._lock:
             pending = [
                 i
                 for i in self._items.values()
-                if i.embedding_status in ("pending", "failed") and (namespace is None or i.namespace == namespace)
+                if i.embedding_status in ("pending", "failed")
+                and (namespace is None or i.namespace == namespace)
             ]
         pending.sort(key=lambda i: (i.created_at, i.id))
         return pending[:limit]
 
-    def history(self, namespace: str, item_id: str) -> list[LedgerEntry]:
+    def history(self, namespace: str, item_id: str) -> builtins.list[LedgerEntry]:
         """Ledger entries of an item, oldest first."""
         with self._lock:
             return [e for e in self._ledger if e.namespace == namespace and e.item_id == item_id]
@@ -293,7 +302,7 @@ class InMemoryBackend:
         with self._lock:
             return dict(Counter(str(getattr(i, column)) for i in self._matching(flt)))
 
-    def namespaces(self) -> list[str]:
+    def namespaces(self) -> builtins.list[str]:
         """Namespaces with items."""
         with self._lock:
             return sorted({i.namespace for i in self._items.values()})
@@ -303,5 +312,3 @@ class InMemoryBackend:
         with self._lock:
             items = sorted(self._matching(flt), key=lambda i: (i.created_at, i.id))
         yield from items
-
-
