@@ -12,11 +12,14 @@ import builtins
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ParamSpec, TypeVar
+from datetime import datetime
+from typing import IO, Any, ParamSpec, TypeVar
 
 import numpy as np
 
+from memory.filters import Filter
 from memory.memory import Memory
+from memory.transfer import ImportReport
 from memory.types import Hit, LedgerEntry, MemoryItem, Page, Stats
 
 __all__ = ["AsyncMemory"]
@@ -42,15 +45,11 @@ class AsyncMemory:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
 
-    async def remember(
-        self, content: str | Sequence[str | Mapping[str, Any]], **fields: Any
-    ) -> str | list[str]:
+    async def remember(self, content: str | Sequence[str | Mapping[str, Any]], **fields: Any) -> str | list[str]:
         """See :meth:`Memory.remember`."""
         return await self._run(self._sync.remember, content, **fields)  # type: ignore[arg-type]
 
-    async def remember_batch(
-        self, entries: Sequence[str | Mapping[str, Any]], **defaults: Any
-    ) -> builtins.list[str]:
+    async def remember_batch(self, entries: Sequence[str | Mapping[str, Any]], **defaults: Any) -> builtins.list[str]:
         """See :meth:`Memory.remember_batch`."""
         return await self._run(self._sync.remember_batch, entries, **defaults)
 
@@ -97,6 +96,22 @@ class AsyncMemory:
     async def vector_of(self, memory_id: str, **options: Any) -> np.ndarray | None:
         """See :meth:`Memory.vector_of`."""
         return await self._run(self._sync.vector_of, memory_id, **options)
+
+    async def filter(self, namespace: str | None = None, **options: Any) -> Filter:
+        """See :meth:`Memory.filter`."""
+        return await self._run(self._sync.filter, namespace, **options)
+
+    async def now(self) -> datetime:
+        """See :meth:`Memory.now`."""
+        return await self._run(self._sync.now)
+
+    async def export(self, stream: IO[str], **options: Any) -> int:
+        """See :meth:`Memory.export`."""
+        return await self._run(self._sync.export, stream, **options)
+
+    async def import_(self, stream: IO[str], **options: Any) -> ImportReport:
+        """See :meth:`Memory.import_`."""
+        return await self._run(self._sync.import_, stream, **options)
 
     async def close(self) -> None:
         """Close the store and stop the worker thread."""

@@ -6,7 +6,7 @@ import builtins
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, overload
+from typing import IO, TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from memory.retrieval.config import PRESETS, RetrievalConfig
 from memory.retrieval.fusion import fuse, rank
 from memory.retrieval.text import query_terms
 from memory.types import SENSITIVITY_LEVELS, Hit, LedgerEntry, MemoryItem, Page, Stats
+
+if TYPE_CHECKING:
+    from memory.transfer import ImportReport
 
 __all__ = ["Memory"]
 
@@ -121,9 +124,7 @@ class Memory:
             overrides["embedder"] = {"provider": embedder}
         self.settings = settings or load_settings(overrides)
         check_name(self.settings.namespace, "namespace", optional=False)
-        self._retrieval = (
-            retrieval if isinstance(retrieval, RetrievalConfig) else self.settings.retrieval_config()
-        )
+        self._retrieval = retrieval if isinstance(retrieval, RetrievalConfig) else self.settings.retrieval_config()
         self._clock = clock or utcnow
         self._backend: Backend = backend or open_backend(self.settings.database)
         try:
@@ -153,6 +154,10 @@ class Memory:
     def namespace(self) -> str:
         """The default namespace of this instance."""
         return self.settings.namespace
+
+    def now(self) -> datetime:
+        """The current time by this store's clock (UTC)."""
+        return self._clock()
 
     def close(self) -> None:
         """Close the store. Idempotent."""
@@ -194,9 +199,9 @@ class Memory:
         assert value is not None
         return value
 
-    def _filter(
+    def filter(
         self,
-        namespace: str | None,
+        namespace: str | None = None,
         *,
         user: str | None = None,
         agent: str | None = None,
@@ -212,6 +217,10 @@ class Memory:
         include_invalid: bool = False,
         ids: Sequence[str] | None = None,
     ) -> Filter:
+        """Build a validated :class:`Filter` with this store's defaults and clock.
+
+        Raises InvalidInputError for bad filter values.
+        """
         if isinstance(kinds, str):
             kinds = [kinds]
         if metadata is not None:
@@ -248,9 +257,7 @@ class Memory:
             raise InvalidInputError(f"invalid filter: {exc}") from exc
 
     # -- writes ------------------------------------------------------------
-    def _prepare(
-        self, content: object, fields: Mapping[str, Any], now: datetime
-    ) -> tuple[MemoryItem, Vector | None]:
+    def _prepare(self, content: object, fields: Mapping[str, Any], now: datetime) -> tuple[MemoryItem, Vector | None]:
         unknown = set(fields) - {
             "user", "agent", "thread", "namespace", "kind", "context", "tags", "keywords", "entities",
             "metadata", "source_ids", "importance", "valid_from", "valid_to", "sensitivity",
@@ -364,18 +371,14 @@ class Memory:
             raise InvalidInputError(f"content must be a string or a list, got {type(content).__name__}")
         return self.remember_batch(content, **fields)
 
-    def remember_batch(
-        self, entries: Sequence[str | Mapping[str, Any]], **defaults: Any
-    ) -> builtins.list[str]:
+    def remember_batch(self, entries: Sequence[str | Mapping[str, Any]], **defaults: Any) -> builtins.list[str]:
         """Store many memories in one transaction; returns their ids in order (see :meth:`remember`)."""
         if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
             raise InvalidInputError("entries must be a list of strings or dicts")
         if not entries:
             raise InvalidInputError("nothing to remember: the batch is empty")
         if len(entries) > self.settings.limits.max_batch:
-            raise InvalidInputError(
-                f"batch of {len(entries)} is over the limit of {self.settings.limits.max_batch}"
-            )
+            raise InvalidInputError(f"batch of {len(entries)} is over the limit of {self.settings.limits.max_batch}")
         now = self._clock()
         prepared: builtins.list[tuple[MemoryItem, Vector | None]] = []
         for index, entry in enumerate(entries):
@@ -453,9 +456,7 @@ class Memory:
         self._backend.replace(candidate, vector, entry)
         return candidate
 
-    def forget(
-        self, memory_id: str | Sequence[str], *, namespace: str | None = None, reason: str | None = None
-    ) -> int:
+    def forget(self, memory_id: str | Sequence[str], *, namespace: str | None = None, reason: str | None = None) -> int:
         """Delete a memory (or several) with its index entries and vector; returns how many.
 
         The ledger keeps the deleted state. Raises NotFoundError when a single
@@ -482,7 +483,7 @@ class Memory:
         reason: str | None = None,
     ) -> int:
         """Delete every memory in a scope (secret, expired and closed ones too); returns how many."""
-        flt = self._filter(
+        flt = self.filter(
             namespace, user=user, agent=agent, thread=thread,
             clearance="secret", include_expired=True, include_invalid=True,
         )  # fmt: skip
@@ -493,8 +494,7 @@ class Memory:
             if not batch:
                 return total
             ledger = [
-                ledger_entry("delete", i.id, i.namespace, now, before=i, reason=reason or "forget_all")
-                for i in batch
+                ledger_entry("delete", i.id, i.namespace, now, before=i, reason=reason or "forget_all") for i in batch
             ]
             total += self._backend.delete(flt.namespace, [i.id for i in batch], ledger)
 
@@ -567,7 +567,7 @@ class Memory:
             raise InvalidInputError(f"query is longer than {MAX_QUERY_CHARS} characters")
         limit = _check_limit(limit)
         config = self._retrieval_config(retrieval)
-        flt = self._filter(
+        flt = self.filter(
             namespace, user=user, agent=agent, thread=thread, kinds=kinds, tags=tags,
             tags_all=tags_all, metadata=metadata, since=since, until=until, clearance=clearance,
         )  # fmt: skip
@@ -599,9 +599,7 @@ class Memory:
         if isinstance(retrieval, RetrievalConfig):
             return retrieval
         if retrieval not in PRESETS:
-            raise InvalidInputError(
-                f"unknown retrieval preset {retrieval!r}; known: {', '.join(sorted(PRESETS))}"
-            )
+            raise InvalidInputError(f"unknown retrieval preset {retrieval!r}; known: {', '.join(sorted(PRESETS))}")
         return PRESETS[retrieval]
 
     def list(
@@ -626,7 +624,7 @@ class Memory:
     ) -> Page:
         """A page of memories matching the filters, newest first; ``next_cursor`` continues it."""
         limit = _check_limit(limit)
-        flt = self._filter(
+        flt = self.filter(
             namespace, user=user, agent=agent, thread=thread, kinds=kinds, tags=tags,
             tags_all=tags_all, metadata=metadata, since=since, until=until, clearance=clearance,
             include_expired=include_expired, include_invalid=include_invalid,
@@ -634,9 +632,7 @@ class Memory:
         after_at, after_id = decode_cursor(cursor) if cursor else (None, None)
         order = ListOrder(newest_first=not oldest_first, after_created_at=after_at, after_id=after_id)
         items = self._backend.list(flt, limit + 1, order)
-        next_cursor = (
-            encode_cursor(items[limit - 1].created_at, items[limit - 1].id) if len(items) > limit else None
-        )
+        next_cursor = encode_cursor(items[limit - 1].created_at, items[limit - 1].id) if len(items) > limit else None
         return Page(items=tuple(items[:limit]), next_cursor=next_cursor)
 
     def history(self, memory_id: str, *, namespace: str | None = None) -> builtins.list[LedgerEntry]:
@@ -657,14 +653,12 @@ class Memory:
         thread: str | None = None,
     ) -> Stats:
         """Counts of memories in a scope, by kind, sensitivity and embedding status."""
-        flt = self._filter(
+        flt = self.filter(
             namespace, user=user, agent=agent, thread=thread,
             clearance="secret", include_expired=True, include_invalid=True,
         )  # fmt: skip
         spaces = self._backend.vector_spaces()
-        space = next(
-            (s for s in spaces if s.model == self._embedder.model_name), spaces[0] if spaces else None
-        )
+        space = next((s for s in spaces if s.model == self._embedder.model_name), spaces[0] if spaces else None)
         return Stats(
             namespace=flt.namespace,
             total=self._backend.count(flt),
@@ -686,3 +680,21 @@ class Memory:
         ns = self._ns(namespace)
         found = self._backend.get_vectors(ns, self._embedder.model_name, [memory_id])
         return found.get(memory_id)
+
+    def export(self, stream: IO[str], *, clearance: str = "private", **filters: Any) -> int:
+        """Write memories matching ``filters`` (as for :meth:`list`) to ``stream`` as JSONL; returns how many.
+
+        Secret memories are written only with ``clearance="secret"``. See :mod:`memory.transfer`.
+        """
+        from memory.transfer import export_jsonl
+
+        return export_jsonl(self, stream, clearance=clearance, **filters)
+
+    def import_(self, stream: IO[str], *, on_progress: Callable[[int, int], None] | None = None) -> ImportReport:
+        """Read a JSONL export from ``stream`` into this store (validated whole before writing).
+
+        Returns an ImportReport. Raises InvalidInputError (nothing written) for a malformed file.
+        """
+        from memory.transfer import import_jsonl
+
+        return import_jsonl(self, stream, on_progress=on_progress)

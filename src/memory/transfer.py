@@ -38,7 +38,6 @@ from memory.backends.base import NewRecord, Vector
 from memory.embedders.base import embed_texts
 from memory.errors import InvalidInputError, ProviderError
 from memory.filters import Filter
-from memory.ids import utcnow
 from memory.records import (
     check_datetime,
     check_importance,
@@ -111,8 +110,7 @@ def export_filter(
 
     Raises InvalidInputError for bad filter values.
     """
-    # The facade owns filter validation; a public Memory.filter() would replace this call.
-    return mem._filter(  # noqa: SLF001
+    return mem.filter(
         None, user=user, agent=agent, thread=thread, kinds=kinds, tags=tags, tags_all=tags_all,
         metadata=metadata, since=since, until=until, clearance=clearance,
         include_expired=False, include_invalid=True,
@@ -165,7 +163,7 @@ def export_jsonl(
         "version": VERSION,
         "embedding_model": model if model in spaces else None,
         "embedding_dim": spaces.get(model),
-        "exported_at": utcnow().isoformat().replace("+00:00", "Z"),
+        "exported_at": mem.now().isoformat().replace("+00:00", "Z"),
     }
     stream.write(_dumps(header) + "\n")
     total = backend.count(flt) if on_progress is not None else 0
@@ -414,7 +412,7 @@ def import_jsonl(mem: Memory, stream: Iterable[str], *, on_progress: ProgressCal
                 raise
     imported = duplicates = skipped = reembedded = pending = 0
     total = len(plans)
-    now = utcnow()
+    now = mem.now()
     for start in range(0, total, IMPORT_BATCH):
         batch = plans[start : start + IMPORT_BATCH]
         existing = _existing_ids(mem, batch)

@@ -195,3 +195,22 @@ def test_stats_counts(mem: Memory) -> None:
 def test_history_of_unknown_id(mem: Memory) -> None:
     with pytest.raises(NotFoundError):
         mem.history("missing")
+
+
+def test_export_import_through_the_facade(mem: Memory) -> None:
+    import io
+
+    from memory.embedders.hashing import HashingEmbedder
+
+    ids = mem.remember(["kept one", "kept two"], user="u", tags=["t"])
+    mem.remember("hidden", sensitivity="secret")
+    buffer = io.StringIO()
+    assert mem.export(buffer) == 2
+    target = Memory("memory://", embedder=HashingEmbedder())
+    report = target.import_(io.StringIO(buffer.getvalue()))
+    assert report.imported == 2 and report.reembedded == 0
+    for memory_id in ids:
+        assert target.get(memory_id) == mem.get(memory_id)
+        original, copied = mem.vector_of(memory_id), target.vector_of(memory_id)
+        assert original is not None and copied is not None and (original == copied).all()
+    target.close()
