@@ -1,0 +1,583 @@
+"""`SQLiteBackend`: the embedded default store — one file, WAL, FTS5 BM25, sqlite-vec cosine.
+
+Every write runs in one ``BEGIN IMMEDIATE`` transaction (the item, its tags,
+its FTS entry via triggers, its vector and its ledger entry), so several
+processes writing one file serialise, and dedup (check, then insert) is
+atomic. One connection per backend, usable from any thread; a lock
+serialises the operations of one backend object.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memory.backends.base import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
+from memory.backends.sqlite import vectors
+from memory.backends.sqlite.codec import (
+    ITEM_COLUMNS,
+    ITEM_SELECT,
+    LEDGER_COLUMNS,
+    item_values,
+    ledger_values,
+    row_to_item,
+    row_to_ledger,
+)
+from memory.backends.sqlite.connection import DEFAULT_BUSY_TIMEOUT, connect, driver_errors, load_driver
+from memory.backends.sqlite.migrations import apply_migrations, create_space_tables, space_tables
+from memory.backends.sqlite.sql import compile_filter, json_list, scope_of, storable
+from memory.errors import (
+    EmbeddingMismatchError,
+    InvalidInputError,
+    InvalidVectorError,
+    NotFoundError,
+    StorageError,
+)
+from memory.filters import Filter
+from memory.ids import to_epoch
+from memory.types import LedgerEntry, MemoryItem
+
+__all__ = ["SQLiteBackend"]
+
+_GROUP_COLUMNS = {"kind": "i.kind", "sensitivity": "i.sensitivity", "embedding_status": "i.embedding_status"}
+_EMBEDDING_STATUSES = ("done", "pending", "failed", "skipped")
+_INSERT_ITEM = f"INSERT INTO items ({', '.join(ITEM_COLUMNS)}) VALUES ({', '.join('?' for _ in ITEM_COLUMNS)})"
+_UPDATE_ITEM = f"UPDATE items SET {', '.join(f'{c} = ?' for c in ITEM_COLUMNS)} WHERE rid = ?"
+_INSERT_LEDGER = f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) VALUES ({', '.join('?' for _ in LEDGER_COLUMNS)})"
+_IDS = "(SELECT value FROM json_each(?))"
+#: Items added between two refreshes of the planner statistics.
+_OPTIMIZE_EVERY = 10_000
+
+
+class SQLiteBackend:
+    """Memory store in one SQLite file; safe for several threads and processes."""
+
+    name = "sqlite"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        exact_limit: int = vectors.DEFAULT_EXACT_LIMIT,
+    ) -> None:
+        """Open (creating if needed) the database at ``path`` and apply missing migrations.
+
+        ``busy_timeout`` is how long (seconds) a write waits for another
+        process's lock; ``exact_limit`` is the number of filter matches up to
+        which vector search scans exactly (see :mod:`.vectors`). Raises
+        ConfigError (no usable driver), SchemaError (not a memory database, or
+        one from a newer version) or StorageError.
+        """
+        if isinstance(exact_limit, bool) or not isinstance(exact_limit, int) or exact_limit < 0:
+            raise InvalidInputError(f"exact_limit must be a non-negative integer, got {exact_limit!r}")
+        self.path = Path(path).expanduser()
+        self._driver = load_driver()
+        self._busy_timeout = float(busy_timeout)
+        self._exact_limit = exact_limit
+        self._lock = threading.RLock()
+        self._codes = vectors.CodeCache()
+        self._spaces: dict[str, vectors.Space] = {}
+        self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout)
+        self._added_since_optimize = 0
+        try:
+            with self._errors():
+                apply_migrations(self._conn)
+                self._conn.execute("PRAGMA optimize = 0x10002")
+        except BaseException:
+            self._conn.close()
+            self._conn = None
+            raise
+
+    def __repr__(self) -> str:
+        return f"SQLiteBackend({str(self.path)!r})"
+
+    def __enter__(self) -> SQLiteBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plumbing ----------------------------------------------------------
+    def _errors(self) -> Any:
+        return driver_errors(self._driver, self.path, self._busy_timeout)
+
+    def _open_conn(self) -> Any:
+        if self._conn is None:
+            raise StorageError(f"the SQLite backend for {self.path} is closed")
+        return self._conn
+
+    @contextmanager
+    def _read(self) -> Iterator[Any]:
+        with self._lock:
+            conn = self._open_conn()
+            with self._errors():
+                yield conn
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        """One immediate transaction: committed when the block succeeds, rolled back otherwise."""
+        with self._lock:
+            conn = self._open_conn()
+            with self._errors():
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        try:
+                            conn.execute("ROLLBACK")
+                        except self._driver.Error:  # pragma: no cover - keep the original error
+                            pass
+                    raise
+
+    def close(self) -> None:
+        """Close the connection. Idempotent; later calls raise StorageError."""
+        with self._lock:
+            if self._conn is not None:
+                conn, self._conn = self._conn, None
+                self._codes.clear()
+                with self._errors():
+                    try:
+                        conn.execute("PRAGMA optimize")
+                    except self._driver.Error:
+                        pass  # best effort, see _optimize
+                    finally:
+                        conn.close()
+
+    # -- vector spaces -----------------------------------------------------
+    def _space(self, conn: Any, model: str | None) -> vectors.Space | None:
+        if model is None:
+            return None
+        space = self._spaces.get(model)
+        if space is None:
+            row = conn.execute("SELECT space_id, model, dim FROM vector_spaces WHERE model = ?", (model,)).fetchone()
+            if row is not None:
+                space = vectors.Space(int(row[0]), str(row[1]), int(row[2]))
+                self._spaces[model] = space
+        return space
+
+    def _all_spaces(self, conn: Any) -> list[vectors.Space]:
+        rows = conn.execute("SELECT space_id, model, dim FROM vector_spaces ORDER BY space_id").fetchall()
+        return [vectors.Space(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    def _require_space(self, conn: Any, model: str | None) -> vectors.Space:
+        space = self._space(conn, model)
+        if space is None:
+            raise InvalidInputError(f"no vector space registered for model {model!r}; call ensure_vector_space first")
+        return space
+
+    @staticmethod
+    def _checked_vector(space: vectors.Space, vector: Vector) -> Vector:
+        try:
+            array = np.asarray(vector, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise InvalidVectorError(f"vector for {space.model!r} is not numeric: {exc}") from exc
+        if array.shape != (space.dim,):
+            raise InvalidVectorError(f"vector shape {array.shape} does not fit {space.model!r} (dimension {space.dim})")
+        if not np.all(np.isfinite(array)):
+            raise InvalidVectorError("vector contains NaN or infinite values")
+        return array
+
+    def vector_spaces(self) -> list[VectorSpace]:
+        """The embedding models this store holds vectors for, by model name."""
+        with self._read() as conn:
+            rows = conn.execute("SELECT model, dim FROM vector_spaces ORDER BY model").fetchall()
+        return [VectorSpace(str(model), int(dim)) for model, dim in rows]
+
+    def ensure_vector_space(self, model: str, dim: int) -> VectorSpace:
+        """Register ``model`` with ``dim`` (creating its tables) or check it.
+
+        Raises EmbeddingMismatchError when the store holds ``model`` with
+        another dimension, InvalidInputError for an empty model or bad dim.
+        """
+        if not isinstance(model, str) or not model.strip():
+            raise InvalidInputError("vector space model name must be a non-empty string")
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise InvalidInputError(f"vector dimension must be a positive integer, got {dim!r}")
+        with self._read() as conn:
+            space = self._space(conn, model)
+        if space is None:
+            with self._write() as conn:
+                row = conn.execute("SELECT space_id, dim FROM vector_spaces WHERE model = ?", (model,)).fetchone()
+                if row is None:
+                    space_id = conn.execute(
+                        "INSERT INTO vector_spaces (model, dim, table_name, created_at) VALUES (?, ?, '', ?) "
+                        "RETURNING space_id",
+                        (model, dim, time.time()),
+                    ).fetchone()[0]
+                    conn.execute(
+                        "UPDATE vector_spaces SET table_name = ? WHERE space_id = ?",
+                        (space_tables(space_id)[0], space_id),
+                    )
+                    create_space_tables(conn, space_id)
+                    row = (space_id, dim)
+            space = vectors.Space(int(row[0]), model, int(row[1]))
+            with self._lock:
+                self._spaces[model] = space
+        if space.dim != dim:
+            raise EmbeddingMismatchError(
+                f"store holds {model!r} vectors of dimension {space.dim}, embedder gives {dim}"
+            )
+        return VectorSpace(model, dim)
+
+    # -- writes ------------------------------------------------------------
+    @staticmethod
+    def _live_duplicate(conn: Any, item: MemoryItem) -> str | None:
+        created = to_epoch(item.created_at)
+        row = conn.execute(
+            "SELECT id FROM items WHERE namespace = ? AND content_hash = ? AND user IS ? AND agent IS ? "
+            "AND thread IS ? AND (expires_at IS NULL OR expires_at > ?) AND (valid_to IS NULL OR valid_to > ?) "
+            "ORDER BY rid LIMIT 1",
+            (item.namespace, item.content_hash, item.user, item.agent, item.thread, created, created),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    @staticmethod
+    def _write_tags(conn: Any, rid: int, item: MemoryItem) -> None:
+        conn.execute("DELETE FROM item_tags WHERE rid = ?", (rid,))
+        conn.executemany(
+            "INSERT OR IGNORE INTO item_tags (namespace, tag, rid) VALUES (?, ?, ?)",
+            [(item.namespace, tag, rid) for tag in item.tags],
+        )
+
+    def add(self, records: Sequence[NewRecord]) -> list[AddResult]:
+        """Insert records in one transaction with dedup by (scope, content_hash); one result per record.
+
+        A live item with the same content hash in the same scope (also one
+        inserted earlier in this batch) is returned with ``created=False``.
+        Raises InvalidInputError (an id that exists, a vector that does not
+        fit its space) and then nothing of the batch is stored.
+        """
+        if not records:
+            return []
+        with self._write() as conn:
+            results: list[AddResult] = []
+            staged: dict[tuple[str, str | None, str | None, str | None, str], str] = {}
+            seen_ids: set[str] = set()
+            for record in records:
+                item = record.item
+                space: vectors.Space | None = None
+                vector: Vector | None = None
+                if record.vector is not None:
+                    space = self._require_space(conn, item.embedding_model)
+                    vector = self._checked_vector(space, record.vector)
+                if item.id in seen_ids or conn.execute("SELECT 1 FROM items WHERE id = ?", (item.id,)).fetchone():
+                    raise InvalidInputError(f"id {item.id} already exists")
+                seen_ids.add(item.id)
+                key = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
+                existing = staged.get(key) or self._live_duplicate(conn, item)
+                if existing is not None:
+                    results.append(AddResult(existing, False))
+                    continue
+                rid = int(conn.execute(_INSERT_ITEM, item_values(item)).lastrowid)
+                self._write_tags(conn, rid, item)
+                if space is not None and vector is not None:
+                    vectors.write_vector(conn, space, item.namespace, rid, vector)
+                conn.execute(_INSERT_LEDGER, ledger_values(record.ledger))
+                staged[key] = item.id
+                results.append(AddResult(item.id, True))
+            self._added_since_optimize += len(staged)
+        if self._added_since_optimize >= _OPTIMIZE_EVERY:
+            self._optimize()
+        return results
+
+    def _optimize(self) -> None:
+        """Refresh the query planner's statistics where tables grew; best effort, never raises."""
+        with self._lock:
+            self._added_since_optimize = 0
+            if self._conn is not None:
+                try:
+                    self._conn.execute("PRAGMA optimize")  # cheap: analysis_limit is set
+                except self._driver.Error:
+                    pass  # statistics only help the planner; a busy database can skip them
+
+    def replace(self, item: MemoryItem, vector: Vector | None, ledger: LedgerEntry) -> None:
+        """Overwrite an item, its tags, FTS entry and vector, and record ``ledger``.
+
+        With ``vector=None`` the stored vector is kept if ``item`` stays
+        embedded ('done') in the same model, and removed otherwise. Raises
+        NotFoundError when the item does not exist in its namespace.
+        """
+        with self._write() as conn:
+            row = conn.execute("SELECT rid, namespace FROM items WHERE id = ?", (item.id,)).fetchone()
+            if row is None or row[1] != item.namespace:
+                raise NotFoundError(f"no memory {item.id} in namespace {item.namespace!r}")
+            rid = int(row[0])
+            new_space: vectors.Space | None = None
+            checked: Vector | None = None
+            if vector is not None:
+                new_space = self._require_space(conn, item.embedding_model)
+                checked = self._checked_vector(new_space, vector)
+            keep: vectors.Space | None = None
+            if vector is None and item.embedding_status == "done":
+                keep = self._space(conn, item.embedding_model)
+            conn.execute(_UPDATE_ITEM, (*item_values(item), rid))
+            self._write_tags(conn, rid, item)
+            for space in self._all_spaces(conn):
+                if keep is None or space.space_id != keep.space_id:
+                    vectors.delete_vectors(conn, space, item.namespace, [rid])
+            if new_space is not None and checked is not None:
+                vectors.write_vector(conn, new_space, item.namespace, rid, checked)
+            conn.execute(_INSERT_LEDGER, ledger_values(ledger))
+
+    def set_vectors(self, namespace: str, model: str, updates: Sequence[tuple[str, Vector]]) -> int:
+        """Store vectors for existing items of ``namespace`` and mark them embedded; returns rows updated.
+
+        Every vector is checked before anything is written (InvalidInputError).
+        """
+        if not updates:
+            return 0
+        with self._write() as conn:
+            space = self._require_space(conn, model)
+            checked = [(item_id, self._checked_vector(space, vector)) for item_id, vector in updates]
+            count = 0
+            for item_id, vector in checked:
+                row = conn.execute(
+                    "SELECT rid FROM items WHERE id = ? AND namespace = ?", (item_id, namespace)
+                ).fetchone()
+                if row is None:
+                    continue
+                conn.execute(
+                    "UPDATE items SET embedding_status = 'done', embedding_model = ?, embedding_error = NULL "
+                    "WHERE rid = ?",
+                    (model, row[0]),
+                )
+                vectors.write_vector(conn, space, namespace, int(row[0]), vector)
+                count += 1
+            return count
+
+    def mark_embedding(self, namespace: str, ids: Sequence[str], status: str, error: str | None) -> int:
+        """Set embedding_status (and error) on items of ``namespace``; returns rows updated."""
+        if status not in _EMBEDDING_STATUSES:
+            raise InvalidInputError(f"embedding status must be one of {', '.join(_EMBEDDING_STATUSES)}; got {status!r}")
+        if not ids:
+            return 0
+        with self._write() as conn:
+            cursor = conn.executemany(
+                "UPDATE items SET embedding_status = ?, embedding_error = ? WHERE namespace = ? AND id = ?",
+                [(status, error, namespace, item_id) for item_id in ids],
+            )
+            return max(int(cursor.rowcount), 0)
+
+    def delete(self, namespace: str, ids: Sequence[str], ledger: Sequence[LedgerEntry]) -> int:
+        """Delete items of ``namespace`` with their tags, FTS entries and vectors; record ``ledger``.
+
+        Returns the number of items deleted. The ledger is kept.
+        """
+        with self._write() as conn:
+            rids = [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT DISTINCT i.rid FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value "
+                    "WHERE i.namespace = ?",
+                    (json_list(ids), namespace),
+                )
+            ]
+            count = 0
+            if rids:
+                packed = json_list(rids)
+                for space in self._all_spaces(conn):
+                    vectors.delete_vectors(conn, space, namespace, rids)
+                conn.execute(f"DELETE FROM item_tags WHERE rid IN {_IDS}", (packed,))
+                count = int(conn.execute(f"DELETE FROM items WHERE rid IN {_IDS}", (packed,)).rowcount)
+            conn.executemany(_INSERT_LEDGER, [ledger_values(entry) for entry in ledger])
+            return count
+
+    def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
+        """Increment access_count and set accessed_at for ``ids`` in ``namespace``."""
+        if not ids:
+            return
+        stamp = to_epoch(at)
+        with self._write() as conn:
+            conn.executemany(
+                "UPDATE items SET access_count = access_count + 1, accessed_at = ? WHERE namespace = ? AND id = ?",
+                [(stamp, namespace, item_id) for item_id in ids],
+            )
+
+    # -- reads -------------------------------------------------------------
+    def get(self, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
+        """Items by id in ``namespace``, in the order asked; unknown ids are omitted."""
+        if not ids:
+            return []
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {ITEM_SELECT} FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value "
+                "WHERE i.namespace = ?",
+                (json_list(ids), namespace),
+            ).fetchall()
+        found = {item.id: item for item in map(row_to_item, rows)}
+        return [found[i] for i in ids if i in found]
+
+    def find_ids(self, flt: Filter, limit: int | None = None) -> list[str]:
+        """Ids of the items matching ``flt``, newest first (all when ``limit`` is None or 0)."""
+        where, params = compile_filter(flt)
+        sql = f"SELECT i.id FROM items i WHERE {where} ORDER BY i.created_at DESC, i.id DESC"
+        if limit:
+            sql += " LIMIT ?"
+            params.append(max(int(limit), 0))
+        with self._read() as conn:
+            return [str(r[0]) for r in conn.execute(sql, params)]
+
+    def list(self, flt: Filter, limit: int, order: ListOrder) -> list[MemoryItem]:
+        """Items matching ``flt`` in keyset ``order`` (created_at, id), at most ``limit``."""
+        where, params = compile_filter(flt)
+        direction = "DESC" if order.newest_first else "ASC"
+        if order.after_created_at is not None and order.after_id is not None:
+            where += f" AND (i.created_at, i.id) {'<' if order.newest_first else '>'} (?, ?)"
+            params += [to_epoch(order.after_created_at), order.after_id]
+        sql = (
+            f"SELECT {ITEM_SELECT} FROM items i WHERE {where} "
+            f"ORDER BY i.created_at {direction}, i.id {direction} LIMIT ?"
+        )
+        with self._read() as conn:
+            rows = conn.execute(sql, [*params, max(int(limit), 0)]).fetchall()
+        return [row_to_item(r) for r in rows]
+
+    def count(self, flt: Filter) -> int:
+        """Number of items matching ``flt``."""
+        where, params = compile_filter(flt)
+        with self._read() as conn:
+            return int(conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0])
+
+    def search_lexical(self, flt: Filter, terms: Sequence[str], k: int) -> builtins.list[ChannelHit]:
+        """BM25-ranked (FTS5) items matching ``flt`` that contain any of ``terms``, best first, ties by id.
+
+        Each term is searched as a quoted FTS5 string, so no query syntax
+        gets through; score is ``-bm25()`` (higher is better). The FTS match
+        drives the query (CROSS JOIN keeps the planner from scanning items).
+        """
+        phrases = ['"' + term.replace('"', '""') + '"' for term in terms if term.strip() and storable(term)]
+        if not phrases or k <= 0:
+            return []
+        where, params = compile_filter(flt)
+        sql = (
+            "SELECT i.id, bm25(items_fts) AS rank FROM items_fts CROSS JOIN items i ON i.rid = items_fts.rowid "
+            f"WHERE items_fts MATCH ? AND {where} ORDER BY rank, i.id LIMIT ?"
+        )
+        with self._read() as conn:
+            rows = conn.execute(sql, [" OR ".join(phrases), *params, int(k)]).fetchall()
+        return [ChannelHit(str(r[0]), -float(r[1])) for r in rows]
+
+    def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:
+        """Items matching ``flt`` nearest to ``vector`` in ``model``'s space; score = cosine, best first.
+
+        Exact for filters matching at most ``exact_limit`` items; otherwise a
+        sign-bit coarse pass picks candidates that are rescored exactly (see
+        :mod:`.vectors`). Raises InvalidVectorError for a vector of the wrong
+        shape, non-finite or all zeros.
+        """
+        with self._read() as conn:
+            space = self._space(conn, model)
+            if space is None or k <= 0:
+                return []
+            query = self._checked_vector(space, vector)
+            if not math.isfinite(norm := float(np.linalg.norm(query))) or norm == 0.0:
+                raise InvalidVectorError("query vector is all zeros; it has no direction to compare")
+            where, params = compile_filter(flt)
+            scope, scope_params = compile_filter(scope_of(flt))
+            return vectors.search(
+                conn,
+                self._codes,
+                space,
+                flt.namespace,
+                (where, params),
+                compile_filter(flt, probe=True),
+                (scope, scope_params),
+                query,
+                int(k),
+                exact_limit=self._exact_limit,
+            )
+
+    def get_vectors(self, namespace: str, model: str, ids: Sequence[str]) -> dict[str, Vector]:
+        """Stored vectors of ``ids`` in ``model``'s space (missing ones omitted)."""
+        if not ids:
+            return {}
+        with self._read() as conn:
+            space = self._space(conn, model)
+            if space is None:
+                return {}
+            rows = conn.execute(
+                f"SELECT i.id, v.embedding FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value "
+                f"CROSS JOIN {space.vectors_table} v ON v.rid = i.rid WHERE i.namespace = ?",
+                (json_list(ids), namespace),
+            ).fetchall()
+        found = {str(r[0]): np.frombuffer(r[1], dtype=np.float32).copy() for r in rows}
+        return {i: found[i] for i in ids if i in found}
+
+    def pending_embeddings(self, namespace: str | None, limit: int) -> builtins.list[MemoryItem]:
+        """Items whose embedding_status is 'pending' or 'failed', oldest first (any namespace if None)."""
+        sql = f"SELECT {ITEM_SELECT} FROM items i WHERE i.embedding_status IN ('pending', 'failed')"
+        params: list[Any] = []
+        if namespace is not None:
+            sql += " AND i.namespace = ?"
+            params.append(namespace)
+        sql += " ORDER BY i.created_at, i.id LIMIT ?"
+        with self._read() as conn:
+            rows = conn.execute(sql, [*params, max(int(limit), 0)]).fetchall()
+        return [row_to_item(r) for r in rows]
+
+    def history(self, namespace: str, item_id: str) -> builtins.list[LedgerEntry]:
+        """Ledger entries of an item, oldest first (also after deletion)."""
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join(LEDGER_COLUMNS)} FROM ledger WHERE namespace = ? AND item_id = ? ORDER BY seq",
+                (namespace, item_id),
+            ).fetchall()
+        return [row_to_ledger(r) for r in rows]
+
+    def ledger_count(self, namespace: str) -> int:
+        """Number of ledger entries in ``namespace``."""
+        with self._read() as conn:
+            return int(conn.execute("SELECT count(*) FROM ledger WHERE namespace = ?", (namespace,)).fetchone()[0])
+
+    def group_counts(self, flt: Filter, column: str) -> dict[str, int]:
+        """Counts of matching items grouped by ``column`` (kind, sensitivity or embedding_status)."""
+        sql_column = _GROUP_COLUMNS.get(column)
+        if sql_column is None:
+            raise InvalidInputError(f"cannot group by {column!r}; use one of {', '.join(_GROUP_COLUMNS)}")
+        where, params = compile_filter(flt)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {sql_column}, count(*) FROM items i WHERE {where} GROUP BY {sql_column}", params
+            ).fetchall()
+        return {str(value): int(n) for value, n in rows}
+
+    def namespaces(self) -> builtins.list[str]:
+        """Namespaces that hold at least one item, sorted."""
+        with self._read() as conn:
+            return [str(r[0]) for r in conn.execute("SELECT DISTINCT namespace FROM items ORDER BY namespace")]
+
+    def iter_items(self, flt: Filter, batch_size: int = 500) -> Iterator[MemoryItem]:
+        """All items matching ``flt``, oldest first, read in keyset batches of ``batch_size``."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        where, params = compile_filter(flt)
+        after: tuple[float, str] | None = None
+        while True:
+            clause, values = where, list(params)
+            if after is not None:
+                clause += " AND (i.created_at, i.id) > (?, ?)"
+                values += list(after)
+            with self._read() as conn:
+                rows = conn.execute(
+                    f"SELECT {ITEM_SELECT}, i.created_at FROM items i WHERE {clause} "
+                    "ORDER BY i.created_at, i.id LIMIT ?",
+                    [*values, batch_size],
+                ).fetchall()
+            for row in rows:
+                yield row_to_item(row)
+            if len(rows) < batch_size:
+                return
+            after = (float(rows[-1][-1]), str(rows[-1][0]))

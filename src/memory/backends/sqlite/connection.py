@@ -1,0 +1,143 @@
+"""Opening SQLite connections: driver choice, extension loading, pragmas, error mapping.
+
+The stdlib ``sqlite3`` of many Python builds cannot load extensions, so the
+driver is ``pysqlite3`` (from the ``pysqlite3-binary`` package) when it is
+installed, else the stdlib module if it can load extensions. ``sqlite-vec``
+is loaded into every connection for ``vec_distance_cosine``.
+
+:func:`driver_errors` is the one place where driver exceptions become
+:mod:`memory.errors`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from memory.errors import ConfigError, Error, InvalidInputError, SchemaError, StorageError
+
+__all__ = ["load_driver", "connect", "driver_errors", "DEFAULT_BUSY_TIMEOUT", "MIN_SQLITE_VERSION"]
+
+#: Seconds a writer waits for another process's write lock before failing.
+DEFAULT_BUSY_TIMEOUT = 30.0
+#: JSON functions built in, RETURNING and row values are needed.
+MIN_SQLITE_VERSION = (3, 38, 0)
+
+_driver: ModuleType | None = None
+
+
+def load_driver() -> ModuleType:
+    """Return the DB-API module to use: ``pysqlite3.dbapi2``, else stdlib ``sqlite3``.
+
+    Raises ConfigError when neither can load extensions or SQLite is too old.
+    """
+    global _driver
+    if _driver is not None:
+        return _driver
+    module: ModuleType | None = None
+    try:
+        module = importlib.import_module("pysqlite3.dbapi2")
+    except ImportError:
+        import sqlite3
+
+        if hasattr(sqlite3.Connection, "enable_load_extension"):
+            module = sqlite3
+    if module is None:
+        raise ConfigError(
+            "the SQLite backend needs a sqlite3 module that can load extensions: "
+            "`pip install pysqlite3-binary` (Linux x86-64), or use a Python built with "
+            "--enable-loadable-sqlite-extensions"
+        )
+    version = tuple(int(part) for part in str(module.sqlite_version).split(".")[:3])
+    if version < MIN_SQLITE_VERSION:
+        raise ConfigError(
+            f"SQLite {module.sqlite_version} is too old; the SQLite backend needs "
+            f"{'.'.join(map(str, MIN_SQLITE_VERSION))} or newer (install pysqlite3-binary)"
+        )
+    _driver = module
+    return module
+
+
+def _load_vec(conn: Any) -> None:
+    try:
+        import sqlite_vec
+    except ImportError as exc:
+        raise ConfigError("the SQLite backend needs sqlite-vec: `pip install sqlite-vec`") from exc
+    conn.enable_load_extension(True)
+    try:
+        sqlite_vec.load(conn)
+    finally:
+        conn.enable_load_extension(False)
+
+
+def connect(path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Any:
+    """Open ``path`` (creating parent directories) with WAL, foreign keys and sqlite-vec.
+
+    The connection is in autocommit mode (transactions are explicit), usable
+    from any thread (callers serialise access with a lock). Raises
+    ConfigError, StorageError, or SchemaError for a file that is not SQLite.
+    """
+    driver = load_driver()
+    with driver_errors(driver, path, busy_timeout):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create the directory for {path}: {exc}") from exc
+        conn = driver.connect(str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False)
+        try:
+            _load_vec(conn)
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StorageError(f"cannot switch {path} to WAL mode (journal_mode is {mode})")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA temp_store = MEMORY")
+            conn.execute("PRAGMA cache_size = -32000")
+            conn.execute("PRAGMA analysis_limit = 1000")  # keeps ANALYZE (via PRAGMA optimize) fast
+        except BaseException:
+            conn.close()
+            raise
+    return conn
+
+
+@contextmanager
+def driver_errors(driver: ModuleType, path: Path | str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Iterator[None]:
+    """Translate driver exceptions raised inside the block to :mod:`memory.errors`.
+
+    ``database is locked`` after the busy timeout becomes StorageError; a file
+    that is not SQLite, a corrupt one, or a schema this code does not know
+    becomes SchemaError; other driver errors become StorageError.
+    """
+    try:
+        yield
+    except Error:
+        raise
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"text is not valid Unicode (it holds a lone surrogate): {exc}") from exc
+    except driver.OperationalError as exc:
+        message = str(exc)
+        lowered = message.lower()
+        if "locked" in lowered or "busy" in lowered:
+            raise StorageError(
+                f"database {path} is locked: another connection held a write lock for more than "
+                f"{busy_timeout:g} s; retry, or find the process keeping a transaction open ({message})"
+            ) from exc
+        if lowered.startswith(("no such table", "no such column", "no such function", "no such module")):
+            raise SchemaError(f"database {path} does not have the expected schema: {message}") from exc
+        raise StorageError(f"SQLite error on {path}: {message}") from exc
+    except driver.IntegrityError as exc:
+        raise StorageError(f"SQLite constraint failed on {path}: {exc}") from exc
+    except driver.DatabaseError as exc:
+        message = str(exc)
+        if "not a database" in message or "malformed" in message or "corrupt" in message:
+            raise SchemaError(
+                f"{path} is not a usable SQLite database ({message}); point memory at another file or restore a backup"
+            ) from exc
+        raise StorageError(f"SQLite error on {path}: {message}") from exc
+    except driver.Error as exc:
+        raise StorageError(f"SQLite error on {path}: {exc}") from exc

@@ -1,0 +1,233 @@
+"""Named, recorded schema migrations of the SQLite backend.
+
+Each migration runs once, in order, inside its own ``BEGIN IMMEDIATE``
+transaction, and is recorded in the ``migrations`` table with the time it
+was applied. Opening an older database applies the missing ones; opening a
+database that records a migration this code does not know raises
+SchemaError (it was written by a newer version of memory). Never edit a
+released migration: append a new one.
+
+Schema (times are REAL epoch seconds, UTC; list/dict fields are JSON text):
+
+* ``items`` — one row per memory; ``rid`` links the index tables.
+* ``item_tags`` — (namespace, tag, rid) for tag filters with ``=`` comparisons.
+* ``items_fts`` — FTS5 over ``items.content`` (external content, kept in sync by triggers).
+* ``ledger`` — every change, kept after the item is deleted.
+* ``vector_spaces`` — one row per embedding model; each space has the tables
+  ``vectors_<id>`` (float32 vectors) and ``vcodes_<id>`` (sign bits, for the
+  coarse pass) created by :func:`create_space_tables`.
+* ``vector_counters`` — per (space, namespace) sequence and deletion count,
+  which lets each process refresh its in-memory copy of the sign bits.
+* ``meta`` — key/value facts about the store.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memory.errors import SchemaError
+
+__all__ = ["Migration", "MIGRATIONS", "apply_migrations", "applied_migrations", "create_space_tables"]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """A named schema step: SQL statements, or a function of the connection."""
+
+    name: str
+    apply: Sequence[str] | Callable[[Any], None]
+
+
+_ITEMS = [
+    """CREATE TABLE items (
+        rid INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        namespace TEXT NOT NULL,
+        user TEXT,
+        agent TEXT,
+        thread TEXT,
+        kind TEXT NOT NULL,
+        content TEXT NOT NULL,
+        context TEXT,
+        tags TEXT NOT NULL DEFAULT '[]',
+        keywords TEXT NOT NULL DEFAULT '[]',
+        entities TEXT NOT NULL DEFAULT '[]',
+        metadata TEXT NOT NULL DEFAULT '{}',
+        source_ids TEXT NOT NULL DEFAULT '[]',
+        importance REAL NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        accessed_at REAL,
+        access_count INTEGER NOT NULL DEFAULT 0,
+        valid_from REAL,
+        valid_to REAL,
+        sensitivity TEXT NOT NULL,
+        expires_at REAL,
+        content_hash TEXT NOT NULL,
+        embedding_model TEXT,
+        embedding_status TEXT NOT NULL,
+        embedding_error TEXT
+    )""",
+    "CREATE INDEX items_ns_created ON items (namespace, created_at, id)",
+    "CREATE INDEX items_dedup ON items (namespace, content_hash, user, agent, thread)",
+    "CREATE INDEX items_ns_user ON items (namespace, user, created_at)",
+    "CREATE INDEX items_ns_agent ON items (namespace, agent, created_at)",
+    "CREATE INDEX items_ns_thread ON items (namespace, thread, created_at)",
+    "CREATE INDEX items_ns_kind ON items (namespace, kind, created_at)",
+    "CREATE INDEX items_pending ON items (embedding_status, created_at, id)",
+    """CREATE TABLE item_tags (
+        namespace TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        rid INTEGER NOT NULL REFERENCES items (rid) ON DELETE CASCADE,
+        PRIMARY KEY (namespace, tag, rid)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX item_tags_rid ON item_tags (rid)",
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "INSERT INTO meta (key, value) VALUES ('schema', 'memory-sqlite')",
+]
+
+_LEXICAL = [
+    """CREATE VIRTUAL TABLE items_fts USING fts5 (
+        content, content='items', content_rowid='rid',
+        tokenize='porter unicode61 remove_diacritics 2'
+    )""",
+    """CREATE TRIGGER items_fts_insert AFTER INSERT ON items BEGIN
+        INSERT INTO items_fts (rowid, content) VALUES (new.rid, new.content);
+    END""",
+    """CREATE TRIGGER items_fts_delete AFTER DELETE ON items BEGIN
+        INSERT INTO items_fts (items_fts, rowid, content) VALUES ('delete', old.rid, old.content);
+    END""",
+    """CREATE TRIGGER items_fts_update AFTER UPDATE OF content ON items BEGIN
+        INSERT INTO items_fts (items_fts, rowid, content) VALUES ('delete', old.rid, old.content);
+        INSERT INTO items_fts (rowid, content) VALUES (new.rid, new.content);
+    END""",
+]
+
+_LEDGER = [
+    """CREATE TABLE ledger (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        namespace TEXT NOT NULL,
+        item_id TEXT NOT NULL,
+        op TEXT NOT NULL,
+        at REAL NOT NULL,
+        before TEXT,
+        after TEXT,
+        reason TEXT
+    )""",
+    "CREATE INDEX ledger_item ON ledger (namespace, item_id, seq)",
+]
+
+_VECTORS = [
+    """CREATE TABLE vector_spaces (
+        space_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        model TEXT NOT NULL UNIQUE,
+        dim INTEGER NOT NULL CHECK (dim > 0),
+        table_name TEXT NOT NULL,
+        created_at REAL NOT NULL
+    )""",
+    """CREATE TABLE vector_counters (
+        space_id INTEGER NOT NULL REFERENCES vector_spaces (space_id),
+        namespace TEXT NOT NULL,
+        last_seq INTEGER NOT NULL DEFAULT 0,
+        deletions INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (space_id, namespace)
+    ) WITHOUT ROWID""",
+]
+
+#: Every migration this code knows, in the order they are applied.
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration("0001_items", _ITEMS),
+    Migration("0002_lexical_fts5", _LEXICAL),
+    Migration("0003_ledger", _LEDGER),
+    Migration("0004_vector_spaces", _VECTORS),
+)
+
+
+def space_tables(space_id: int) -> tuple[str, str]:
+    """Names of the vector table and the sign-bit table of a space (derived from its integer id)."""
+    return f"vectors_{int(space_id)}", f"vcodes_{int(space_id)}"
+
+
+def create_space_tables(conn: Any, space_id: int) -> None:
+    """Create the tables of one vector space (inside the caller's transaction)."""
+    vectors, codes = space_tables(space_id)
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {vectors} ("
+        "rid INTEGER PRIMARY KEY REFERENCES items (rid) ON DELETE CASCADE, "
+        "embedding BLOB NOT NULL)"
+    )
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {codes} ("
+        "namespace TEXT NOT NULL, seq INTEGER NOT NULL, rid INTEGER NOT NULL, code BLOB NOT NULL, "
+        "PRIMARY KEY (namespace, seq)) WITHOUT ROWID"
+    )
+    conn.execute(f"CREATE INDEX IF NOT EXISTS {codes}_rid ON {codes} (rid)")
+
+
+def applied_migrations(conn: Any) -> list[str]:
+    """Names of the migrations recorded in the database, in the order applied ([] if none)."""
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'").fetchone()
+    if not exists:
+        return []
+    return [row[0] for row in conn.execute("SELECT name FROM migrations ORDER BY applied_at, rowid")]
+
+
+def _check_known(names: Sequence[str], migrations: Sequence[Migration]) -> None:
+    known = {m.name for m in migrations}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise SchemaError(
+            "database was written by a newer version of memory (it records migrations "
+            f"{', '.join(unknown)} that this version does not know); upgrade memory to open it"
+        )
+
+
+def apply_migrations(conn: Any, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
+    """Apply the missing ``migrations`` in order; return the names applied now.
+
+    Safe when several processes open a new file at once: each migration
+    re-checks the record inside its immediate transaction. Raises SchemaError
+    for a database from a newer version, or one that is not a memory store.
+    """
+    _check_known(applied_migrations(conn), migrations)
+    applied_now: list[str] = []
+    for migration in migrations:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+            done = applied_migrations(conn)
+            if not done:
+                _check_empty(conn)
+            _check_known(done, migrations)
+            if migration.name not in done:
+                if callable(migration.apply):
+                    migration.apply(conn)
+                else:
+                    for statement in migration.apply:
+                        conn.execute(statement)
+                conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (migration.name, time.time()))
+                applied_now.append(migration.name)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    return applied_now
+
+
+def _check_empty(conn: Any) -> None:
+    """Refuse to add memory's tables to a database that holds someone else's."""
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+        "AND name != 'migrations' LIMIT 5"
+    ).fetchall()
+    if rows:
+        names = ", ".join(row[0] for row in rows)
+        raise SchemaError(
+            f"this SQLite file holds other tables ({names}) and no memory schema; "
+            "point memory at a new file instead of another application's database"
+        )

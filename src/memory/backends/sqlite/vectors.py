@@ -1,0 +1,305 @@
+"""Vector storage and cosine search for the SQLite backend.
+
+Each vector space (embedding model) has two tables: ``vectors_<id>`` holds
+the float32 vectors (exact scores come from them, through sqlite-vec's
+``vec_distance_cosine``), and ``vcodes_<id>`` holds one sign bit per
+dimension with a per-namespace sequence number.
+
+Search strategy (see :func:`search`):
+
+1. Count the items in the filter's indexed scope (namespace, user, agent,
+   thread, kinds, ids, tags), stopping at ``exact_limit + 1``. When at most
+   ``exact_limit`` are in scope (small namespaces, or a selective scope such
+   as one user, thread, kind or tag), scan exactly those rows in SQL with
+   the whole filter applied: exact.
+2. Otherwise run a coarse pass: Hamming distance between the query's sign
+   bits and an in-process copy of the namespace's sign bits (numpy; a few
+   ms for 100k vectors), take the best ``max(k * oversample, min_candidates)``,
+   score them exactly in SQL, check the filter in SQL best first until
+   ``k`` pass, and widen the candidate set while fewer than ``k`` pass.
+   Scores are always exact cosines; only which items are considered is
+   approximate (sign bits of real sentence embeddings keep ~99 % of the
+   true top 10 within the first few percent of candidates).
+
+The in-process copy is refreshed incrementally before each search: new
+sign bits are read by sequence number, and deletions are counted, so the
+copy is rebuilt once enough of it is stale. Stale entries cannot leak into
+results: every candidate is re-read and filtered in SQL.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memory.backends.base import ChannelHit, Vector
+from memory.backends.sqlite.migrations import space_tables
+
+__all__ = ["Space", "CodeIndex", "CodeCache", "quantize", "write_vector", "delete_vectors", "search"]
+
+#: Filters whose indexed scope holds at most this many items are searched exactly.
+DEFAULT_EXACT_LIMIT = 10_000
+#: Coarse candidates per wanted result, and the least number of candidates.
+DEFAULT_OVERSAMPLE = 20
+DEFAULT_MIN_CANDIDATES = 1_000
+#: Rebuild a namespace's copy once this many deletions (or 10 % of it) are stale.
+_MIN_STALE = 1_000
+
+_HAS_BITWISE_COUNT = hasattr(np, "bitwise_count")
+_POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+@dataclass(frozen=True, slots=True)
+class Space:
+    """A registered vector space: its id (naming its tables), model and dimension."""
+
+    space_id: int
+    model: str
+    dim: int
+
+    @property
+    def vectors_table(self) -> str:
+        """Table of float32 vectors."""
+        return space_tables(self.space_id)[0]
+
+    @property
+    def codes_table(self) -> str:
+        """Table of sign-bit codes."""
+        return space_tables(self.space_id)[1]
+
+    @property
+    def words(self) -> int:
+        """64-bit words per sign-bit code."""
+        return (self.dim + 63) // 64
+
+
+def quantize(vector: Vector, words: int) -> bytes:
+    """Sign bits of ``vector`` (1 where > 0), packed little-endian and zero-padded to ``words`` uint64."""
+    bits = np.packbits(np.asarray(vector) > 0, bitorder="little")
+    padded = np.zeros(words * 8, dtype=np.uint8)
+    padded[: bits.shape[0]] = bits
+    return padded.tobytes()
+
+
+class CodeIndex:
+    """In-process copy of one namespace's sign-bit codes in one space.
+
+    Codes are kept word-major (one contiguous row per 64-bit word), so the
+    Hamming distance to a query is a few vectorised XOR + popcount passes.
+    """
+
+    def __init__(self, words: int) -> None:
+        """Create an empty copy for codes of ``words`` uint64."""
+        self.words = words
+        self.rids = np.empty(0, dtype=np.int64)
+        self.codes = np.empty((words, 0), dtype=np.uint64)
+        self.size = 0
+        self.last_seq = 0
+        self.deletions = 0
+
+    def extend(self, rows: list[tuple[int, int, bytes]]) -> None:
+        """Append ``(seq, rid, code)`` rows read in sequence order."""
+        if not rows:
+            return
+        needed = self.size + len(rows)
+        if needed > self.rids.shape[0]:
+            capacity = max(needed, 2 * self.rids.shape[0], 1024)
+            rids = np.empty(capacity, dtype=np.int64)
+            codes = np.empty((self.words, capacity), dtype=np.uint64)
+            rids[: self.size] = self.rids[: self.size]
+            codes[:, : self.size] = self.codes[:, : self.size]
+            self.rids, self.codes = rids, codes
+        self.rids[self.size : needed] = [row[1] for row in rows]
+        block = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.uint64)
+        self.codes[:, self.size : needed] = block.reshape(len(rows), self.words).T
+        self.size = needed
+        self.last_seq = max(self.last_seq, rows[-1][0])
+
+    def distances(self, query: bytes) -> npt.NDArray[np.int32]:
+        """Hamming distance from ``query`` to every code in the copy."""
+        words = np.frombuffer(query, dtype=np.uint64)
+        total = np.zeros(self.size, dtype=np.int32)
+        scratch = np.empty(self.size, dtype=np.uint64)
+        for w in range(self.words):
+            np.bitwise_xor(self.codes[w, : self.size], words[w], out=scratch)
+            if _HAS_BITWISE_COUNT:
+                total += np.bitwise_count(scratch)
+            else:
+                total += _POPCOUNT8[scratch.view(np.uint8).reshape(self.size, 8)].sum(axis=1, dtype=np.int32)
+        return total
+
+    def all_rids(self) -> list[int]:
+        """Every distinct row id in the copy."""
+        return [int(r) for r in np.unique(self.rids[: self.size])]
+
+    def nearest(self, query: bytes, n: int) -> list[int]:
+        """Row ids of the ``n`` codes closest to ``query`` in Hamming distance (all if ``n >= size``)."""
+        if n >= self.size:
+            return self.all_rids()
+        best = np.argpartition(self.distances(query), n - 1)[:n]
+        return [int(r) for r in np.unique(self.rids[best])]
+
+
+class CodeCache:
+    """Code copies by (space, namespace), refreshed from the database before use."""
+
+    def __init__(self) -> None:
+        """Create an empty cache."""
+        self._indexes: dict[tuple[int, str], CodeIndex] = {}
+
+    def clear(self) -> None:
+        """Forget every copy."""
+        self._indexes.clear()
+
+    def refresh(self, conn: Any, space: Space, namespace: str) -> CodeIndex:
+        """Bring the copy of ``namespace`` in ``space`` up to date and return it."""
+        key = (space.space_id, namespace)
+        row = conn.execute(
+            "SELECT last_seq, deletions FROM vector_counters WHERE space_id = ? AND namespace = ?",
+            (space.space_id, namespace),
+        ).fetchone()
+        index = self._indexes.get(key)
+        if row is None:
+            self._indexes.pop(key, None)
+            return CodeIndex(space.words)
+        last_seq, deletions = int(row[0]), int(row[1])
+        stale = deletions - index.deletions if index is not None else 0
+        if index is None or last_seq < index.last_seq or stale > max(_MIN_STALE, index.size // 10):
+            index = CodeIndex(space.words)
+            index.deletions = deletions
+            self._indexes[key] = index
+        if last_seq > index.last_seq:
+            rows = conn.execute(
+                f"SELECT seq, rid, code FROM {space.codes_table} WHERE namespace = ? AND seq > ? ORDER BY seq",
+                (namespace, index.last_seq),
+            ).fetchall()
+            index.extend(rows)
+        return index
+
+
+def _counter(conn: Any, space: Space, namespace: str, seq: int, deletions: int) -> int:
+    row = conn.execute(
+        "INSERT INTO vector_counters (space_id, namespace, last_seq, deletions) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (space_id, namespace) DO UPDATE SET last_seq = last_seq + excluded.last_seq, "
+        "deletions = deletions + excluded.deletions RETURNING last_seq",
+        (space.space_id, namespace, seq, deletions),
+    ).fetchone()
+    return int(row[0])
+
+
+def delete_vectors(conn: Any, space: Space, namespace: str, rids: list[int]) -> None:
+    """Remove the vectors and codes of ``rids`` (items of ``namespace``) from ``space``."""
+    if not rids:
+        return
+    ids = json.dumps(rids)
+    conn.execute(f"DELETE FROM {space.vectors_table} WHERE rid IN (SELECT value FROM json_each(?))", (ids,))
+    removed = conn.execute(
+        f"DELETE FROM {space.codes_table} WHERE rid IN (SELECT value FROM json_each(?))", (ids,)
+    ).rowcount
+    if removed > 0:
+        _counter(conn, space, namespace, 0, removed)
+
+
+def write_vector(conn: Any, space: Space, namespace: str, rid: int, vector: Vector) -> None:
+    """Store ``vector`` for item ``rid`` in ``space``, replacing any previous one (caller checked its shape)."""
+    delete_vectors(conn, space, namespace, [rid])
+    data = np.ascontiguousarray(vector, dtype=np.float32)
+    conn.execute(f"INSERT INTO {space.vectors_table} (rid, embedding) VALUES (?, ?)", (rid, data.tobytes()))
+    seq = _counter(conn, space, namespace, 1, 0)
+    conn.execute(
+        f"INSERT INTO {space.codes_table} (namespace, seq, rid, code) VALUES (?, ?, ?, ?)",
+        (namespace, seq, rid, quantize(data, space.words)),
+    )
+
+
+def _exact(conn: Any, space: Space, where: str, params: list[Any], query: bytes, k: int) -> list[ChannelHit]:
+    rows = conn.execute(
+        f"SELECT i.id, 1.0 - vec_distance_cosine(v.embedding, ?) AS score "
+        f"FROM items i JOIN {space.vectors_table} v ON v.rid = i.rid "
+        f"WHERE {where} ORDER BY score DESC, i.id LIMIT ?",
+        [query, *params, k],
+    ).fetchall()
+    return [ChannelHit(str(row[0]), float(row[1])) for row in rows]
+
+
+def _rescore(
+    conn: Any, space: Space, rids: list[int], where: str, params: list[Any], query: bytes, k: int
+) -> list[ChannelHit]:
+    """Exact cosine of ``rids``, then the filter checked best first until ``k`` pass (ties kept)."""
+    scored = conn.execute(
+        f"SELECT v.rid, 1.0 - vec_distance_cosine(v.embedding, ?) FROM json_each(?) AS j "
+        f"CROSS JOIN {space.vectors_table} v ON v.rid = j.value",
+        (query, json.dumps(rids)),
+    ).fetchall()
+    scored.sort(key=lambda row: -row[1])
+    passing: list[tuple[float, str]] = []
+    chunk = max(2 * k, 64)
+    position = 0
+    while position < len(scored):
+        batch = scored[position : position + chunk]
+        position += len(batch)
+        allowed = dict(
+            conn.execute(
+                f"SELECT i.rid, i.id FROM json_each(?) AS j CROSS JOIN items i ON i.rid = j.value WHERE {where}",
+                [json.dumps([row[0] for row in batch]), *params],
+            ).fetchall()
+        )
+        passing += [(float(score), str(allowed[rid])) for rid, score in batch if rid in allowed]
+        if len(passing) >= k:
+            kth_best = sorted((score for score, _ in passing), reverse=True)[k - 1]
+            if position >= len(scored) or scored[position][1] < kth_best:
+                break
+        chunk *= 2
+    passing.sort(key=lambda hit: (-hit[0], hit[1]))
+    return [ChannelHit(item_id, score) for score, item_id in passing[:k]]
+
+
+def search(
+    conn: Any,
+    cache: CodeCache,
+    space: Space,
+    namespace: str,
+    predicate: tuple[str, list[Any]],
+    probe: tuple[str, list[Any]],
+    scope: tuple[str, list[Any]],
+    vector: Vector,
+    k: int,
+    *,
+    exact_limit: int = DEFAULT_EXACT_LIMIT,
+    oversample: int = DEFAULT_OVERSAMPLE,
+    min_candidates: int = DEFAULT_MIN_CANDIDATES,
+) -> list[ChannelHit]:
+    """Items passing ``predicate`` nearest to ``vector`` by cosine, best first (ties by id), at most ``k``.
+
+    ``predicate`` is the compiled filter (alias ``i``, from
+    :func:`~memory.backends.sqlite.sql.compile_filter`), ``probe`` the same
+    compiled for checking given rows (``probe=True``); ``scope`` is the
+    compiled :func:`~memory.backends.sqlite.sql.scope_of` the filter, a
+    superset that only uses indexed columns and so is cheap to count. See
+    the module docstring for the strategy.
+    """
+    if k <= 0:
+        return []
+    where, params = predicate
+    query = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+    in_scope = conn.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM items i WHERE {scope[0]} LIMIT ?)", [*scope[1], exact_limit + 1]
+    ).fetchone()[0]
+    if in_scope <= exact_limit:
+        return _exact(conn, space, where, params, query, k)
+    index = cache.refresh(conn, space, namespace)
+    if index.size <= exact_limit:  # many matching items, few vectors: rescore them all
+        return _rescore(conn, space, index.all_rids(), *probe, query, k)
+    code = quantize(vector, space.words)
+    wanted = min(index.size, max(k * oversample, min_candidates))
+    while True:
+        hits = _rescore(conn, space, index.nearest(code, wanted), *probe, query, k)
+        if len(hits) >= k or wanted >= index.size:
+            return hits
+        # Too few candidates passed the filter: widen in proportion to the pass rate.
+        rate = max(len(hits), 1) / wanted
+        wanted = min(index.size, max(wanted * 4, int(k / rate * 1.5)))
