@@ -27,6 +27,7 @@ from memory.ids import utcnow
 from memory.pagination import decode_cursor, encode_cursor
 from memory.records import (
     build_item,
+    check_encodable,
     check_datetime,
     check_importance,
     check_kind,
@@ -565,6 +566,7 @@ class Memory:
             raise InvalidInputError("query is empty: give the text to search for")
         if len(text) > MAX_QUERY_CHARS:
             raise InvalidInputError(f"query is longer than {MAX_QUERY_CHARS} characters")
+        check_encodable(text, "query")
         limit = _check_limit(limit)
         config = self._retrieval_config(retrieval)
         flt = self.filter(

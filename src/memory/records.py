@@ -25,6 +25,7 @@ from memory.types import SENSITIVITY_LEVELS, LedgerEntry, LedgerOp, MemoryItem
 __all__ = [
     "content_hash",
     "normalise_content",
+    "check_encodable",
     "check_name",
     "check_kind",
     "check_tags",
@@ -48,6 +49,14 @@ MAX_NAME_CHARS = 200
 MAX_METADATA_BYTES = 64_000
 
 
+def check_encodable(text: str, what: str) -> None:
+    """Raise InvalidInputError when ``text`` cannot be encoded as UTF-8 (e.g. lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"{what} is not valid Unicode text (lone surrogate at {exc.start})") from exc
+
+
 def normalise_content(content: object, *, max_chars: int = DEFAULT_MAX_CONTENT_CHARS) -> str:
     """Validate memory content and return it NFC-normalised and stripped.
 
@@ -56,6 +65,7 @@ def normalise_content(content: object, *, max_chars: int = DEFAULT_MAX_CONTENT_C
     """
     if not isinstance(content, str):
         raise InvalidInputError(f"content must be a string, got {type(content).__name__}")
+    check_encodable(content, "content")
     text = unicodedata.normalize("NFC", content).strip()
     if not text:
         raise InvalidInputError("content is empty: give the text to remember")
@@ -87,6 +97,7 @@ def check_name(value: object, what: str, *, optional: bool = True) -> str | None
         raise InvalidInputError(f"{what} must not be empty")
     if len(value) > MAX_NAME_CHARS:
         raise InvalidInputError(f"{what} is longer than {MAX_NAME_CHARS} characters")
+    check_encodable(value, what)
     if _CONTROL.search(value) or "\n" in value or "\r" in value:
         raise InvalidInputError(f"{what} contains control characters")
     return value
@@ -112,6 +123,7 @@ def check_tags(tags: object) -> tuple[str, ...]:
         if not isinstance(tag, str):
             raise InvalidInputError(f"tag {tag!r} must be a string")
         tag = tag.strip()
+        check_encodable(tag, "tag")
         if not tag or len(tag) > MAX_TAG_CHARS:
             raise InvalidInputError(f"tag {tag!r} must be 1 to {MAX_TAG_CHARS} characters")
         if _CONTROL.search(tag) or "\n" in tag:
@@ -170,6 +182,7 @@ def check_metadata(metadata: object) -> dict[str, Any]:
             )
     _check_json(metadata, "$")
     encoded = json.dumps(metadata, ensure_ascii=False)
+    check_encodable(encoded, "metadata")
     if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
         raise InvalidInputError(f"metadata is larger than {MAX_METADATA_BYTES} bytes")
     result: dict[str, Any] = json.loads(encoded)
