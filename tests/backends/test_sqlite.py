@@ -380,13 +380,20 @@ FILTERS = [
 ]
 
 
-@pytest.mark.parametrize("exact_limit", [10_000, 0], ids=["exact-scan", "coarse-then-rescore"])
+@pytest.mark.parametrize(
+    ("exact_limit", "cache_mb"),
+    [(10_000, 512), (0, 512), (0, 0)],
+    ids=["exact-scan", "float-copy-then-rescore", "sign-bits-then-rescore"],
+)
 @pytest.mark.parametrize("filter_fields", FILTERS, ids=[str(sorted(f)) for f in FILTERS])
-def test_vector_search_matches_numpy(db_path: Path, exact_limit: int, filter_fields: dict[str, Any]) -> None:
+def test_vector_search_matches_numpy(
+    db_path: Path, exact_limit: int, cache_mb: int, filter_fields: dict[str, Any]
+) -> None:
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((3000, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    with SQLiteBackend(db_path, exact_limit=exact_limit) as backend:
+    exact = exact_limit > 0 or cache_mb > 0
+    with SQLiteBackend(db_path, exact_limit=exact_limit, vector_cache_mb=cache_mb) as backend:
         backend.ensure_vector_space(MODEL, DIM)
         items = _fill(backend, vectors)
         f = flt(**filter_fields)
@@ -404,16 +411,17 @@ def test_vector_search_matches_numpy(db_path: Path, exact_limit: int, filter_fie
             assert len(hits) == len(expected)
             assert all(h.id in truth for h in hits) and all(by_id[h.id].namespace == "default" for h in hits)
             recalls.append(len({h.id for h in hits} & {e[0] for e in expected}) / max(len(expected), 1))
-            if exact_limit:
+            if exact:
                 assert [h.id for h in hits] == [e[0] for e in expected]
-        # the coarse pass on structureless random vectors still finds most true neighbours
-        assert np.mean(recalls) >= (1.0 if exact_limit else 0.8)
+        # sign bits on structureless random vectors still find most true neighbours
+        assert np.mean(recalls) >= (1.0 if exact else 0.8)
 
 
-def test_coarse_path_is_exact_when_the_filter_is_selective_or_the_space_small(db_path: Path) -> None:
+@pytest.mark.parametrize("cache_mb", [512, 0], ids=["float-copy", "sign-bits"])
+def test_coarse_path_is_exact_when_the_filter_is_selective_or_the_space_small(db_path: Path, cache_mb: int) -> None:
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((3000, DIM)).astype(np.float32)
-    with SQLiteBackend(db_path, exact_limit=0) as backend:
+    with SQLiteBackend(db_path, exact_limit=0, vector_cache_mb=cache_mb) as backend:
         backend.ensure_vector_space(MODEL, DIM)
         items = _fill(backend, vectors)
         small = _fill(backend, vectors[:500], namespace="small")
@@ -427,10 +435,11 @@ def test_coarse_path_is_exact_when_the_filter_is_selective_or_the_space_small(db
             assert [h.id for h in hits] == [e[0] for e in _brute_force(small, vectors[:500], query, in_small, 20)]
 
 
-def test_near_duplicate_query_finds_its_item_on_the_coarse_path(db_path: Path) -> None:
+@pytest.mark.parametrize("cache_mb", [512, 0], ids=["float-copy", "sign-bits"])
+def test_near_duplicate_query_finds_its_item_on_the_coarse_path(db_path: Path, cache_mb: int) -> None:
     rng = np.random.default_rng(4)
     vectors = rng.standard_normal((3000, 64)).astype(np.float32)
-    with SQLiteBackend(db_path, exact_limit=0) as backend:
+    with SQLiteBackend(db_path, exact_limit=0, vector_cache_mb=cache_mb) as backend:
         backend.ensure_vector_space(MODEL, 64)
         items = _fill(backend, vectors)
         for n in rng.choice(3000, 20, replace=False):
@@ -440,9 +449,10 @@ def test_near_duplicate_query_finds_its_item_on_the_coarse_path(db_path: Path) -
             assert backend.search_vector(flt(), MODEL, query, 5)[0].id == items[n].id
 
 
-def test_other_connections_see_new_replaced_and_deleted_vectors(db_path: Path) -> None:
+@pytest.mark.parametrize("cache_mb", [512, 0], ids=["float-copy", "sign-bits"])
+def test_other_connections_see_new_replaced_and_deleted_vectors(db_path: Path, cache_mb: int) -> None:
     rng = np.random.default_rng(5)
-    with SQLiteBackend(db_path) as writer, SQLiteBackend(db_path, exact_limit=0) as reader:
+    with SQLiteBackend(db_path) as writer, SQLiteBackend(db_path, exact_limit=0, vector_cache_mb=cache_mb) as reader:
         writer.ensure_vector_space(MODEL, DIM)
         first = [make_item(f"first {n}") for n in range(50)]
         writer.add([record(i, unit(rng)) for i in first])
@@ -606,3 +616,19 @@ def test_ledger_survives_deletion(backend: SQLiteBackend) -> None:
     assert table_count(backend, "SELECT count(*) FROM item_tags") == 0
     assert backend.search_lexical(flt(), ["forgotten"], 5) == []
     _assert_fts_consistent(backend)
+
+
+def test_float_copy_falls_back_to_sign_bits_past_its_budget() -> None:
+    from memory.backends.sqlite.vectors import CodeIndex, quantize
+
+    rng = np.random.default_rng(8)
+    vectors = rng.standard_normal((100, 16)).astype(np.float32)
+    index = CodeIndex(words=1, dim=16, float_budget=50 * 16 * 4)
+    rows = [(n + 1, n, quantize(v, 1), v.tobytes()) for n, v in enumerate(vectors)]
+    index.extend(rows[:50])
+    assert index.exact
+    best = int(np.argmax(vectors[:50] @ vectors[7]))
+    assert index.nearest(vectors[7], 1) == [best]
+    index.extend(rows[50:])
+    assert not index.exact and index.size == 100
+    assert len(index.nearest(vectors[7], 10)) == 10

@@ -70,12 +70,15 @@ class SQLiteBackend:
         *,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
         exact_limit: int = vectors.DEFAULT_EXACT_LIMIT,
+        vector_cache_mb: int = vectors.DEFAULT_FLOAT_CACHE_BYTES // (1024 * 1024),
     ) -> None:
         """Open (creating if needed) the database at ``path`` and apply missing migrations.
 
         ``busy_timeout`` is how long (seconds) a write waits for another
         process's lock; ``exact_limit`` is the number of filter matches up to
-        which vector search scans exactly (see :mod:`.vectors`). Raises
+        which vector search scans exactly; ``vector_cache_mb`` caps the float32
+        copy of a namespace's vectors kept in process for exact ranking above
+        that (0 = sign bits only, approximate; see :mod:`.vectors`). Raises
         ConfigError (no usable driver), SchemaError (not a memory database, or
         one from a newer version) or StorageError.
         """
@@ -86,7 +89,9 @@ class SQLiteBackend:
         self._busy_timeout = float(busy_timeout)
         self._exact_limit = exact_limit
         self._lock = threading.RLock()
-        self._codes = vectors.CodeCache()
+        if isinstance(vector_cache_mb, bool) or not isinstance(vector_cache_mb, int) or vector_cache_mb < 0:
+            raise InvalidInputError(f"vector_cache_mb must be a non-negative integer, got {vector_cache_mb!r}")
+        self._codes = vectors.CodeCache(float_budget=vector_cache_mb * 1024 * 1024)
         self._spaces: dict[str, vectors.Space] = {}
         self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout)
         self._added_since_optimize = 0
