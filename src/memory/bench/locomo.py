@@ -49,11 +49,14 @@ DEFAULT_DATA = Path("..") / "shared" / "bench" / "locomo_dev.json"
 CATEGORIES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 RECALL_LIMIT = 20
 #: Baselines measured on the development split (shared/bench/README.md).
+_BASELINE_ROWS = {
+    "BM25": (0.238, 0.445, 0.526, 0.602, 0.385, 0.367),
+    "MiniLM": (0.172, 0.399, 0.493, 0.603, 0.334, 0.316),
+    "RRF": (0.234, 0.475, 0.572, 0.658, 0.406, 0.388),
+}
 BASELINES: dict[str, dict[str, float]] = {
-    "BM25": {"recall@1": 0.238, "recall@5": 0.445, "recall@10": 0.526, "recall@20": 0.602, "ndcg@10": 0.385, "mrr": 0.367},
-    "MiniLM": {"recall@1": 0.172, "recall@5": 0.399, "recall@10": 0.493, "recall@20": 0.603, "ndcg@10": 0.334, "mrr": 0.316},
-    "RRF": {"recall@1": 0.234, "recall@5": 0.475, "recall@10": 0.572, "recall@20": 0.658, "ndcg@10": 0.406, "mrr": 0.388},
-}  # fmt: skip
+    name: dict(zip(METRIC_KEYS, row, strict=True)) for name, row in _BASELINE_ROWS.items()
+}
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 
@@ -135,9 +138,7 @@ def turn_content(turn: dict[str, Any]) -> str:
 def _parse_conversation(raw: dict[str, Any]) -> Conversation:
     sample_id = str(raw["sample_id"])
     dialogue = raw["conversation"]
-    sessions = sorted(
-        (int(match[1]), key) for key in dialogue if (match := _SESSION_KEY.fullmatch(key)) is not None
-    )
+    sessions = sorted((int(match[1]), key) for key in dialogue if (match := _SESSION_KEY.fullmatch(key)) is not None)
     turns: list[Turn] = []
     for number, key in sessions:
         date = dialogue.get(f"{key}_date_time")
@@ -211,7 +212,7 @@ def _store_conversation(mem: Memory, conv: Conversation, namespace: str) -> dict
     ]
     ids = mem.remember_batch(entries, namespace=namespace)
     turns_of: dict[str, list[str]] = {}
-    for memory_id, turn in zip(ids, conv.turns):
+    for memory_id, turn in zip(ids, conv.turns, strict=True):
         turns_of.setdefault(memory_id, []).append(turn.dia_id)
     return turns_of
 

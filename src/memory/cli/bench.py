@@ -1,12 +1,267 @@
-"""`memory bench …`: benchmark commands (placeholder; the bench work fills this in)."""
+"""`memory bench …`: the retrieval-quality (LoCoMo) and speed benchmarks.
+
+The work is done in :mod:`memory.bench`; these commands parse options, report
+progress on stderr and print a table, or one JSON document with ``--json``.
+Errors from :mod:`memory.errors` end as one line and exit code 1.
+"""
 
 from __future__ import annotations
 
+import importlib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
 import click
 
+from memory.errors import Error
+
 __all__ = ["bench"]
+
+_DEFAULT_DATA = Path("..") / "shared" / "bench" / "locomo_dev.json"
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Turn a library error into a one-line click error (exit code 1)."""
+    try:
+        yield
+    except Error as exc:
+        raise click.ClickException(" ".join(str(exc).split()) or type(exc).__name__) from exc
+
+
+def _note(quiet: bool) -> Callable[[str], None]:
+    def note(message: str) -> None:
+        if not quiet:
+            click.echo(message, err=True)
+
+    return note
+
+
+def _data_path(value: Path | None, *, required: bool) -> Path | None:
+    if value is not None:
+        return value
+    if _DEFAULT_DATA.is_file():
+        return _DEFAULT_DATA
+    if required:
+        raise click.UsageError(f"--data is required ({_DEFAULT_DATA} does not exist here)")
+    return None
+
+
+def _default_embedder(ctx: click.Context) -> str:
+    """The root ``--embedder`` flag when given, else the library default ('auto')."""
+    root = ctx.find_root().obj
+    name = getattr(root, "embedder", None)
+    return name if isinstance(name, str) and name else "auto"
+
+
+def _emit(report: dict[str, Any], text: str, *, as_json: bool, out: Path | None) -> None:
+    document = json.dumps(report, indent=2, allow_nan=False)
+    if out is not None:
+        try:
+            out.write_text(document + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise click.ClickException(f"cannot write {out}: {exc.strerror or exc}") from exc
+    click.echo(document if as_json else text)
+
+
+_DATA_TYPE = click.Path(exists=True, dir_okay=False, path_type=Path)
+_OUT_TYPE = click.Path(dir_okay=False, writable=True, path_type=Path)
 
 
 @click.group("bench")
 def bench() -> None:
-    """Run the retrieval-quality and speed benchmarks."""
+    """Run the retrieval-quality (LoCoMo) and speed benchmarks.
+
+    \b
+    Examples:
+      memory bench locomo --data ../shared/bench/locomo_dev.json
+      memory bench speed --sizes 10000,100000 --peer chroma --out speed.json
+    """
+
+
+@bench.command("locomo")
+@click.option("--data", type=_DATA_TYPE, help=f"LoCoMo JSON file [default: {_DEFAULT_DATA} if it exists].")
+@click.option("--embedder", metavar="NAME", help="Embedder provider (auto, minilm, hashing, …) [default: auto].")
+@click.option(
+    "--preset", default="balanced", show_default=True, metavar="NAME", help="Retrieval preset to recall with."
+)
+@click.option(
+    "--backend", type=click.Choice(["sqlite", "inmemory"]), default="sqlite", show_default=True,
+    help="Store per conversation: a SQLite file in a temp dir, or in process memory.",
+)  # fmt: skip
+@click.option(
+    "--limit-conversations", type=click.IntRange(min=1), metavar="N", help="Use only the first N conversations."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
+@click.pass_context
+def locomo(
+    ctx: click.Context,
+    data: Path | None,
+    embedder: str | None,
+    preset: str,
+    backend: str,
+    limit_conversations: int | None,
+    as_json: bool,
+    out: Path | None,
+    quiet: bool,
+) -> None:
+    """Evidence retrieval on LoCoMo: recall@1/5/10/20, NDCG@10 and MRR, per category.
+
+    Every dialogue turn of a conversation is stored as a memory in a fresh
+    store; each question of category 1-4 is recalled (limit 20) and the hits
+    are compared with the evidence turns. Malformed evidence ids are dropped
+    and counted. Recall latency (query embedding included) is measured too.
+    """
+    from memory.bench.locomo import format_report, run_locomo
+
+    path = _data_path(data, required=True)
+    assert path is not None
+    note = _note(quiet)
+    with _errors():
+        result = run_locomo(
+            path,
+            embedder=embedder or _default_embedder(ctx),
+            backend=backend,
+            preset=preset,
+            limit_conversations=limit_conversations,
+            progress=lambda done, total, name: note(f"conversation {done + 1}/{total}: {name}") if name else None,
+        )
+    report = result.to_json()
+    _emit(report, format_report(report, dropped=result.dropped), as_json=as_json, out=out)
+
+
+def _sizes(ctx: click.Context | None, param: click.Parameter | None, value: str) -> list[int]:
+    try:
+        sizes = [int(part.replace("_", "")) for part in value.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter("give sizes as integers separated by commas, e.g. 10000,100000") from None
+    if not sizes or min(sizes) < 1:
+        raise click.BadParameter("sizes must be positive integers")
+    return sizes
+
+
+@bench.command("speed")
+@click.option(
+    "--sizes",
+    default="10000,100000",
+    show_default=True,
+    callback=_sizes,
+    help="Store sizes to measure, comma-separated.",
+)
+@click.option(
+    "--backend", type=click.Choice(["sqlite", "inmemory"]), default="sqlite", show_default=True,
+    help="Backend of the measured store (a SQLite file in a temp dir, or in process memory).",
+)  # fmt: skip
+@click.option(
+    "--peer", type=click.Choice(["chroma", "lancedb", "none"]),
+    help="Peer vector store run on the same texts, vectors and queries (needs its package) "
+    "[default: chroma if installed, else none].",
+)  # fmt: skip
+@click.option("--queries", type=click.IntRange(min=1), default=200, show_default=True, help="Timed queries per size.")
+@click.option(
+    "--k", "k", type=click.IntRange(min=1, max=1000), default=10, show_default=True, help="Results per query."
+)
+@click.option(
+    "--batch", type=click.IntRange(min=1), default=500, show_default=True, help="Texts per remember_batch / peer add."
+)
+@click.option(
+    "--sample", type=click.IntRange(min=1), default=2000, show_default=True,
+    help="Texts per size added live (embedded during the add); the rest use cached vectors.",
+)  # fmt: skip
+@click.option("--embedder", metavar="NAME", help="Embedder provider (auto, minilm, hashing, …) [default: auto].")
+@click.option(
+    "--preset", default="balanced", show_default=True, metavar="NAME", help="Retrieval preset to recall with."
+)
+@click.option(
+    "--data",
+    type=_DATA_TYPE,
+    help=f"LoCoMo JSON file to draw sentences and queries from [default: {_DEFAULT_DATA} if it exists, "
+    "else built-in sentences].",
+)
+@click.option(
+    "--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+    help="Where corpus embeddings are cached [default: the user cache dir, memory/bench].",
+)  # fmt: skip
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the text generator.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
+@click.pass_context
+def speed(
+    ctx: click.Context,
+    sizes: list[int],
+    backend: str,
+    peer: str | None,
+    queries: int,
+    k: int,
+    batch: int,
+    sample: int,
+    embedder: str | None,
+    preset: str,
+    data: Path | None,
+    cache_dir: Path | None,
+    seed: int,
+    as_json: bool,
+    out: Path | None,
+    quiet: bool,
+) -> None:
+    """Add throughput and recall latency at growing sizes, side by side with a peer store.
+
+    Reports storage+indexing overhead as a share of embedding time, recall
+    p50/p95 (query embedding included, and its share), and the same workload
+    on the peer with the same embedder, texts and k. The machine is recorded.
+    """
+    import platformdirs
+
+    from memory.bench.peers import peer_available
+    from memory.bench.speed import format_speed, run_speed
+
+    note = _note(quiet)
+    if peer is None:
+        peer = "chroma" if peer_available("chroma") else "none"
+        if peer == "none":
+            note("no peer store: chromadb is not installed (pip install 'memory[bench]')")
+
+    with _errors():
+        report = run_speed(
+            sizes=sizes,
+            backend=backend,
+            peer=peer,
+            queries=queries,
+            k=k,
+            batch=batch,
+            sample=sample,
+            embedder=embedder or _default_embedder(ctx),
+            preset=preset,
+            data=_data_path(data, required=False),
+            cache_dir=cache_dir or Path(platformdirs.user_cache_dir("memory")) / "bench",
+            seed=seed,
+            progress=note,
+        )
+    _emit(report, format_speed(report), as_json=as_json, out=out)
+
+
+@bench.command(
+    "embedders",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    add_help_option=False,
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def embedders(args: tuple[str, ...]) -> None:
+    """Compare the MiniLM runtimes (PyTorch vs ONNX int8); all options go to it (see --help)."""
+    try:
+        module = importlib.import_module("memory.bench.embedders")
+    except ImportError as exc:
+        raise click.ClickException(f"the embedder benchmark is not available ({exc})") from exc
+    main = getattr(module, "main", None)
+    if not callable(main):
+        raise click.ClickException("memory.bench.embedders has no main(); cannot run the embedder benchmark")
+    with _errors():
+        code = main(list(args))
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,385 @@
+"""Speed benchmark: add throughput and recall latency, side by side with a peer store.
+
+In one run, for growing store sizes (one store, filled stage by stage):
+
+(a) add throughput: a live sample goes through :meth:`Memory.remember_batch`
+    (embedding included) in batches; the time spent inside the embedder is
+    measured by wrapping it, so storage + indexing overhead is
+    ``(total - embedding) / embedding``. The bare embedder (``embed_texts`` on
+    the same texts) is timed too. The rest of the stage is stored with
+    precomputed vectors (``{"content": …, "vector": v}``): storage-only
+    throughput at that size. Vectors come from a cache (see
+    :mod:`memory.bench.corpus`), so only the first run embeds everything.
+(b) recall latency p50/p95 per query (query embedding included) with the
+    configured preset and vector-only, and the share of it spent embedding.
+(c) the same texts, vectors, batches, queries and k on a peer embedded
+    vector store (:mod:`memory.bench.peers`).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memory import __version__
+from memory.bench.corpus import GENERATOR_VERSION, cached_vectors, corpus_queries, generate_texts, load_corpus
+from memory.bench.locomo import database_url
+from memory.bench.metrics import percentile
+from memory.bench.peers import PeerStore, open_peer
+from memory.config import Settings
+from memory.embedders import create_embedder
+from memory.embedders.base import Embedder, embed_query, embed_texts
+from memory.errors import InvalidInputError
+from memory.memory import Memory
+
+__all__ = ["TimedEmbedder", "machine_info", "run_speed", "format_speed", "DEFAULT_SIZES"]
+
+DEFAULT_SIZES: tuple[int, ...] = (10_000, 100_000)
+WARMUP_QUERIES = 5
+#: Environment variables that change thread pools (recorded with the machine).
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "MKL_NUM_THREADS")
+Progress = Callable[[str], None]
+
+
+class TimedEmbedder:
+    """An embedder that adds up the seconds spent in the wrapped one's ``embed_batch``."""
+
+    def __init__(self, inner: Embedder) -> None:
+        """Wrap ``inner``; ``seconds`` starts at 0."""
+        self.inner = inner
+        self.model_name = inner.model_name
+        self.seconds = 0.0
+
+    @property
+    def dimension(self) -> int:
+        """The wrapped embedder's dimension."""
+        return self.inner.dimension
+
+    def embed_batch(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed with the wrapped embedder, timing the call."""
+        started = time.perf_counter()
+        try:
+            return self.inner.embed_batch(texts)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def reset(self) -> float:
+        """Return the seconds counted so far and start again from 0."""
+        seconds, self.seconds = self.seconds, 0.0
+        return seconds
+
+
+def machine_info() -> dict[str, Any]:
+    """Cores, CPU model, memory, load average (1/5/15 min), OS and versions of this machine."""
+    cpu = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count() or 1
+    memory_gb = None
+    try:
+        memory_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3, 1)
+    except (ValueError, OSError, AttributeError):
+        pass
+    try:
+        load: list[float] | None = [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        load = None
+    return {
+        "cores": usable,
+        "load_avg": load,
+        "cpu": cpu,
+        "memory_gb": memory_gb,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "thread_env": {name: os.environ[name] for name in _THREAD_VARS if name in os.environ},
+        "memory": __version__,
+    }
+
+
+def _disk_mb(path: Path) -> float:
+    total = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+    return round(total / 1024**2, 1)
+
+
+def _rate(items: int, seconds: float) -> float:
+    return round(items / seconds, 1) if seconds > 0 else 0.0
+
+
+def _latency(totals_ms: Sequence[float], embeds_ms: Sequence[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(percentile(totals_ms, 50), 2),
+        "p95_ms": round(percentile(totals_ms, 95), 2),
+        "embed_p50_ms": round(percentile(embeds_ms, 50), 2),
+        "embed_share": round(sum(embeds_ms) / sum(totals_ms), 3) if sum(totals_ms) > 0 else 0.0,
+    }
+
+
+def _chunks(start: int, stop: int, size: int) -> list[range]:
+    return [range(i, min(i + size, stop)) for i in range(start, stop, size)]
+
+
+class _Stage:
+    """Everything one stage needs: texts, cached vectors, batches, queries."""
+
+    def __init__(
+        self, texts: list[str], vectors: npt.NDArray[np.float32], queries: list[str], batch: int, k: int
+    ) -> None:
+        self.texts, self.vectors, self.queries, self.batch, self.k = texts, vectors, queries, batch, k
+
+
+def _memory_stage(
+    mem: Memory, timed: TimedEmbedder, model: Embedder, stage: _Stage, live: range, bulk: range, preset: str
+) -> dict[str, Any]:
+    texts, vectors = stage.texts, stage.vectors
+    started = time.perf_counter()
+    embed_texts(model, texts[live.start : live.stop], batch_size=mem.settings.limits.embed_batch_size)
+    bare = time.perf_counter() - started
+
+    timed.reset()
+    started = time.perf_counter()
+    for chunk in _chunks(live.start, live.stop, stage.batch):
+        mem.remember_batch([texts[i] for i in chunk])
+    live_total = time.perf_counter() - started
+    live_embed = timed.reset()
+
+    started = time.perf_counter()
+    for chunk in _chunks(bulk.start, bulk.stop, stage.batch):
+        mem.remember_batch([{"content": texts[i], "vector": vectors[i]} for i in chunk])
+    bulk_total = time.perf_counter() - started
+
+    latencies: dict[str, dict[str, float]] = {}
+    for label, retrieval in (("recall", preset), ("recall_vector_only", "vector")):
+        for query in stage.queries[-WARMUP_QUERIES:]:
+            mem.recall(query, limit=stage.k, retrieval=retrieval)
+        totals, embeds = [], []
+        for query in stage.queries:
+            timed.reset()
+            started = time.perf_counter()
+            mem.recall(query, limit=stage.k, retrieval=retrieval)
+            totals.append((time.perf_counter() - started) * 1000.0)
+            embeds.append(timed.reset() * 1000.0)
+        latencies[label] = _latency(totals, embeds)
+    live_store = max(live_total - live_embed, 0.0)
+    return {
+        "embed_bare": {"items": len(live), "seconds": round(bare, 3), "items_per_s": _rate(len(live), bare)},
+        "add_live": {
+            "items": len(live),
+            "seconds": round(live_total, 3),
+            "items_per_s": _rate(len(live), live_total),
+            "embed_seconds": round(live_embed, 3),
+            "store_seconds": round(live_store, 3),
+            "overhead_pct": round(100.0 * live_store / live_embed, 1) if live_embed > 0 else None,
+            "overhead_vs_bare_pct": round(100.0 * (live_total - bare) / bare, 1) if bare > 0 else None,
+        },
+        "add_bulk": {
+            "items": len(bulk),
+            "seconds": round(bulk_total, 3),
+            "items_per_s": _rate(len(bulk), bulk_total),
+            "ms_per_item": round(1000.0 * bulk_total / len(bulk), 3) if len(bulk) else None,
+        },
+        **latencies,
+    }
+
+
+def _peer_stage(peer: PeerStore, model: Embedder, stage: _Stage, live: range, bulk: range) -> dict[str, Any]:
+    texts, vectors = stage.texts, stage.vectors
+    embed_seconds = store_seconds = 0.0
+    for chunk in _chunks(live.start, live.stop, stage.batch):
+        batch = [texts[i] for i in chunk]
+        started = time.perf_counter()
+        fresh = embed_texts(model, batch)
+        middle = time.perf_counter()
+        peer.add([f"t{i}" for i in chunk], batch, fresh)
+        store_seconds += time.perf_counter() - middle
+        embed_seconds += middle - started
+    live_total = embed_seconds + store_seconds
+
+    started = time.perf_counter()
+    for chunk in _chunks(bulk.start, bulk.stop, stage.batch):
+        peer.add([f"t{i}" for i in chunk], [texts[i] for i in chunk], vectors[chunk.start : chunk.stop])
+    bulk_total = time.perf_counter() - started
+
+    for query in stage.queries[-WARMUP_QUERIES:]:
+        peer.query(embed_query(model, query), stage.k)
+    totals, embeds = [], []
+    for query in stage.queries:
+        started = time.perf_counter()
+        vector = embed_query(model, query)
+        middle = time.perf_counter()
+        peer.query(vector, stage.k)
+        totals.append((time.perf_counter() - started) * 1000.0)
+        embeds.append((middle - started) * 1000.0)
+    return {
+        "name": peer.name,
+        "add_live": {
+            "items": len(live),
+            "seconds": round(live_total, 3),
+            "items_per_s": _rate(len(live), live_total),
+            "embed_seconds": round(embed_seconds, 3),
+            "store_seconds": round(store_seconds, 3),
+            "overhead_pct": round(100.0 * store_seconds / embed_seconds, 1) if embed_seconds > 0 else None,
+        },
+        "add_bulk": {
+            "items": len(bulk),
+            "seconds": round(bulk_total, 3),
+            "items_per_s": _rate(len(bulk), bulk_total),
+            "ms_per_item": round(1000.0 * bulk_total / len(bulk), 3) if len(bulk) else None,
+        },
+        "query": _latency(totals, embeds),
+    }
+
+
+def run_speed(
+    *,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    backend: str = "sqlite",
+    peer: str = "chroma",
+    queries: int = 200,
+    k: int = 10,
+    batch: int = 500,
+    sample: int = 2_000,
+    embedder: str | Embedder = "auto",
+    preset: str = "balanced",
+    data: Path | None = None,
+    cache_dir: Path | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Run the speed benchmark and return the report (see the module docs).
+
+    ``sizes`` are store sizes, filled in increasing order in one store;
+    ``sample`` texts per stage are added live (embedded), the rest with
+    cached vectors; ``peer`` is 'chroma', 'lancedb' or 'none'; ``data`` a
+    LoCoMo file to draw sentences from (None: built-in sentences);
+    ``cache_dir`` where embeddings are cached (None: no cache kept). Raises
+    InvalidInputError or ConfigError.
+    """
+    steps = sorted(set(sizes))
+    if not steps or steps[0] < 1:
+        raise InvalidInputError("sizes must be positive integers")
+    for name, value, low in (("queries", queries, 1), ("k", k, 1), ("batch", batch, 1), ("sample", sample, 1)):
+        if value < low:
+            raise InvalidInputError(f"{name} must be at least {low}, got {value}")
+    note = progress or (lambda message: None)
+    machine = machine_info()
+    settings = Settings(database="memory://", retrieval=preset)
+    settings.retrieval_config()  # unknown preset: ConfigError before any work
+    if batch > settings.limits.max_batch:
+        raise InvalidInputError(f"batch must be at most {settings.limits.max_batch}")
+    model = create_embedder(embedder) if isinstance(embedder, str) else embedder
+    corpus = load_corpus(data)
+    note(f"generating {steps[-1]} texts from {corpus.source}")
+    texts = generate_texts(corpus, steps[-1], seed=seed)
+    query_texts = corpus_queries(corpus, queries + WARMUP_QUERIES, seed=seed)
+    embed_texts(model, texts[:64])  # load the model before anything is timed
+
+    started = time.perf_counter()
+    key = f"{corpus.source}-{corpus.fingerprint}-g{GENERATOR_VERSION}-s{seed}"
+    with tempfile.TemporaryDirectory(prefix="memory-speed-") as tmp:
+        directory = Path(cache_dir) if cache_dir is not None else Path(tmp) / "cache"
+        vectors = cached_vectors(
+            model, texts, directory, key, progress=lambda done, total: note(f"embedding corpus: {done}/{total}")
+        )
+        prepare_seconds = time.perf_counter() - started
+        stage = _Stage(texts, vectors, query_texts, batch, k)
+        timed = TimedEmbedder(model)
+        store_dir = Path(tmp) / "memory"
+        store_dir.mkdir()
+        url = database_url(backend, store_dir, "speed")
+        report_sizes: list[dict[str, Any]] = []
+        peer_store = open_peer(peer, Path(tmp) / "peer") if peer != "none" else None
+        try:
+            with Memory(url, embedder=timed, settings=settings.model_copy(update={"database": url})) as mem:
+                previous = 0
+                for size in steps:
+                    live = range(previous, min(previous + sample, size))
+                    bulk = range(live.stop, size)
+                    note(f"size {size}: memory ({len(live)} live, {len(bulk)} with vectors)")
+                    row: dict[str, Any] = {"size": size}
+                    row["memory"] = _memory_stage(mem, timed, model, stage, live, bulk, preset)
+                    row["memory"]["disk_mb"] = _disk_mb(store_dir)
+                    if peer_store is not None:
+                        note(f"size {size}: {peer_store.name}")
+                        row["peer"] = _peer_stage(peer_store, model, stage, live, bulk)
+                        row["peer"]["disk_mb"] = _disk_mb(Path(tmp) / "peer")
+                    report_sizes.append(row)
+                    previous = size
+        finally:
+            if peer_store is not None:
+                peer_store.close()
+    machine["load_avg_end"] = machine_info()["load_avg"]
+    return {
+        "machine": machine,
+        "config": {
+            "embedder": model.model_name,
+            "backend": backend,
+            "peer": peer_store.name if peer_store is not None else "none",
+            "preset": preset,
+            "k": k,
+            "batch": batch,
+            "sample": sample,
+            "queries": queries,
+            "seed": seed,
+            "corpus": corpus.source,
+        },
+        "prepare_seconds": round(prepare_seconds, 1),
+        "sizes": report_sizes,
+    }
+
+
+def _cell(value: Any, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def format_speed(report: dict[str, Any]) -> str:
+    """A plain-text table of a :func:`run_speed` report, with the targets checked."""
+    machine, config = report["machine"], report["config"]
+    lines = [
+        f"speed  embedder={config['embedder']}  backend={config['backend']}  preset={config['preset']}  "
+        f"k={config['k']}  batch={config['batch']}  peer={config['peer']}",
+        f"machine: {machine['cores']} cores, {machine['cpu']}, {machine['memory_gb']} GB, Python {machine['python']}, "
+        f"load avg {machine['load_avg']} -> {machine.get('load_avg_end')}",
+        f"{'size':>8}  {'system':<22}{'live add/s':>11}{'overhead':>10}{'bulk add/s':>11}"
+        f"{'p50 ms':>9}{'p95 ms':>9}{'embed ms':>9}{'embed %':>9}{'disk MB':>9}",
+    ]
+    for row in report["sizes"]:
+        mem = row["memory"]
+        bare = mem["embed_bare"]
+        lines.append(f"{row['size']:>8}  {'bare embedder':<22}{_cell(bare['items_per_s'], '.0f'):>11}")
+        entries = [(f"memory ({config['preset']})", mem["add_live"], mem["add_bulk"], mem["recall"], mem["disk_mb"])]
+        entries.append(("memory (vector only)", None, None, mem["recall_vector_only"], None))
+        if "peer" in row:
+            peer = row["peer"]
+            entries.append((peer["name"], peer["add_live"], peer["add_bulk"], peer["query"], peer["disk_mb"]))
+        for name, live, bulk, query, disk in entries:
+            overhead = None if live is None else live["overhead_pct"]
+            lines.append(
+                f"{'':>8}  {name:<22}"
+                f"{_cell(None if live is None else live['items_per_s'], '.0f'):>11}"
+                f"{_cell(overhead, '.1f') + ('%' if overhead is not None else ''):>10}"
+                f"{_cell(None if bulk is None else bulk['items_per_s'], '.0f'):>11}"
+                f"{query['p50_ms']:>9.1f}{query['p95_ms']:>9.1f}{query['embed_p50_ms']:>9.1f}"
+                f"{100 * query['embed_share']:>8.0f}%{_cell(disk, '.1f'):>9}"
+            )
+    lines.append(
+        "overhead = storage+indexing time / embedding time of the live sample (target <= 10%); "
+        "bulk = adds with precomputed vectors; latency includes the query embedding (target p95 <= 50 ms)."
+    )
+    return "\n".join(lines)
