@@ -53,3 +53,19 @@ def test_async_round_trip_matches_sync() -> None:
     assert [h.content for h in sync.recall("horses", user="x")][0] == "Ivan rides horses"
     assert len(sync_ids) == 2
     sync.close()
+
+
+def test_close_closes_an_embedder_memory_created_but_not_one_passed_in() -> None:
+    from memory.registry import register
+
+    class Closable(HashingEmbedder):
+        closed = 0
+
+        def close(self) -> None:
+            Closable.closed += 1
+
+    register("embedder", "closable-test", Closable)
+    Memory("memory://", embedder="closable-test").close()
+    assert Closable.closed == 1
+    Memory("memory://", embedder=Closable()).close()
+    assert Closable.closed == 1

@@ -129,11 +129,12 @@ class Memory:
         self._clock = clock or utcnow
         self._backend: Backend = backend or open_backend(self.settings.database)
         try:
-            if isinstance(embedder, str) or embedder is None:
+            self._owns_embedder = isinstance(embedder, str) or embedder is None
+            if self._owns_embedder:
                 spec = self.settings.embedder
                 self._embedder: Embedder = create_embedder(spec.provider, spec.options)
             else:
-                self._embedder = embedder
+                self._embedder = embedder  # type: ignore[assignment]
             self._space_ready = False
             self._ensure_space(strict=False)
         except BaseException:
@@ -161,8 +162,11 @@ class Memory:
         return self._clock()
 
     def close(self) -> None:
-        """Close the store. Idempotent."""
+        """Close the store (and the embedder, if this Memory created it). Idempotent."""
         self._backend.close()
+        closer = getattr(self._embedder, "close", None) if self._owns_embedder else None
+        if callable(closer):
+            closer()
 
     def __enter__(self) -> Memory:
         return self
@@ -512,7 +516,9 @@ class Memory:
                 by_ns.setdefault(item.namespace, []).append(item)
             for ns, group in by_ns.items():
                 try:
-                    matrix = embed_texts(self._embedder, [i.content for i in group])
+                    matrix = embed_texts(
+                        self._embedder, [i.content for i in group], batch_size=self.settings.limits.embed_batch_size
+                    )
                 except ProviderError as exc:
                     self._backend.mark_embedding(ns, [i.id for i in group], "pending", str(exc))
                     return done
