@@ -38,6 +38,17 @@ def test_first_everywhere_scores_one_and_ties_break_by_id() -> None:
     assert [c.id for c in tied] == ["x", "y"]
 
 
+def test_rank_ties_break_by_channel_strength() -> None:
+    # b is 1st lexically and 2nd by vector, a the reverse: equal RRF; a's vector match is much stronger.
+    results = {
+        "vector": [ChannelHit("a", 0.62), ChannelHit("b", 0.29)],
+        "lexical": [ChannelHit("b", 1.0), ChannelHit("a", 0.99)],
+    }
+    fused = fuse(results, {}, 60)
+    assert fused[0].fusion == pytest.approx(fused[1].fusion)
+    assert [c.id for c in fused] == ["a", "b"]
+
+
 def test_duplicate_ids_within_a_channel_count_once() -> None:
     fused = fuse({"vector": [ChannelHit("a", 1.0), ChannelHit("a", 0.5), ChannelHit("b", 0.4)]}, {}, 60)
     assert fused[1].channels["vector"].rank == 2

@@ -34,7 +34,10 @@ def fuse(
 
     ``fusion = Σ_c w_c / (rrf_k + rank_c)`` divided by ``Σ_c w_c / (rrf_k + 1)``
     (over the channels queried), so an item ranked first everywhere scores 1.
-    Ties break by id.
+    Equal fused scores (common with two channels: ranks 1+2 vs 2+1) break by
+    the sum of each channel's raw score relative to that channel's best, then
+    by id, so ties are decided by how strongly the channels matched and the
+    order is always the same.
     """
     active = {name: float(weights.get(name, 1.0)) for name in results}
     best_possible = sum(w / (rrf_k + 1.0) for w in active.values() if w > 0) or 1.0
@@ -54,8 +57,13 @@ def fuse(
             channels.setdefault(hit.id, {})[name] = ChannelScore(
                 channel=name, rank=rank, raw=float(hit.score), contribution=contribution / best_possible
             )
+    best_raw = {name: max((abs(h.score) for h in hits), default=0.0) or 1.0 for name, hits in results.items()}
     fused = [FusedCandidate(id=i, fusion=t / best_possible, channels=channels[i]) for i, t in totals.items()]
-    fused.sort(key=lambda c: (-c.fusion, c.id))
+
+    def strength(candidate: FusedCandidate) -> float:
+        return sum(ch.raw / best_raw[name] for name, ch in candidate.channels.items())
+
+    fused.sort(key=lambda c: (-round(c.fusion, 12), -strength(c), c.id))
     return fused
 
 
@@ -79,7 +87,10 @@ def rank(
     now: datetime,
     config: RetrievalConfig,
 ) -> list[tuple[FusedCandidate, MemoryItem, ScoreParts]]:
-    """Score candidates whose items are known; returns them best first (ties by id)."""
+    """Score candidates whose items are known; returns them best first.
+
+    Equal final scores keep the fused order (see :func:`fuse`).
+    """
     scored = []
     for candidate in candidates:
         item = items.get(candidate.id)
@@ -89,5 +100,6 @@ def rank(
         if parts.final < config.min_score:
             continue
         scored.append((candidate, item, parts))
-    scored.sort(key=lambda entry: (-entry[2].final, entry[0].id))
+    order = {candidate.id: position for position, candidate in enumerate(candidates)}
+    scored.sort(key=lambda entry: (-round(entry[2].final, 12), order[entry[0].id]))
     return scored
