@@ -49,6 +49,13 @@ def test_rank_ties_break_by_channel_strength() -> None:
     assert [c.id for c in fused] == ["a", "b"]
 
 
+def test_equal_channel_scores_share_a_rank() -> None:
+    fused = fuse({"lexical": [ChannelHit("a", 2.0), ChannelHit("b", 2.0), ChannelHit("c", 1.0)]}, {}, 5)
+    ranks = {c.id: c.channels["lexical"].rank for c in fused}
+    assert ranks == {"a": 1, "b": 1, "c": 3}
+    assert fused[0].fusion == fused[1].fusion == pytest.approx(1.0)
+
+
 def test_duplicate_ids_within_a_channel_count_once() -> None:
     fused = fuse({"vector": [ChannelHit("a", 1.0), ChannelHit("a", 0.5), ChannelHit("b", 0.4)]}, {}, 60)
     assert fused[1].channels["vector"].rank == 2

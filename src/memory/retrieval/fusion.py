@@ -34,7 +34,7 @@ def fuse(
 
     ``fusion = Σ_c w_c / (rrf_k + rank_c)`` divided by ``Σ_c w_c / (rrf_k + 1)``
     (over the channels queried), so an item ranked first everywhere scores 1.
-    Equal fused scores (common with two channels: ranks 1+2 vs 2+1) break by
+    Hits with equal scores in a channel share a rank. Equal fused scores (common with two channels: ranks 1+2 vs 2+1) break by
     the sum of each channel's raw score relative to that channel's best, then
     by id, so ties are decided by how strongly the channels matched and the
     order is always the same.
@@ -46,12 +46,15 @@ def fuse(
     for name, hits in results.items():
         weight = active[name]
         seen: set[str] = set()
-        rank = 0
+        position = rank = 0
+        previous: float | None = None
         for hit in hits:
             if hit.id in seen:
                 continue
             seen.add(hit.id)
-            rank += 1
+            position += 1
+            if hit.score != previous:  # equal channel scores share a rank ("1224" ranking)
+                rank, previous = position, hit.score
             contribution = weight / (rrf_k + rank)
             totals[hit.id] = totals.get(hit.id, 0.0) + contribution
             channels.setdefault(hit.id, {})[name] = ChannelScore(
