@@ -223,6 +223,7 @@ def run_locomo(
     embedder: str | Embedder = "auto",
     backend: str = "sqlite",
     preset: str = "balanced",
+    rrf_k: float | None = None,
     limit_conversations: int | None = None,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> LocomoResult:
@@ -231,7 +232,8 @@ def run_locomo(
     ``data`` is a path to a LoCoMo JSON file or loaded conversations;
     ``embedder`` a provider name or instance (created once, shared by all
     conversations); ``backend`` 'sqlite' (a file per conversation in a temp
-    dir) or 'inmemory'; ``preset`` a retrieval preset name. Raises
+    dir) or 'inmemory'; ``preset`` a retrieval preset name, with its RRF
+    constant replaced by ``rrf_k`` when given. Raises
     InvalidInputError or ConfigError (unknown preset, embedder or backend).
     """
     conversations = list(data) if isinstance(data, Sequence) and not isinstance(data, str) else load_conversations(data)
@@ -240,9 +242,18 @@ def run_locomo(
             raise InvalidInputError("limit_conversations must be at least 1")
         conversations = conversations[:limit_conversations]
     settings = Settings(database="memory://", retrieval=preset)
-    settings.retrieval_config()  # raises ConfigError for an unknown preset before any work
+    config = settings.retrieval_config()  # raises ConfigError for an unknown preset before any work
+    if rrf_k is not None:
+        settings = settings.model_copy(update={"retrieval": config.model_copy(update={"rrf_k": float(rrf_k)})})
     model = create_embedder(embedder) if isinstance(embedder, str) else embedder
-    result = LocomoResult(config={"embedder": model.model_name, "backend": backend, "preset": preset})
+    result = LocomoResult(
+        config={
+            "embedder": model.model_name,
+            "backend": backend,
+            "preset": preset,
+            "rrf_k": config.rrf_k if rrf_k is None else rrf_k,
+        }
+    )
     with tempfile.TemporaryDirectory(prefix="memory-locomo-") as tmp:
         for index, conv in enumerate(conversations):
             if progress is not None:

@@ -90,6 +90,10 @@ def bench() -> None:
     "--preset", default="balanced", show_default=True, metavar="NAME", help="Retrieval preset to recall with."
 )
 @click.option(
+    "--rrf-k", type=click.FloatRange(min=0, min_open=True), metavar="K",
+    help="Override the preset's RRF constant (e.g. to sweep it).",
+)  # fmt: skip
+@click.option(
     "--backend", type=click.Choice(["sqlite", "inmemory"]), default="sqlite", show_default=True,
     help="Store per conversation: a SQLite file in a temp dir, or in process memory.",
 )  # fmt: skip
@@ -105,6 +109,7 @@ def locomo(
     data: Path | None,
     embedder: str | None,
     preset: str,
+    rrf_k: float | None,
     backend: str,
     limit_conversations: int | None,
     as_json: bool,
@@ -129,6 +134,7 @@ def locomo(
             embedder=embedder or _default_embedder(ctx),
             backend=backend,
             preset=preset,
+            rrf_k=rrf_k,
             limit_conversations=limit_conversations,
             progress=lambda done, total, name: note(f"conversation {done + 1}/{total}: {name}") if name else None,
         )
