@@ -104,7 +104,7 @@ def _check_report(report: dict[str, Any]) -> None:
     assert set(report) == {"n", "overall", "by_category", "dropped_evidence", "latency_ms", "config"}
     assert set(report["overall"]) == set(METRIC_KEYS)
     assert report["n"] > 0
-    assert set(report["config"]) == {"embedder", "backend", "preset"}
+    assert set(report["config"]) == {"embedder", "backend", "preset", "rrf_k"}
     assert report["latency_ms"]["p95"] >= report["latency_ms"]["p50"] > 0
     assert sum(cat["n"] for cat in report["by_category"].values()) == report["n"]
     for metrics in [report["overall"], *report["by_category"].values()]:
