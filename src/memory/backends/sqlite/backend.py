@@ -478,9 +478,9 @@ class SQLiteBackend:
     def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:
         """Items matching ``flt`` nearest to ``vector`` in ``model``'s space; score = cosine, best first.
 
-        Exact for filters matching at most ``exact_limit`` items; otherwise a
-        sign-bit coarse pass picks candidates that are rescored exactly (see
-        :mod:`.vectors`). Raises InvalidVectorError for a vector of the wrong
+        Exact for filters matching at most ``exact_limit`` items; otherwise
+        sign bits (refined by exact cosine from an in-process float32 copy)
+        pick candidates that are rescored exactly in SQL (see :mod:`.vectors`). Raises InvalidVectorError for a vector of the wrong
         shape, non-finite or all zeros.
         """
         with self._read() as conn:
