@@ -480,8 +480,9 @@ class SQLiteBackend:
 
         Exact for filters matching at most ``exact_limit`` items; otherwise
         sign bits (refined by exact cosine from an in-process float32 copy)
-        pick candidates that are rescored exactly in SQL (see :mod:`.vectors`). Raises InvalidVectorError for a vector of the wrong
-        shape, non-finite or all zeros.
+        pick candidates that are rescored exactly in SQL (see :mod:`.vectors`).
+        Raises InvalidVectorError for a vector of the wrong shape, non-finite
+        or all zeros.
         """
         with self._read() as conn:
             space = self._space(conn, model)
