@@ -632,3 +632,16 @@ def test_float_copy_falls_back_to_sign_bits_past_its_budget() -> None:
     index.extend(rows[50:])
     assert not index.exact and index.size == 100
     assert len(index.nearest(vectors[7], 10)) == 10
+
+
+def test_lexical_search_falls_back_when_the_filter_is_selective(backend: SQLiteBackend) -> None:
+    # 250 short documents of user a outrank 50 long ones of user b: the fast path's pool holds no b.
+    short = [make_item(f"common word {n}", user="a") for n in range(250)]
+    long = [make_item(f"common word {n} " + "padding " * 30, user="b") for n in range(50)]
+    backend.add([record(item, None) for item in short + long])
+    hits = backend.search_lexical(flt(user="b"), ["common"], 10)
+    b_ids = {item.id for item in long}
+    assert len(hits) == 10 and all(h.id in b_ids for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    everyone = backend.search_lexical(flt(), ["common"], 10)
+    assert len(everyone) == 10 and all(h.id not in b_ids for h in everyone)

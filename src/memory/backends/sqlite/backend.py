@@ -460,19 +460,41 @@ class SQLiteBackend:
         """BM25-ranked (FTS5) items matching ``flt`` that contain any of ``terms``, best first, ties by id.
 
         Each term is searched as a quoted FTS5 string, so no query syntax
-        gets through; score is ``-bm25()`` (higher is better). The FTS match
-        drives the query (CROSS JOIN keeps the planner from scanning items).
+        gets through; score is ``-bm25()`` (higher is better). Fast path: the
+        FTS index alone ranks its best ``max(4k, 200)`` rows and the filter
+        is checked on those; only when fewer than ``k`` pass (a selective
+        filter, or other namespaces' rows on top) does the full query run,
+        with the FTS match driving it (CROSS JOIN keeps the planner from
+        scanning items).
         """
         phrases = ['"' + term.replace('"', '""') + '"' for term in terms if term.strip() and storable(term)]
         if not phrases or k <= 0:
             return []
-        where, params = compile_filter(flt)
-        sql = (
-            "SELECT i.id, bm25(items_fts) AS rank FROM items_fts CROSS JOIN items i ON i.rid = items_fts.rowid "
-            f"WHERE items_fts MATCH ? AND {where} ORDER BY rank, i.id LIMIT ?"
-        )
+        match = " OR ".join(phrases)
+        pool = max(4 * int(k), 200)
         with self._read() as conn:
-            rows = conn.execute(sql, [" OR ".join(phrases), *params, int(k)]).fetchall()
+            ranked = conn.execute(
+                "SELECT rowid, bm25(items_fts) AS rank FROM items_fts WHERE items_fts MATCH ? ORDER BY rank LIMIT ?",
+                (match, pool),
+            ).fetchall()
+            if not ranked:
+                return []
+            where, params = compile_filter(flt, probe=True)
+            allowed = dict(
+                conn.execute(
+                    f"SELECT i.rid, i.id FROM json_each(?) AS j CROSS JOIN items i ON i.rid = j.value WHERE {where}",
+                    [json_list([row[0] for row in ranked]), *params],
+                ).fetchall()
+            )
+            if len(allowed) >= k or len(ranked) < pool:
+                hits = sorted((float(rank), str(allowed[rid])) for rid, rank in ranked if rid in allowed)
+                return [ChannelHit(item_id, -rank) for rank, item_id in hits[:k]]
+            where, params = compile_filter(flt)
+            rows = conn.execute(
+                "SELECT i.id, bm25(items_fts) AS rank FROM items_fts CROSS JOIN items i ON i.rid = items_fts.rowid "
+                f"WHERE items_fts MATCH ? AND {where} ORDER BY rank, i.id LIMIT ?",
+                [match, *params, int(k)],
+            ).fetchall()
         return [ChannelHit(str(r[0]), -float(r[1])) for r in rows]
 
     def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:
