@@ -45,7 +45,7 @@ from memory.backends.sqlite.migrations import space_tables
 __all__ = ["Space", "CodeIndex", "CodeCache", "quantize", "write_vector", "delete_vectors", "search"]
 
 #: Filters whose indexed scope holds at most this many items are searched exactly.
-DEFAULT_EXACT_LIMIT = 10_000
+DEFAULT_EXACT_LIMIT = 2_000
 #: Coarse candidates per wanted result, and the least number of candidates.
 DEFAULT_OVERSAMPLE = 20
 DEFAULT_MIN_CANDIDATES = 1_000
