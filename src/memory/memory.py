@@ -27,8 +27,8 @@ from memory.ids import utcnow
 from memory.pagination import decode_cursor, encode_cursor
 from memory.records import (
     build_item,
-    check_encodable,
     check_datetime,
+    check_encodable,
     check_importance,
     check_kind,
     check_metadata,

@@ -97,7 +97,12 @@ def test_tiny_run_hand_checked(tiny_file: Path, backend: str) -> None:
     kitten = next(row for row in result.rows if row["category"] == 4)
     assert kitten["ranked"][0] == "D1:1"
     assert kitten["mrr"] == 1.0
-    assert report["config"] == {"embedder": "hashing-ngram-35-d384", "backend": backend, "preset": "balanced", "rrf_k": 5.0}
+    assert report["config"] == {
+        "embedder": "hashing-ngram-35-d384",
+        "backend": backend,
+        "preset": "balanced",
+        "rrf_k": 5.0,
+    }
 
 
 def _check_report(report: dict[str, Any]) -> None:

