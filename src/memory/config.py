@@ -20,9 +20,9 @@ from typing import Any
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from memory.errors import ConfigError
+from memory.errors import ConfigError, InvalidInputError
 from memory.records import DEFAULT_MAX_CONTENT_CHARS
-from memory.retrieval.config import PRESETS, RetrievalConfig
+from memory.retrieval.config import RetrievalConfig, preset
 
 __all__ = [
     "ProviderSpec",
@@ -71,9 +71,10 @@ class Settings(BaseModel):
         """The retrieval settings, resolving a preset name."""
         if isinstance(self.retrieval, RetrievalConfig):
             return self.retrieval
-        if self.retrieval not in PRESETS:
-            raise ConfigError(f"unknown retrieval preset {self.retrieval!r}; known: {', '.join(sorted(PRESETS))}")
-        return PRESETS[self.retrieval]
+        try:
+            return preset(self.retrieval)
+        except InvalidInputError as exc:
+            raise ConfigError(str(exc)) from None
 
 
 def config_path() -> Path:

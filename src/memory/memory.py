@@ -41,7 +41,7 @@ from memory.records import (
     ledger_entry,
     normalise_content,
 )
-from memory.retrieval.config import PRESETS, RetrievalConfig
+from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, rank
 from memory.retrieval.text import query_terms
 from memory.types import SENSITIVITY_LEVELS, Hit, LedgerEntry, MemoryItem, Page, Stats
@@ -606,9 +606,7 @@ class Memory:
             return self._retrieval
         if isinstance(retrieval, RetrievalConfig):
             return retrieval
-        if retrieval not in PRESETS:
-            raise InvalidInputError(f"unknown retrieval preset {retrieval!r}; known: {', '.join(sorted(PRESETS))}")
-        return PRESETS[retrieval]
+        return preset(retrieval)
 
     def list(
         self,

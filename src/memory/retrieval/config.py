@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memory.errors import InvalidInputError
+
 __all__ = ["RetrievalConfig", "PRESETS", "CHANNELS", "preset"]
 
 #: Retrieval channels recall knows.
@@ -60,8 +62,8 @@ PRESETS: dict[str, RetrievalConfig] = {
 
 
 def preset(name: str) -> RetrievalConfig:
-    """Return the named preset; raises KeyError with the known names."""
+    """Return the named preset; raises InvalidInputError naming the known presets."""
     try:
         return PRESETS[name]
-    except KeyError:
-        raise KeyError(f"unknown retrieval preset {name!r}; known: {', '.join(sorted(PRESETS))}") from None
+    except (KeyError, TypeError):
+        raise InvalidInputError(f"unknown retrieval preset {name!r}; known: {', '.join(sorted(PRESETS))}") from None
