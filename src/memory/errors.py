@@ -5,10 +5,12 @@ Every error the public API raises derives from :class:`Error`; nothing else
 
     Error
     ├── InvalidInputError        bad content, filters, ids, options or vectors
-    │   └── InvalidVectorError   NaN/inf, wrong length, wrong type
+    │   ├── InvalidVectorError   NaN/inf, wrong length, wrong type
+    │   └── BlockLimitError      a block would grow past its size limit
     ├── NotFoundError            an id that does not exist in this namespace
     ├── ConfigError              unusable configuration or unknown provider
-    │   └── EmbeddingMismatchError  store built with another model/dimension
+    │   ├── EmbeddingMismatchError  store built with another model/dimension
+    │   └── StoreUnavailableError   the backend lacks a storage area (e.g. conversations)
     ├── StorageError             the backend failed (driver errors translated)
     │   └── SchemaError          database newer than this code, or corrupt
     └── ProviderError            an embedder or LLM failed
@@ -30,6 +32,8 @@ __all__ = [
     "SchemaError",
     "ProviderError",
     "EmbedderError",
+    "BlockLimitError",
+    "StoreUnavailableError",
 ]
 
 
@@ -71,3 +75,11 @@ class ProviderError(Error):
 
 class EmbedderError(ProviderError):
     """The embedder failed to produce vectors."""
+
+
+class BlockLimitError(InvalidInputError):
+    """A working-memory block would exceed its size limit; nothing was written."""
+
+
+class StoreUnavailableError(ConfigError):
+    """The backend does not provide a storage area a feature needs (e.g. conversations)."""
