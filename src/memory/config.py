@@ -66,6 +66,8 @@ class Settings(BaseModel):
     embedder: ProviderSpec = ProviderSpec(provider="auto")
     retrieval: RetrievalConfig | str = "balanced"
     limits: Limits = Limits()
+    #: Where message media files go; default: ``<database file>.media`` next to a SQLite file.
+    media_dir: str | None = None
 
     def retrieval_config(self) -> RetrievalConfig:
         """The retrieval settings, resolving a preset name."""
