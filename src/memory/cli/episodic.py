@@ -411,14 +411,21 @@ def prune(ctx: click.Context, as_json: bool) -> None:
               help="Comma-separated jobs to run each pass (registered: sync, prune, and any added by plugins).")  # fmt: skip
 @click.option("--interval", type=float, default=5.0, show_default=True, help="Seconds to wait between passes.")
 @click.option("--max-passes", type=int, metavar="N", help="Exit after N passes (default: run until stopped).")
+@click.option("--batch-size", type=int, metavar="N", help="Rows per claimed sync batch (default: limits.embed_batch_size).")
+@click.option("--lease", type=float, metavar="SECONDS", default=300.0, show_default=True,
+              help="How long a sync claim holds before another worker may take the rows.")  # fmt: skip
 @click.pass_context
-def worker(ctx: click.Context, jobs: str, interval: float, max_passes: int | None) -> None:
+def worker(
+    ctx: click.Context, jobs: str, interval: float, max_passes: int | None, batch_size: int | None, lease: float
+) -> None:
     """Run the background jobs in a loop; SIGTERM/SIGINT finish the batch in flight, then exit 0."""
     from memory.episodic.worker import Worker
 
     names = [name.strip() for name in jobs.split(",") if name.strip()]
     with open_memory(ctx) as mem:
-        runner = Worker(mem, jobs=names, interval=interval)
+        ns = ctx.find_root().obj.namespace if ctx.find_root().obj is not None else None
+        options = {"sync": {"batch_size": batch_size, "lease_seconds": lease, "namespace": ns}, "prune": {"namespace": ns}}
+        runner = Worker(mem, jobs=names, interval=interval, options=options)
         info(f"worker started: jobs {', '.join(names)} every {interval:g} s")
 
         def report(results: dict[str, dict[str, Any]]) -> None:

@@ -13,7 +13,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -27,19 +27,19 @@ __all__ = ["Job", "JOBS", "register_job", "Worker", "WorkerReport"]
 
 log = logging.getLogger(__name__)
 
-#: ``job(mem, should_stop) -> summary``: one pass of a job.
-Job = Callable[["Memory", Callable[[], bool]], dict[str, Any]]
+#: ``job(mem, should_stop, options) -> summary``: one pass of a job; ``options`` come from the worker.
+Job = Callable[["Memory", Callable[[], bool], Mapping[str, Any]], dict[str, Any]]
 
 
-def _sync_job(mem: Memory, should_stop: Callable[[], bool]) -> dict[str, Any]:
+def _sync_job(mem: Memory, should_stop: Callable[[], bool], options: Mapping[str, Any]) -> dict[str, Any]:
     from memory.episodic.sync import SyncJob
 
-    return SyncJob(mem).run(should_stop=should_stop).to_dict()
+    return SyncJob(mem, **options).run(should_stop=should_stop).to_dict()
 
 
-def _prune_job(mem: Memory, should_stop: Callable[[], bool]) -> dict[str, Any]:
+def _prune_job(mem: Memory, should_stop: Callable[[], bool], options: Mapping[str, Any]) -> dict[str, Any]:
     del should_stop
-    return mem.prune().to_dict()
+    return mem.prune(**options).to_dict()
 
 
 #: Jobs the worker knows, by name.
@@ -66,8 +66,18 @@ class WorkerReport:
 class Worker:
     """Runs jobs one after another, every ``interval`` seconds, until stopped."""
 
-    def __init__(self, mem: Memory, *, jobs: Sequence[str] = ("sync", "prune"), interval: float = 5.0) -> None:
-        """Configure; raises InvalidInputError for unknown jobs or a bad interval."""
+    def __init__(
+        self,
+        mem: Memory,
+        *,
+        jobs: Sequence[str] = ("sync", "prune"),
+        interval: float = 5.0,
+        options: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Configure; ``options`` are per-job keyword options (e.g. ``{"sync": {"batch_size": 32}}``).
+
+        Raises InvalidInputError for unknown jobs or a bad interval.
+        """
         unknown = [name for name in jobs if name not in JOBS]
         if unknown:
             raise InvalidInputError(f"unknown job(s) {unknown}; known: {', '.join(sorted(JOBS))}")
@@ -76,6 +86,7 @@ class Worker:
         self.mem = mem
         self.jobs = list(jobs)
         self.interval = float(interval)
+        self.options = {name: dict(values) for name, values in (options or {}).items()}
         self._stop = threading.Event()
         self.report = WorkerReport()
 
@@ -97,7 +108,7 @@ class Worker:
             if self.stopping:
                 break
             try:
-                results[name] = JOBS[name](self.mem, lambda: self.stopping)
+                results[name] = JOBS[name](self.mem, lambda: self.stopping, self.options.get(name, {}))
             except Error as exc:
                 self.report.errors += 1
                 log.warning("job %s failed: %s", name, exc)
