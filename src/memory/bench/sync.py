@@ -7,11 +7,13 @@ In one run, on a fresh SQLite file:
     process on the same file, as deployed) embeds what arrives. Reports
     appends/s and per-append latency p50/p95 for both, and how long the worker
     needed to drain the backlog after the last append.
-(b) sync throughput: the same texts, all pending, embedded by the sync job
+(b) sync throughput: the same texts, pending, embedded by the sync job
     (claim → embed → write vectors → mark done, in batches) and by the bare
-    embedder (``embed_texts`` with the same batch size), in the same process.
-    ``overhead = (sync - bare) / bare``, bare taken as the faster of two
-    timings around the sync run.
+    embedder (``embed_texts`` with the same batch size), in the same process,
+    interleaved in ``rounds`` (alternating which goes first) so that load
+    changes on a shared machine hit both alike. ``overhead = sync / bare - 1``
+    over all rounds; also the time the job spends outside the embedder as a
+    share of the time inside it.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ def run_sync_bench(
     batch_size: int = 64,
     data: Path | None = None,
     seed: int = 0,
+    rounds: int = 4,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Run both parts; returns a JSON-ready report. Raises InvalidInputError for bad sizes."""
@@ -86,6 +89,7 @@ def run_sync_bench(
         "embedder": inner.model_name,
         "messages": messages,
         "batch_size": batch_size,
+        "rounds": rounds,
     }
     with tempfile.TemporaryDirectory(prefix="memory-bench-sync-") as tmp:
         # (a) appends alone, then with a worker process syncing alongside
@@ -123,41 +127,53 @@ def run_sync_bench(
             "drain_seconds_after_last_append": round(drained, 3),
             "embedded_by_worker": embedded_alongside,
         }
-        # (b) sync job vs the bare embedder on the same texts
+        # (b) sync job vs the bare embedder on the same texts, interleaved in rounds so that
+        # load changes on a shared machine hit both alike
         note("warming up the embedder")
         embed_texts(inner, texts[:batch_size], batch_size=batch_size)
-        note(f"bare embedder: {messages} texts")
-        t0 = time.perf_counter()
-        embed_texts(inner, texts, batch_size=batch_size)
-        bare_first = time.perf_counter() - t0
+        size = -(-messages // rounds)
+        chunks = [texts[i : i + size] for i in range(0, messages, size)]
+        bare_times: list[float] = []
+        sync_times: list[float] = []
+        inside = 0.0
+        batches = 0
         sync_db = Path(tmp) / "sync.db"
         with Memory(settings=settings_for(sync_db), embedder=timed) as mem:
-            mem.messages.append_many([{"thread": f"thread-{i % 20}", "content": t} for i, t in enumerate(texts)])
-            timed.reset()
-            note(f"sync job: {messages} pending messages")
-            t0 = time.perf_counter()
-            result = SyncJob(mem, batch_size=batch_size).run()
-            sync_seconds = time.perf_counter() - t0
-            inside_embedder = timed.reset()
-            assert isinstance(result, SyncReport)
-            if result.messages_done != messages:
-                raise InvalidInputError(f"sync embedded {result.messages_done} of {messages} messages: {result.error}")
-        note(f"bare embedder again: {messages} texts")
-        t0 = time.perf_counter()
-        embed_texts(inner, texts, batch_size=batch_size)
-        bare_second = time.perf_counter() - t0
-        bare = min(bare_first, bare_second)
+            for number, chunk in enumerate(chunks):
+                mem.messages.append_many([{"thread": f"thread-{i % 20}", "content": t} for i, t in enumerate(chunk)])
+
+                def bare(chunk: list[str] = chunk) -> None:
+                    t0 = time.perf_counter()
+                    embed_texts(inner, chunk, batch_size=batch_size)
+                    bare_times.append(time.perf_counter() - t0)
+
+                def synced(chunk: list[str] = chunk) -> None:
+                    nonlocal inside, batches
+                    timed.reset()
+                    t0 = time.perf_counter()
+                    result = SyncJob(mem, batch_size=batch_size).run()
+                    sync_times.append(time.perf_counter() - t0)
+                    inside += timed.reset()
+                    batches += result.batches
+                    if result.messages_done != len(chunk):
+                        raise InvalidInputError(f"sync embedded {result.messages_done} of {len(chunk)}: {result.error}")
+
+                note(f"round {number + 1}/{len(chunks)}: {len(chunk)} texts, bare embedder and sync job")
+                for step in (bare, synced) if number % 2 == 0 else (synced, bare):
+                    step()
+        bare_total, sync_total = sum(bare_times), sum(sync_times)
+        ratios = sorted(s / b - 1.0 for s, b in zip(sync_times, bare_times, strict=True))
         report["sync"] = {
-            "sync_seconds": round(sync_seconds, 3),
-            "sync_per_second": round(messages / sync_seconds, 1),
-            "bare_seconds": [round(bare_first, 3), round(bare_second, 3)],
-            "bare_per_second": round(messages / bare, 1),
-            "overhead": round(sync_seconds / bare - 1.0, 4),
-            "seconds_inside_embedder": round(inside_embedder, 3),
-            "overhead_outside_embedder": round((sync_seconds - inside_embedder) / inside_embedder, 4)
-            if inside_embedder
-            else None,
-            "batches": result.batches,
+            "rounds": len(chunks),
+            "sync_seconds": round(sync_total, 3),
+            "sync_per_second": round(messages / sync_total, 1),
+            "bare_seconds": round(bare_total, 3),
+            "bare_per_second": round(messages / bare_total, 1),
+            "overhead": round(sync_total / bare_total - 1.0, 4),
+            "overhead_per_round": [round(r, 4) for r in ratios],
+            "seconds_inside_embedder": round(inside, 3),
+            "overhead_outside_embedder": round((sync_total - inside) / inside, 4) if inside else None,
+            "batches": batches,
         }
     report["machine_after"] = {"load_avg": machine_info()["load_avg"]}
     closer = getattr(inner, "close", None)
@@ -178,9 +194,10 @@ def format_sync_bench(report: dict[str, Any]) -> str:
             f"append with sync:  {a['with_sync']['per_second']:>8} /s  p50 {a['with_sync']['p50_ms']} ms  "
             f"p95 {a['with_sync']['p95_ms']} ms  (slowdown {a['slowdown']:+.1%}; worker drained "
             f"{a['drain_seconds_after_last_append']} s after the last append)",
-            f"sync job:          {s['sync_per_second']:>8} /s  ({s['sync_seconds']} s, {s['batches']} batches)",
-            f"bare embedder:     {s['bare_per_second']:>8} /s  (best of {s['bare_seconds']} s)",
-            f"sync overhead vs bare embedder: {s['overhead']:+.1%} "
+            f"sync job:          {s['sync_per_second']:>8} /s  ({s['sync_seconds']} s, {s['batches']} batches, "
+            f"{s['rounds']} rounds)",
+            f"bare embedder:     {s['bare_per_second']:>8} /s  ({s['bare_seconds']} s)",
+            f"sync overhead vs bare embedder: {s['overhead']:+.1%} (per round {s['overhead_per_round']}) "
             f"(outside the embedder: {s['overhead_outside_embedder']:+.1%} of embedding time)",
         ]
     ) + "\n" + json.dumps({"load_avg_after": report["machine_after"]["load_avg"]})

@@ -259,6 +259,8 @@ def speed(
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, help="Sync batch size.")
 @click.option("--data", type=_DATA_TYPE, help="LoCoMo JSON file for realistic texts [default: built-in sentences].")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the text generator.")
+@click.option("--rounds", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Interleaved rounds of bare embedder vs sync job.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
@@ -270,6 +272,7 @@ def sync_bench(
     batch_size: int,
     data: Path | None,
     seed: int,
+    rounds: int,
     as_json: bool,
     out: Path | None,
     quiet: bool,
@@ -285,7 +288,7 @@ def sync_bench(
     with _errors():
         report = run_sync_bench(
             messages=messages, embedder=embedder or _default_embedder(ctx), batch_size=batch_size,
-            data=_data_path(data, required=False), seed=seed, progress=_note(quiet),
+            data=_data_path(data, required=False), seed=seed, rounds=rounds, progress=_note(quiet),
         )  # fmt: skip
     _emit(report, format_sync_bench(report), as_json=as_json, out=out)
 
