@@ -153,9 +153,9 @@ class AsyncMemory:
         """See :meth:`Memory.end_conversation`."""
         return await self._run(self._sync.end_conversation, thread, **options)
 
-    async def sync(self, **options: Any) -> Any:
-        """See :meth:`Memory.sync`."""
-        return await self._run(self._sync.sync, **options)
+    async def run_sync(self, **options: Any) -> Any:
+        """See :meth:`Memory.run_sync`."""
+        return await self._run(self._sync.run_sync, **options)
 
     async def sync_status(self, **options: Any) -> Any:
         """See :meth:`Memory.sync_status`."""

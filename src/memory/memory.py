@@ -573,7 +573,7 @@ class Memory:
         chosen = summarizer or self._summarizer or ExtractiveSummarizer()
         return end_conversation(self, thread, summarizer=chosen, namespace=namespace, user=user, agent=agent)
 
-    def sync(
+    def run_sync(
         self,
         *,
         namespace: str | None = None,

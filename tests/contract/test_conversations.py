@@ -99,7 +99,7 @@ def test_search_is_hybrid_after_sync(cmem: Memory) -> None:
     cmem.messages.append("t2", "golden retriever training tips", user="bob")
     before = cmem.messages.search("retriever puppy")
     assert {"lexical"} == set().union(*(h.channels for h in before))
-    report = cmem.sync()
+    report = cmem.run_sync()
     assert isinstance(report, SyncReport) and report.messages_done == 3
     hits = cmem.messages.search("retriever puppy", user="alice")
     assert hits[0].message.content.startswith("We adopted") and set(hits[0].channels) == {"lexical", "vector"}
@@ -117,9 +117,9 @@ def test_sync_skips_secrets_and_expired_and_embeds_pending_memories(
     memory_id = cmem.remember("Alice likes tea")  # stored pending: the embedder is down
     counting.fail = False
     clock.advance(seconds=120)  # type: ignore[attr-defined]
-    estimate = cmem.sync(dry_run=True)
+    estimate = cmem.run_sync(dry_run=True)
     assert (estimate.messages, estimate.items) == (1, 1)  # type: ignore[union-attr]
-    report = cmem.sync()
+    report = cmem.run_sync()
     assert isinstance(report, SyncReport)
     assert (report.messages_done, report.messages_skipped, report.items_done) == (1, 2, 1)
     assert "9913" not in " ".join(counting.seen) and "short lived" not in counting.seen
@@ -135,7 +135,7 @@ def test_a_failing_embedder_leaves_rows_failed_with_the_error_and_the_next_run_f
     for i in range(5):
         cmem.messages.append("t1", f"message number {i}")
     counting.fail = True
-    report = cmem.sync(batch_size=2)
+    report = cmem.run_sync(batch_size=2)
     assert isinstance(report, SyncReport) and report.error and "embedder down" in report.error
     status = cmem.sync_status()
     assert status.messages == {"failed": 2, "pending": 3}
@@ -143,7 +143,7 @@ def test_a_failing_embedder_leaves_rows_failed_with_the_error_and_the_next_run_f
     failed = [m for m in cmem.messages.get_thread("t1") if m.embedding_status == "failed"]
     assert all(m.embedding_error and "embedder down" in m.embedding_error for m in failed)
     counting.fail = False
-    again = cmem.sync(batch_size=2)
+    again = cmem.run_sync(batch_size=2)
     assert isinstance(again, SyncReport) and again.messages_done == 5 and again.error is None
     assert cmem.sync_status().messages == {"done": 5}
     assert sorted(counting.seen) == sorted(f"message number {i}" for i in range(5))

@@ -20,7 +20,7 @@ def _populate(mem: Memory) -> None:
         mem.messages.append("t1", f"turn text {i}", user="alice", role="user" if i % 2 == 0 else "assistant")
     mem.messages.append("t1", "the pin is 1111", sensitivity="secret")
     mem.messages.append("t2", "a photo", content_type="image", media=b"img", media_name="p.png")
-    mem.sync()
+    mem.run_sync()
     mem.messages.archive("t1", keep_last=3)
     mem.blocks.replace("user_info", "Name: Alice", user="alice")
     mem.blocks.append("user_info", "Drinks tea", user="alice")
@@ -97,13 +97,13 @@ def test_vectors_of_another_model_leave_messages_pending(mem: Memory) -> None:
     other.model_name = "other-model"
     source = Memory("memory://", embedder=other)
     source.messages.append("t1", "hello there")
-    source.sync()
+    source.run_sync()
     out = io.StringIO()
     source.export(out)
     mem.import_(io.StringIO(out.getvalue()))
     (message,) = mem.messages.get_thread("t1")
     assert message.embedding_status == "pending"
-    mem.sync()
+    mem.run_sync()
     assert mem.messages.get_thread("t1")[0].embedding_status == "done"
     assert np.isfinite(mem.messages.search("hello")[0].score)
     source.close()

@@ -133,12 +133,12 @@ def test_hanging_embedder_times_out_and_the_next_run_succeeds(tmp_path: Path, se
     embedder = OpenAIEmbedder(**server.options(timeout=0.5))
     with Memory(str(db), embedder=embedder) as mem:
         started = time.monotonic()
-        report = mem.sync(batch_size=3)
+        report = mem.run_sync(batch_size=3)
         assert isinstance(report, SyncReport) and report.error and "timed out" in report.error
         assert time.monotonic() - started < 10
         assert mem.sync_status().messages == {"failed": 3, "pending": 3}
         server.default = "ok"
-        again = mem.sync(batch_size=3)
+        again = mem.run_sync(batch_size=3)
         assert isinstance(again, SyncReport) and again.messages_done == 6 and again.error is None
     assert set(server.delivered) == set(texts) and sum(server.delivered.values()) == 6
 

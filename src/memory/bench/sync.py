@@ -33,7 +33,7 @@ from memory import __version__
 from memory.bench.corpus import generate_texts, load_corpus
 from memory.bench.metrics import percentile
 from memory.bench.speed import TimedEmbedder, machine_info
-from memory.config import Settings
+from memory.config import ProviderSpec, Settings
 from memory.embedders import create_embedder
 from memory.embedders.base import embed_texts
 from memory.episodic.sync import SyncJob, SyncReport
@@ -81,7 +81,10 @@ def run_sync_bench(
     texts = generate_texts(load_corpus(data), messages, seed=seed)
     inner = create_embedder(embedder, {})
     timed = TimedEmbedder(inner)
-    settings_for = lambda db: Settings(database=f"sqlite:///{db}", embedder={"provider": embedder})  # noqa: E731
+
+    def settings_for(db: Path) -> Settings:
+        return Settings(database=f"sqlite:///{db}", embedder=ProviderSpec(provider=embedder))
+
     report: dict[str, Any] = {
         "benchmark": "sync",
         "memory_version": __version__,
@@ -94,7 +97,7 @@ def run_sync_bench(
     with tempfile.TemporaryDirectory(prefix="memory-bench-sync-") as tmp:
         # (a) appends alone, then with a worker process syncing alongside
         alone_db = Path(tmp) / "alone.db"
-        with Memory(backend=None, settings=settings_for(alone_db), embedder=timed) as mem:
+        with Memory(settings=settings_for(alone_db), embedder=timed) as mem:
             note(f"appending {messages} messages (no sync running)")
             alone = _append_all(mem, texts)
         busy_db = Path(tmp) / "busy.db"

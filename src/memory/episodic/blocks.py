@@ -138,7 +138,7 @@ class Blocks:
                 version=old_version + 1, updated_at=now,
             )  # fmt: skip
             change = BlockChange(
-                namespace=ns, user=user, agent=agent, label=label, version=block.version, op=op,  # type: ignore[arg-type]
+                namespace=ns, user=user, agent=agent, label=label, version=block.version, op=op,
                 before=old_value, after=new_value, at=now, reason=reason,
             )  # fmt: skip
             if store.write_block(block, old_version, change):

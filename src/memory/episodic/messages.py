@@ -165,7 +165,7 @@ class Messages:
         return Message(
             id=new_id(),
             namespace=self._ns(fields.get("namespace")),
-            thread=thread_name,  # type: ignore[arg-type]
+            thread=thread_name,
             role=role,
             speaker=check_name(speaker, "speaker"),
             user=check_name(fields.get("user"), "user"),
@@ -175,7 +175,7 @@ class Messages:
             media=media,
             tags=check_tags(fields.get("tags")),
             metadata=check_metadata(fields.get("metadata")),
-            sensitivity=check_sensitivity(fields.get("sensitivity", "normal")),  # type: ignore[arg-type]
+            sensitivity=check_sensitivity(fields.get("sensitivity", "normal")),
             created_at=check_datetime(fields.get("created_at"), "created_at") or now,
             expires_at=expires_at,
             embedding_status="pending",
@@ -190,7 +190,8 @@ class Messages:
         external/durable reference, e.g. a snapshot), tags, metadata,
         sensitivity, ttl or expires_at, created_at. The message is stored
         ``pending`` for the sync job; ``embed=True`` embeds it now (an
-        embedder failure still stores it, pending). Raises InvalidInputError.
+        embedder failure still stores it, ``failed`` with the error, and the
+        sync job retries it). Raises InvalidInputError.
         """
         return self.append_many([{"thread": thread, "content": content, **fields}], embed=embed)[0]
 
@@ -209,14 +210,13 @@ class Messages:
             thread = fields.pop("thread", None)
             content = fields.pop("content", None)
             built.append(self._build(thread, content, fields, now))
-        stored = self.store.append_messages(built)
+        store = self.store
+        stored = store.append_messages(built)
         if embed and stored:
             from memory.episodic.sync import embed_messages
 
-            embed_messages(self._mem, self.store, stored)
-            stored = self.store.get_messages(stored[0].namespace, [m.id for m in stored]) if len(
-                {m.namespace for m in stored}
-            ) == 1 else [self.store.get_messages(m.namespace, [m.id])[0] for m in stored]
+            embed_messages(self._mem, store, stored)
+            stored = [store.get_messages(m.namespace, [m.id])[0] for m in stored]
         return stored
 
     # -- reading -----------------------------------------------------------
@@ -251,7 +251,7 @@ class Messages:
             after_turn=after_turn,
             created_after=check_datetime(since, "since"),
             created_before=check_datetime(until, "until"),
-            clearance=check_sensitivity(clearance),  # type: ignore[arg-type]
+            clearance=check_sensitivity(clearance),
             include_expired=bool(include_expired),
             now=self._mem.now(),
         )

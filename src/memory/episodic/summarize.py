@@ -12,6 +12,7 @@ summarizer implements the same one-method protocol and is passed to
 from __future__ import annotations
 
 import builtins
+import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -88,7 +89,7 @@ class ExtractiveSummarizer:
             content = [w for w in words(sentence) if w not in STOPWORDS and len(w) > 2]
             if not content:
                 return 0.0
-            return sum(frequency[w] for w in content) / (len(content) ** 0.5)
+            return float(sum(frequency[w] for w in content)) / math.sqrt(len(content))
 
         ranked = sorted(candidates, key=lambda c: (-salience(c[2]), c[0]))[: self.max_sentences]
         ranked.sort(key=lambda c: c[0])

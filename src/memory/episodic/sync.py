@@ -107,7 +107,8 @@ def _embed_chunked(mem: Memory, texts: Sequence[str]) -> np.ndarray:
     np.add.at(out, np.asarray(owners), matrix)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (out / norms).astype(np.float32)
+    pooled: np.ndarray = (out / norms).astype(np.float32)
+    return pooled
 
 
 @dataclass

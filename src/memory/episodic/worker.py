@@ -129,7 +129,7 @@ class Worker:
         on_pass: Callable[[dict[str, dict[str, Any]]], None] | None = None,
     ) -> WorkerReport:
         """Loop until stopped (SIGTERM/SIGINT when ``install_signals``) or ``max_passes``; returns the report."""
-        previous: dict[int, Any] = {}
+        previous: dict[signal.Signals, Any] = {}
         if install_signals and threading.current_thread() is threading.main_thread():
 
             def handler(signum: int, frame: FrameType | None) -> None:
