@@ -192,3 +192,24 @@ def test_tail_follows_a_thread(tmp_path: Path) -> None:
     proc.communicate(timeout=30)
     assert proc.returncode == 0
     assert lines.empty()
+
+
+def test_two_sync_processes_share_the_work_without_overlap(tmp_path: Path, server: EmbedServer) -> None:
+    db = tmp_path / "shared.db"
+    texts = _seed(db, server, 60)
+    server.default = "delay:0.3"  # ~4 s of work: both processes are running long before it is done
+    env = cli_env(server)
+    procs = [
+        subprocess.Popen([str(SCRIPT), "--db", str(db), "sync", "--batch-size", "5", "--json"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]  # fmt: skip
+    reports = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        reports.append(json.loads(out))
+    assert sum(r["messages_done"] for r in reports) == 60
+    assert all(r["messages_done"] > 0 for r in reports)  # both took part
+    assert server.delivered == {t: 1 for t in texts}
+    assert _statuses(db, server) == {"done": 60}
