@@ -199,3 +199,11 @@ def test_item_claims_skip_secrets_and_never_overlap(backend: Backend) -> None:
     assert [i.id for i in backend.claim_pending_embeddings("ns", 5, "w3", 30, T0)] == [first[1].id]
     later = backend.claim_pending_embeddings("ns", 5, "w3", 30, T0 + timedelta(seconds=31))
     assert {i.content for i in later} == {"fact 1", "fact 2", "fact 3"}
+
+
+def test_pending_rows_are_claimed_before_failed_ones(store: EpisodicStore) -> None:
+    old, new = store.append_messages([msg("old"), msg("new", at=T0 + timedelta(seconds=5))])
+    store.claim_pending_messages("ns", 1, "w", 60, T0)
+    store.mark_messages("ns", [old.id], "failed", "poison")
+    assert [m.id for m in store.claim_pending_messages("ns", 1, "w", 60, T0)] == [new.id]
+    assert [m.id for m in store.claim_pending_messages("ns", 1, "w", 60, T0)] == [old.id]

@@ -96,8 +96,10 @@ class EpisodicStore(Protocol):
     ) -> builtins.list[Message]:
         """Claim up to ``limit`` hot messages whose status is 'pending' or 'failed' and no live lease holds.
 
-        Oldest first; any namespace when ``namespace`` is None. Secret and
-        expired ones are claimed too, so the job can mark them 'skipped'.
+        Pending before failed (a row that keeps failing cannot starve new
+        work), oldest first within each; any namespace when ``namespace`` is
+        None. Secret and expired ones are claimed too, so the job can mark
+        them 'skipped'.
         """
         ...
 

@@ -197,7 +197,7 @@ class InMemoryEpisodicStore:
                 and (namespace is None or m.namespace == namespace)
                 and (m.id not in self._claims or self._claims[m.id] <= now)
             ]
-            free.sort(key=lambda m: (m.created_at, m.id))
+            free.sort(key=lambda m: (m.embedding_status == "failed", m.created_at, m.id))
             chosen = free[: max(int(limit), 0)]
             until = now + timedelta(seconds=lease_seconds)
             for message in chosen:

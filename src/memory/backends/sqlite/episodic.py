@@ -367,7 +367,7 @@ class SQLiteEpisodicStore:
         if namespace is not None:
             sql += " AND m.namespace = ?"
             params.append(namespace)
-        sql += " ORDER BY m.embedding_status, m.created_at, m.id LIMIT ?"
+        sql += " ORDER BY m.embedding_status = 'failed', m.created_at, m.id LIMIT ?"
         params.append(max(int(limit), 0))
         with self._b._write() as conn:
             rows = conn.execute(sql, params).fetchall()
@@ -375,9 +375,7 @@ class SQLiteEpisodicStore:
                 f"UPDATE messages SET claimed_by = ?, claimed_until = ? WHERE rid IN {_IDS}",
                 (worker, stamp + float(lease_seconds), json_list([r[-1] for r in rows])),
             )
-        found = [_row(r) for r in rows]
-        found.sort(key=lambda m: (m.created_at, m.id))
-        return found
+        return [_row(r) for r in rows]
 
     def set_message_vectors(self, namespace: str, model: str, updates: Sequence[tuple[str, Vector]]) -> int:
         """Store vectors, mark done, clear claims — one transaction; vectors checked first."""
