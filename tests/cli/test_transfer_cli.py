@@ -45,7 +45,8 @@ def test_export_import_between_databases_is_lossless(run: Runner, tmp_path: Path
     copy = f"sqlite:///{tmp_path / 'copy.db'}"
     report = run.json("import", str(out), db=copy)
     assert report == {
-        "imported": 3, "duplicates": 0, "skipped_existing": 0, "reembedded": 0, "pending": 0, "messages": 0, "blocks": 0,
+        "imported": 3, "duplicates": 0, "skipped_existing": 0, "reembedded": 0, "pending": 0,
+        "messages": 0, "blocks": 0,
     }  # fmt: skip
     with Memory(run.db, embedder="hashing") as a, Memory(copy, embedder="hashing") as b:
         before, after = _everything(a), _everything(b)

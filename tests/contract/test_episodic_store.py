@@ -7,13 +7,12 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from memory.backends.base import Backend
+from memory.backends.base import Backend, NewRecord
 from memory.backends.episodic import EpisodicStore
 from memory.episodic.types import Block, BlockChange, JobState, Message, MessageQuery
 from memory.errors import InvalidInputError
 from memory.ids import new_id
 from memory.records import build_item, ledger_entry
-from memory.backends.base import NewRecord
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -163,7 +162,9 @@ def test_import_keeps_ids_and_turns_and_skips_known(store: EpisodicStore, backen
 
 def test_blocks_compare_and_set_with_history(store: EpisodicStore) -> None:
     assert store.get_block("ns", "alice", None, "user_info") is None
-    block = Block(namespace="ns", user="alice", label="user_info", value="likes tea", limit=100, version=1, updated_at=T0)
+    block = Block(
+        namespace="ns", user="alice", label="user_info", value="likes tea", limit=100, version=1, updated_at=T0
+    )
     change = BlockChange(namespace="ns", user="alice", label="user_info", version=1, op="replace", before="",
                          after="likes tea", at=T0)  # fmt: skip
     assert store.write_block(block, 0, change)

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SCRIPT, cli_env, run_cli
 from embed_server import EmbedServer
 
+from conftest import SCRIPT, cli_env, run_cli
 from memory import Memory
 from memory.embedders.http import OpenAIEmbedder
 from memory.episodic.sync import SyncReport
@@ -45,7 +45,9 @@ def test_processes_appending_to_one_thread_never_share_a_turn(tmp_path: Path) ->
     Memory(db, embedder="hashing").close()  # schema first, so the race is on appends
     env = {**os.environ, "PYTHONWARNINGS": "error"}
     procs = [
-        subprocess.Popen([sys.executable, "-c", APPENDER, db, f"p{i}", "40"], stdout=subprocess.PIPE, text=True, env=env)
+        subprocess.Popen(
+            [sys.executable, "-c", APPENDER, db, f"p{i}", "40"], stdout=subprocess.PIPE, text=True, env=env
+        )
         for i in range(3)
     ]
     results = []
@@ -161,7 +163,9 @@ def test_worker_stops_gracefully_on_sigterm_and_nothing_is_lost(tmp_path: Path, 
     assert proc.returncode == 0, err
     assert "SIGTERM" in err
     with Memory(str(db), embedder=OpenAIEmbedder(**server.options())) as mem:
-        done = {m.content for t in ("t0", "t1", "t2") for m in mem.messages.get_thread(t) if m.embedding_status == "done"}
+        done = {
+            m.content for t in ("t0", "t1", "t2") for m in mem.messages.get_thread(t) if m.embedding_status == "done"
+        }
     assert done == set(server.delivered)  # every answered batch was committed before exit
     assert 0 < len(done) < 40
     server.default = "ok"

@@ -245,9 +245,7 @@ class InMemoryEpisodicStore:
         with self._lock:
             return dict(
                 Counter(
-                    m.embedding_status
-                    for m in self._messages.values()
-                    if namespace is None or m.namespace == namespace
+                    m.embedding_status for m in self._messages.values() if namespace is None or m.namespace == namespace
                 )
             )
 
@@ -293,7 +291,9 @@ class InMemoryEpisodicStore:
     ) -> int:
         """Delete selected hot and archived messages."""
         with self._lock:
-            hot = [m.id for m in self._messages.values() if self._selected(m, namespace, thread, before_turn, older_than)]
+            hot = [
+                m.id for m in self._messages.values() if self._selected(m, namespace, thread, before_turn, older_than)
+            ]
             cold = [
                 m.id for m in self._archived.values() if self._selected(m, namespace, thread, before_turn, older_than)
             ]
@@ -372,9 +372,7 @@ class InMemoryEpisodicStore:
         """Changes of a block, oldest first."""
         with self._lock:
             return [
-                c
-                for c in self._block_log
-                if (c.namespace, c.user, c.agent, c.label) == (namespace, user, agent, label)
+                c for c in self._block_log if (c.namespace, c.user, c.agent, c.label) == (namespace, user, agent, label)
             ]
 
     # -- job state ---------------------------------------------------------

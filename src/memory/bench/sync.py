@@ -36,7 +36,7 @@ from memory.bench.speed import TimedEmbedder, machine_info
 from memory.config import ProviderSpec, Settings
 from memory.embedders import create_embedder
 from memory.embedders.base import embed_texts
-from memory.episodic.sync import SyncJob, SyncReport
+from memory.episodic.sync import SyncJob
 from memory.errors import InvalidInputError
 from memory.memory import Memory
 
@@ -188,19 +188,23 @@ def run_sync_bench(
 def format_sync_bench(report: dict[str, Any]) -> str:
     """The report as a few human lines."""
     a, s, m = report["append"], report["sync"], report["machine"]
-    return "\n".join(
-        [
-            f"sync benchmark — {report['messages']} messages, embedder {report['embedder']}, "
-            f"batch {report['batch_size']}; {m['cores']} cores, load {m['load_avg']}",
-            f"append alone:      {a['alone']['per_second']:>8} /s  p50 {a['alone']['p50_ms']} ms  "
-            f"p95 {a['alone']['p95_ms']} ms",
-            f"append with sync:  {a['with_sync']['per_second']:>8} /s  p50 {a['with_sync']['p50_ms']} ms  "
-            f"p95 {a['with_sync']['p95_ms']} ms  (slowdown {a['slowdown']:+.1%}; worker drained "
-            f"{a['drain_seconds_after_last_append']} s after the last append)",
-            f"sync job:          {s['sync_per_second']:>8} /s  ({s['sync_seconds']} s, {s['batches']} batches, "
-            f"{s['rounds']} rounds)",
-            f"bare embedder:     {s['bare_per_second']:>8} /s  ({s['bare_seconds']} s)",
-            f"sync overhead vs bare embedder: {s['overhead']:+.1%} (per round {s['overhead_per_round']}) "
-            f"(outside the embedder: {s['overhead_outside_embedder']:+.1%} of embedding time)",
-        ]
-    ) + "\n" + json.dumps({"load_avg_after": report["machine_after"]["load_avg"]})
+    return (
+        "\n".join(
+            [
+                f"sync benchmark — {report['messages']} messages, embedder {report['embedder']}, "
+                f"batch {report['batch_size']}; {m['cores']} cores, load {m['load_avg']}",
+                f"append alone:      {a['alone']['per_second']:>8} /s  p50 {a['alone']['p50_ms']} ms  "
+                f"p95 {a['alone']['p95_ms']} ms",
+                f"append with sync:  {a['with_sync']['per_second']:>8} /s  p50 {a['with_sync']['p50_ms']} ms  "
+                f"p95 {a['with_sync']['p95_ms']} ms  (slowdown {a['slowdown']:+.1%}; worker drained "
+                f"{a['drain_seconds_after_last_append']} s after the last append)",
+                f"sync job:          {s['sync_per_second']:>8} /s  ({s['sync_seconds']} s, {s['batches']} batches, "
+                f"{s['rounds']} rounds)",
+                f"bare embedder:     {s['bare_per_second']:>8} /s  ({s['bare_seconds']} s)",
+                f"sync overhead vs bare embedder: {s['overhead']:+.1%} (per round {s['overhead_per_round']}) "
+                f"(outside the embedder: {s['overhead_outside_embedder']:+.1%} of embedding time)",
+            ]
+        )
+        + "\n"
+        + json.dumps({"load_avg_after": report["machine_after"]["load_avg"]})
+    )

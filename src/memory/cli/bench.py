@@ -254,7 +254,9 @@ def speed(
 
 
 @bench.command("sync")
-@click.option("--messages", type=click.IntRange(min=10), default=1000, show_default=True, help="Messages to append and sync.")
+@click.option(
+    "--messages", type=click.IntRange(min=10), default=1000, show_default=True, help="Messages to append and sync."
+)
 @click.option("--embedder", metavar="NAME", help="Embedder provider (auto, minilm, hashing, …) [default: auto].")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, help="Sync batch size.")
 @click.option("--data", type=_DATA_TYPE, help="LoCoMo JSON file for realistic texts [default: built-in sentences].")

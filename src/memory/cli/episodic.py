@@ -61,7 +61,9 @@ def messages() -> None:
     "--type", "content_type", type=click.Choice(["text", "image", "audio", "file", "snapshot"]), default="text",
     show_default=True, help="Content type; non-text messages need --media or --uri.",
 )  # fmt: skip
-@click.option("--media", type=click.Path(exists=True, dir_okay=False), help="A file to store (by content hash) with it.")
+@click.option(
+    "--media", type=click.Path(exists=True, dir_okay=False), help="A file to store (by content hash) with it."
+)
 @click.option("--uri", metavar="URI", help="An external reference (e.g. a snapshot's durable location).")
 @click.option(
     "--sensitivity", type=click.Choice(["normal", "private", "secret"]),
@@ -408,10 +410,12 @@ def prune(ctx: click.Context, as_json: bool) -> None:
 
 @click.command()
 @click.option("--jobs", default="sync,prune", show_default=True, metavar="LIST",
-              help="Comma-separated jobs to run each pass (registered: sync, prune, and any added by plugins).")  # fmt: skip
+              help="Comma-separated jobs to run each pass (sync, prune, and any registered by plugins).")  # fmt: skip
 @click.option("--interval", type=float, default=5.0, show_default=True, help="Seconds to wait between passes.")
 @click.option("--max-passes", type=int, metavar="N", help="Exit after N passes (default: run until stopped).")
-@click.option("--batch-size", type=int, metavar="N", help="Rows per claimed sync batch (default: limits.embed_batch_size).")
+@click.option(
+    "--batch-size", type=int, metavar="N", help="Rows per claimed sync batch (default: limits.embed_batch_size)."
+)
 @click.option("--lease", type=float, metavar="SECONDS", default=300.0, show_default=True,
               help="How long a sync claim holds before another worker may take the rows.")  # fmt: skip
 @click.pass_context
@@ -424,7 +428,10 @@ def worker(
     names = [name.strip() for name in jobs.split(",") if name.strip()]
     with open_memory(ctx) as mem:
         ns = ctx.find_root().obj.namespace if ctx.find_root().obj is not None else None
-        options = {"sync": {"batch_size": batch_size, "lease_seconds": lease, "namespace": ns}, "prune": {"namespace": ns}}
+        options = {
+            "sync": {"batch_size": batch_size, "lease_seconds": lease, "namespace": ns},
+            "prune": {"namespace": ns},
+        }
         runner = Worker(mem, jobs=names, interval=interval, options=options)
         info(f"worker started: jobs {', '.join(names)} every {interval:g} s")
 

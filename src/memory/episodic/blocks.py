@@ -42,8 +42,7 @@ def check_label(label: object) -> str:
     """Validate a block label: a lowercase identifier such as ``user_info``."""
     if not isinstance(label, str) or not _LABEL.match(label):
         raise InvalidInputError(
-            f"block label {label!r} is not valid: use a lowercase identifier like "
-            f"{', '.join(sorted(STANDARD_LIMITS))}"
+            f"block label {label!r} is not valid: use a lowercase identifier like {', '.join(sorted(STANDARD_LIMITS))}"
         )
     return label
 
@@ -77,9 +76,7 @@ class Blocks:
 
         return episodic_store(self._mem.backend)
 
-    def _scope(
-        self, namespace: str | None, user: str | None, agent: str | None
-    ) -> tuple[str, str | None, str | None]:
+    def _scope(self, namespace: str | None, user: str | None, agent: str | None) -> tuple[str, str | None, str | None]:
         return self._mem._ns(namespace), check_name(user, "user"), check_name(agent, "agent")
 
     def get(
@@ -158,7 +155,9 @@ class Blocks:
     ) -> Block:
         """Set a block's text (and optionally its limit). Raises BlockLimitError when it does not fit."""
         text = _check_text(value, "block value")
-        return self._write(label, "replace", text, user=user, agent=agent, namespace=namespace, limit=limit, reason=reason)
+        return self._write(
+            label, "replace", text, user=user, agent=agent, namespace=namespace, limit=limit, reason=reason
+        )
 
     def append(
         self,
@@ -179,7 +178,9 @@ class Blocks:
         def grow(old: str) -> str:
             return old + separator + addition if old else addition
 
-        return self._write(label, "append", grow, user=user, agent=agent, namespace=namespace, limit=None, reason=reason)
+        return self._write(
+            label, "append", grow, user=user, agent=agent, namespace=namespace, limit=None, reason=reason
+        )
 
     def history(
         self, label: str, *, user: str | None = None, agent: str | None = None, namespace: str | None = None
@@ -202,4 +203,6 @@ class Blocks:
         current = self.get(label, user=user, agent=agent, namespace=namespace)
         if len(text) > current.limit:
             text = text[: current.limit - 1].rstrip() + "…"
-        return self._write(label, "summary", fit, user=user, agent=agent, namespace=namespace, limit=None, reason=reason)
+        return self._write(
+            label, "summary", fit, user=user, agent=agent, namespace=namespace, limit=None, reason=reason
+        )

@@ -35,7 +35,9 @@ class MediaStore:
             raise InvalidInputError(f"{sha256!r} is not a SHA-256 hex digest")
         return self.root / sha256[:2] / sha256
 
-    def put(self, data: bytes | str | os.PathLike[str], *, name: str | None = None, mime: str | None = None) -> MediaRef:
+    def put(
+        self, data: bytes | str | os.PathLike[str], *, name: str | None = None, mime: str | None = None
+    ) -> MediaRef:
         """Store bytes, or the file at a path; returns its reference. Raises InvalidInputError, StorageError."""
         if isinstance(data, (str, os.PathLike)):
             source = Path(data).expanduser()

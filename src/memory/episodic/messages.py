@@ -136,7 +136,9 @@ class Messages:
         uri = fields.get("uri")
         if content_type == "text":
             if raw_media is not None or uri is not None:
-                raise InvalidInputError("a text message takes no media; set content_type to image, audio, file or snapshot")
+                raise InvalidInputError(
+                    "a text message takes no media; set content_type to image, audio, file or snapshot"
+                )
             text = normalise_content(content, max_chars=limit)
         else:
             if content is None or (isinstance(content, str) and not content.strip()):
@@ -261,7 +263,9 @@ class Messages:
     ) -> builtins.list[Message]:
         """The last ``n`` visible messages of ``thread``, oldest first."""
         n = _positive(n, "n")
-        query = self.query(namespace=namespace, thread=check_name(thread, "thread", optional=False), clearance=clearance)
+        query = self.query(
+            namespace=namespace, thread=check_name(thread, "thread", optional=False), clearance=clearance
+        )
         return list(reversed(self.store.list_messages(query, n, newest_first=True)))
 
     def get_thread(
@@ -282,11 +286,11 @@ class Messages:
         return self.store.list_messages(query, limit)
 
     def get(self, message_id: str, *, namespace: str | None = None, clearance: str = "private") -> Message:
-        """One message (hot or archived). Raises NotFoundError (also for secrets without clearance)."""
+        """One message (hot or archived). Raises NotFoundError (also when expired, or secret without clearance)."""
         check_name(message_id, "message id", optional=False)
         ns = self._ns(namespace)
         found = self.store.get_messages(ns, [message_id], include_archived=True)
-        query = self.query(namespace=ns, clearance=clearance, include_expired=True)
+        query = self.query(namespace=ns, clearance=clearance)
         from memory.episodic.query import message_matches
 
         if not found or not message_matches(query, found[0]):
@@ -377,12 +381,16 @@ class Messages:
         self, ns: str, thread: str, keep_last: int | None, older_than: object
     ) -> tuple[int | None, datetime | None]:
         if keep_last is None and older_than is None:
-            raise InvalidInputError("say what to select: keep_last=N and/or older_than=(seconds | timedelta | datetime)")
+            raise InvalidInputError(
+                "say what to select: keep_last=N and/or older_than=(seconds | timedelta | datetime)"
+            )
         before_turn: int | None = None
         if keep_last is not None:
             if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
                 raise InvalidInputError(f"keep_last must be a non-negative integer, got {keep_last!r}")
-            query = MessageQuery(namespace=ns, thread=thread, clearance="secret", include_expired=True, now=self._mem.now())
+            query = MessageQuery(
+                namespace=ns, thread=thread, clearance="secret", include_expired=True, now=self._mem.now()
+            )
             if keep_last == 0:
                 before_turn = 2**62
             else:

@@ -94,7 +94,9 @@ class ExtractiveSummarizer:
         ranked = sorted(candidates, key=lambda c: (-salience(c[2]), c[0]))[: self.max_sentences]
         ranked.sort(key=lambda c: c[0])
         summary_limit = blocks["last_conversation_summary"].limit if "last_conversation_summary" in blocks else 2000
-        head = f"Conversation {texts[0].thread} ({len(messages)} messages, turns {messages[0].turn}–{messages[-1].turn}):"
+        head = (
+            f"Conversation {texts[0].thread} ({len(messages)} messages, turns {messages[0].turn}–{messages[-1].turn}):"
+        )
         summary_lines = [head] + [f"- {who}: {sentence}" for _, who, sentence in ranked]
         summary = ""
         for line in summary_lines:

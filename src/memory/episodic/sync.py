@@ -274,7 +274,9 @@ class SyncJob:
         include_items: bool = True,
     ) -> None:
         """Configure a run over ``namespace`` (all when None). Raises InvalidInputError."""
-        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+        if batch_size is not None and (
+            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+        ):
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
         if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float)) or not lease_seconds > 0:
             raise InvalidInputError(f"lease_seconds must be a positive number, got {lease_seconds!r}")
@@ -396,4 +398,6 @@ class SyncJob:
             for key, count in self.mem.backend.group_counts(flt, "embedding_status").items():
                 items[key] = items.get(key, 0) + count
         pending = sum(messages.get(s, 0) + items.get(s, 0) for s in ("pending", "failed"))
-        return SyncStatus(messages=messages, items=items, state=self.store.get_job_state(self.state_name), pending=pending)
+        return SyncStatus(
+            messages=messages, items=items, state=self.store.get_job_state(self.state_name), pending=pending
+        )

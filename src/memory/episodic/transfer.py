@@ -92,7 +92,12 @@ def export_episodic(mem: Memory, stream: IO[str], flt: Filter, *, memory_only_fi
                     model, vector = found[m.id]
                     values = np.asarray(vector, dtype=np.float32).tolist()
                     embedding = {"model": model, "dim": len(values), "vector": values}
-                record = {"type": "message", "message": m.model_dump(mode="json"), "archived": False, "embedding": embedding}
+                record = {
+                    "type": "message",
+                    "message": m.model_dump(mode="json"),
+                    "archived": False,
+                    "embedding": embedding,
+                }
                 stream.write(_dumps(record) + "\n")
                 messages += 1
         for m in store.iter_archived(flt.namespace, info.thread):
@@ -103,7 +108,9 @@ def export_episodic(mem: Memory, stream: IO[str], flt: Filter, *, memory_only_fi
     blocks = 0
     if flt.thread is None and flt.created_after is None and flt.created_before is None:
         for block in store.iter_blocks(flt.namespace):
-            if (flt.user is not None and block.user != flt.user) or (flt.agent is not None and block.agent != flt.agent):
+            if (flt.user is not None and block.user != flt.user) or (
+                flt.agent is not None and block.agent != flt.agent
+            ):
                 continue
             history = store.block_history(block.namespace, block.user, block.agent, block.label)
             stream.write(_dumps({"type": "block", "block": block.model_dump(mode="json"),
@@ -201,14 +208,20 @@ def import_episodic(mem: Memory, lines: Iterable[EpisodicLine]) -> tuple[int, in
         if block is None or store.get_block(block.namespace, block.user, block.agent, block.label) is not None:
             continue
         changes = sorted(entry.history, key=lambda c: c.version)
-        consistent = bool(changes) and [c.version for c in changes] == list(range(1, len(changes) + 1)) and (
-            changes[-1].version == block.version and changes[-1].after == block.value
+        consistent = (
+            bool(changes)
+            and [c.version for c in changes] == list(range(1, len(changes) + 1))
+            and (changes[-1].version == block.version and changes[-1].after == block.value)
         )
         if consistent:
             previous = 0
             for change in changes:
-                step = block if change.version == block.version else block.model_copy(
-                    update={"value": change.after, "version": change.version, "updated_at": change.at}
+                step = (
+                    block
+                    if change.version == block.version
+                    else block.model_copy(
+                        update={"value": change.after, "version": change.version, "updated_at": change.at}
+                    )
                 )
                 store.write_block(step, previous, change)
                 previous = change.version

@@ -174,9 +174,10 @@ class SQLiteEpisodicStore:
         out: builtins.list[Message] = []
         with self._b._write() as conn:
             for message in messages:
-                if conn.execute("SELECT 1 FROM messages WHERE id = ?", (message.id,)).fetchone() or conn.execute(
-                    "SELECT 1 FROM message_archive WHERE id = ?", (message.id,)
-                ).fetchone():
+                if (
+                    conn.execute("SELECT 1 FROM messages WHERE id = ?", (message.id,)).fetchone()
+                    or conn.execute("SELECT 1 FROM message_archive WHERE id = ?", (message.id,)).fetchone()
+                ):
                     raise InvalidInputError(f"message id {message.id} already exists")
                 turn = conn.execute(
                     "INSERT INTO message_threads (namespace, thread, last_turn) VALUES (?, ?, 1) "
@@ -294,8 +295,12 @@ class SQLiteEpisodicStore:
             rows = conn.execute(sql, params).fetchall()
         return [
             ThreadInfo(
-                namespace=namespace, thread=str(r[0]), last_turn=int(r[1]), messages=int(r[2]),
-                first_at=None if r[3] is None else from_epoch(r[3]), last_at=None if r[4] is None else from_epoch(r[4]),
+                namespace=namespace,
+                thread=str(r[0]),
+                last_turn=int(r[1]),
+                messages=int(r[2]),
+                first_at=None if r[3] is None else from_epoch(r[3]),
+                last_at=None if r[4] is None else from_epoch(r[4]),
                 archived=int(r[5]),
             )  # fmt: skip
             for r in rows
@@ -499,7 +504,9 @@ class SQLiteEpisodicStore:
             doomed = []
             for archived_id, turn, data in archived:
                 created = Message.model_validate_json(data).created_at
-                if (before_turn is not None and turn < before_turn) or (older_than is not None and created < older_than):
+                if (before_turn is not None and turn < before_turn) or (
+                    older_than is not None and created < older_than
+                ):
                     doomed.append(archived_id)
             if doomed:
                 count += int(
@@ -530,9 +537,7 @@ class SQLiteEpisodicStore:
         scope = "" if namespace is None else " AND namespace = ?"
         params: list[Any] = [stamp] + ([] if namespace is None else [namespace])
         with self._b._write() as conn:
-            rows = conn.execute(
-                f"SELECT rid, namespace FROM messages WHERE expires_at <= ?{scope}", params
-            ).fetchall()
+            rows = conn.execute(f"SELECT rid, namespace FROM messages WHERE expires_at <= ?{scope}", params).fetchall()
             by_ns: dict[str, list[int]] = {}
             for rid, ns in rows:
                 by_ns.setdefault(str(ns), []).append(int(rid))
@@ -619,6 +624,7 @@ class SQLiteEpisodicStore:
         """Replace the job's state."""
         with self._b._write() as conn:
             conn.execute(
-                "INSERT INTO job_state (name, data) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET data = excluded.data",
+                "INSERT INTO job_state (name, data) VALUES (?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET data = excluded.data",
                 (state.name, state.model_dump_json()),
             )
