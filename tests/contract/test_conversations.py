@@ -271,3 +271,20 @@ def test_prune_deletes_expired_messages_and_memories(cmem: Memory, clock: object
     assert cmem.get(kept).content == "stays"
     assert [m.content for m in cmem.messages.get_thread("t1")] == ["lasting"]
     assert cmem.prune().to_dict() == {"messages": 0, "memories": 0}
+
+
+def test_sync_releases_claims_of_dead_local_workers_only(cmem: Memory) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    for i in range(3):
+        cmem.messages.append("t1", f"text {i}")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = f"{socket.gethostname()}:{int(gone.stdout)}:abc"
+    store = cmem.messages.store
+    store.claim_pending_messages(None, 1, dead, 300, cmem.now())
+    store.claim_pending_messages(None, 1, "elsewhere:1:abc", 300, cmem.now())  # another host: its lease must run out
+    report = cmem.run_sync()
+    assert isinstance(report, SyncReport) and (report.released, report.messages_done) == (1, 2)
+    assert cmem.sync_status().claimed == {"elsewhere:1:abc": 1}

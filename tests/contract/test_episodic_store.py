@@ -208,3 +208,13 @@ def test_pending_rows_are_claimed_before_failed_ones(store: EpisodicStore) -> No
     store.mark_messages("ns", [old.id], "failed", "poison")
     assert [m.id for m in store.claim_pending_messages("ns", 1, "w", 60, T0)] == [new.id]
     assert [m.id for m in store.claim_pending_messages("ns", 1, "w", 60, T0)] == [old.id]
+
+
+def test_claims_by_worker_and_release(store: EpisodicStore) -> None:
+    store.append_messages([msg(f"m{i}") for i in range(4)])
+    store.claim_pending_messages("ns", 3, "host:1:a", 300, T0)
+    store.claim_pending_messages("ns", 3, "host:2:b", 300, T0)
+    assert store.message_claims("ns") == {"host:1:a": 3, "host:2:b": 1}
+    assert store.release_claims(["host:1:a"]) == 3
+    assert store.message_claims(None) == {"host:2:b": 1}
+    assert len(store.claim_pending_messages("ns", 10, "w", 300, T0)) == 3  # freed at once, lease or not

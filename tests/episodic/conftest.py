@@ -1,19 +1,11 @@
-"""Fixtures for the multi-process episodic tests: the counting embedding server and a CLI runner."""
+"""Fixtures for the multi-process episodic tests: the counting embedding server."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 from embed_server import EmbedServer
-
-SCRIPT = Path(sys.executable).parent / "memory"
 
 
 @pytest.fixture
@@ -22,22 +14,3 @@ def server() -> Iterator[EmbedServer]:
     instance = EmbedServer()
     yield instance
     instance.close()
-
-
-def cli_env(server: EmbedServer | None, **options: Any) -> dict[str, str]:
-    """Environment for a `memory` subprocess using ``server`` as its embedder (or hashing)."""
-    env = {**os.environ, "PYTHONWARNINGS": "error"}
-    if server is None:
-        env["MEMORY_EMBEDDER"] = "hashing"
-        env.pop("MEMORY_EMBEDDER_OPTIONS", None)
-    else:
-        env["MEMORY_EMBEDDER"] = "openai"
-        env["MEMORY_EMBEDDER_OPTIONS"] = json.dumps(server.options(**options))
-    return env
-
-
-def run_cli(db: Path, *args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``memory --db <db> ARGS`` to completion."""
-    return subprocess.run(
-        [str(SCRIPT), "--db", str(db), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )

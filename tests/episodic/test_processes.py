@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 from embed_server import EmbedServer
+from episodic_helpers import SCRIPT, cli_env, run_cli
 
-from conftest import SCRIPT, cli_env, run_cli
 from memory import Memory
 from memory.embedders.http import OpenAIEmbedder
 from memory.episodic.sync import SyncReport
@@ -85,20 +85,24 @@ def test_sync_killed_midway_then_rerun_loses_nothing_and_embeds_nothing_twice(
     server.block_at = 3  # the third batch hangs; the job is killed while waiting for it
     env = cli_env(server, timeout=60)
     proc = subprocess.Popen(
-        [str(SCRIPT), "--db", str(db), "sync", "--batch-size", "10", "--lease", "1"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [str(SCRIPT), "--db", str(db), "sync", "--batch-size", "10"],  # default lease: 300 s
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert server.reached.wait(60), "the sync job never reached its third batch"
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL
     assert _statuses(db, server) == {"done": 20, "pending": 30}  # two batches committed, one claimed in flight
+    claimed = json.loads(run_cli(db, "sync", "--status", "--json", env=env).stdout)["claimed"]
+    assert list(claimed.values()) == [10] and list(claimed)[0].split(":")[1] == str(proc.pid)
     assert sum(server.delivered.values()) == 20
     server.block_at = None
-    time.sleep(1.2)  # the dead worker's lease runs out
-    rerun = run_cli(db, "sync", "--batch-size", "10", "--json", env=env)
+    rerun = run_cli(db, "sync", "--batch-size", "10", "--json", env=env)  # at once: the dead worker's claim goes back
     assert rerun.returncode == 0, rerun.stderr
-    assert json.loads(rerun.stdout)["messages_done"] == 30
+    assert json.loads(rerun.stdout)["messages_done"] == 30 and json.loads(rerun.stdout)["released"] == 10
     assert _statuses(db, server) == {"done": 50}
     assert server.delivered == {t: 1 for t in texts}  # every text answered exactly once
     status = run_cli(db, "sync", "--status", "--json", env=env)

@@ -111,6 +111,14 @@ class EpisodicStore(Protocol):
         """Set embedding status and error (``status=None`` keeps it) and clear claims; returns rows updated."""
         ...
 
+    def message_claims(self, namespace: str | None) -> dict[str, int]:
+        """Claimed (not yet finished) messages by the worker holding them, expired leases included."""
+        ...
+
+    def release_claims(self, workers: Sequence[str]) -> int:
+        """Clear the claims ``workers`` hold (e.g. workers known to be dead); statuses stay. Returns rows freed."""
+        ...
+
     def message_status_counts(self, namespace: str | None) -> dict[str, int]:
         """Hot messages by embedding status (any namespace when None)."""
         ...

@@ -37,7 +37,7 @@ class InMemoryEpisodicStore:
         self._archived: dict[str, Message] = {}
         self._tokens: dict[str, Counter[str]] = {}
         self._vectors: dict[str, dict[str, Vector]] = {}
-        self._claims: dict[str, datetime] = {}
+        self._claims: dict[str, tuple[str, datetime]] = {}
         self._turns: dict[tuple[str, str], int] = {}
         self._blocks: dict[_BlockKey, Block] = {}
         self._block_log: list[BlockChange] = []
@@ -195,13 +195,13 @@ class InMemoryEpisodicStore:
                 for m in self._messages.values()
                 if m.embedding_status in ("pending", "failed")
                 and (namespace is None or m.namespace == namespace)
-                and (m.id not in self._claims or self._claims[m.id] <= now)
+                and (m.id not in self._claims or self._claims[m.id][1] <= now)
             ]
             free.sort(key=lambda m: (m.embedding_status == "failed", m.created_at, m.id))
             chosen = free[: max(int(limit), 0)]
             until = now + timedelta(seconds=lease_seconds)
             for message in chosen:
-                self._claims[message.id] = until
+                self._claims[message.id] = (worker, until)
             return chosen
 
     def set_message_vectors(self, namespace: str, model: str, updates: Sequence[tuple[str, Vector]]) -> int:
@@ -239,6 +239,26 @@ class InMemoryEpisodicStore:
                 self._claims.pop(message_id, None)
                 count += 1
             return count
+
+    def message_claims(self, namespace: str | None) -> dict[str, int]:
+        """Claimed messages by worker."""
+        with self._lock:
+            return dict(
+                Counter(
+                    worker
+                    for message_id, (worker, _) in self._claims.items()
+                    if message_id in self._messages
+                    and (namespace is None or self._messages[message_id].namespace == namespace)
+                )
+            )
+
+    def release_claims(self, workers: Sequence[str]) -> int:
+        """Drop the claims of ``workers``."""
+        with self._lock:
+            freed = [i for i, (worker, _) in self._claims.items() if worker in set(workers)]
+            for message_id in freed:
+                del self._claims[message_id]
+            return len(freed)
 
     def message_status_counts(self, namespace: str | None) -> dict[str, int]:
         """Hot messages by embedding status."""

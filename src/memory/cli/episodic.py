@@ -365,6 +365,7 @@ def sync(
                 ["messages", *(data["messages"].get(s, 0) for s in ("pending", "failed", "done", "skipped"))],
                 ["memories", *(data["items"].get(s, 0) for s in ("pending", "failed", "done", "skipped"))],
             ])  # fmt: skip
+            click.echo(f"claimed (in flight): {data['claimed'] or 'none'}")
             for key in ("cursor", "runs", "processed", "failed", "skipped", "last_finished_at", "last_error",
                         "last_error_at", "worker"):  # fmt: skip
                 click.echo(f"{key}: {state.get(key)}")

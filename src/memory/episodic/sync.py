@@ -7,8 +7,9 @@ transaction. So:
 
 * several workers (processes, or machines on Postgres) share the work and
   never embed the same row at the same time;
-* a worker killed mid-batch leaves its rows claimed until the lease ends;
-  the next run claims them again — nothing is lost, and nothing that was
+* a worker killed mid-batch leaves its rows claimed; the next run on the
+  same host releases the claims of workers whose process is gone (others'
+  leases run out) and embeds them — nothing is lost, and nothing that was
   committed is embedded again;
 * an embedder that fails or times out marks the batch ``failed`` with the
   error (retried by the next run); the rows not tried yet are released.
@@ -64,6 +65,30 @@ DEFAULT_LEASE_SECONDS = 300.0
 def worker_id() -> str:
     """A name for this worker: host, process id and a random suffix."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def dead_local_workers(workers: Sequence[str]) -> list[str]:
+    """The workers named like :func:`worker_id` on this host whose process no longer exists.
+
+    Conservative: names from other hosts, unparsable names, this process and
+    live (or unknowable) processes are left out — their leases simply run out.
+    """
+    host = socket.gethostname()
+    dead = []
+    for name in workers:
+        parts = name.rsplit(":", 2)
+        if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
+            continue
+        pid = int(parts[1])
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            dead.append(name)
+        except OSError:
+            continue  # exists but not ours (EPERM), or unknowable
+    return dead
 
 
 def chunk_text(text: str, size: int = CHUNK_CHARS) -> list[str]:
@@ -218,6 +243,7 @@ class SyncReport:
     seconds: float = 0.0
     error: str | None = None
     stopped: bool = False
+    released: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -249,6 +275,7 @@ class SyncStatus:
     items: dict[str, int]
     state: JobState | None
     pending: int = field(default=0)
+    claimed: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -256,6 +283,7 @@ class SyncStatus:
             "messages": self.messages,
             "items": self.items,
             "pending": self.pending,
+            "claimed": self.claimed,
             "state": None if self.state is None else self.state.model_dump(mode="json"),
         }
 
@@ -314,6 +342,8 @@ class SyncJob:
         """
         started = time.perf_counter()
         report = SyncReport()
+        # Rows claimed by a worker of this host that was killed go back now, not when the lease ends.
+        report.released = self.store.release_claims(dead_local_workers(list(self.store.message_claims(self.namespace))))
         self._save(runs=1, last_started_at=self.mem.now(), worker=self.worker)
         messages_left = True
         while True:
@@ -399,5 +429,9 @@ class SyncJob:
                 items[key] = items.get(key, 0) + count
         pending = sum(messages.get(s, 0) + items.get(s, 0) for s in ("pending", "failed"))
         return SyncStatus(
-            messages=messages, items=items, state=self.store.get_job_state(self.state_name), pending=pending
+            messages=messages,
+            items=items,
+            state=self.store.get_job_state(self.state_name),
+            pending=pending,
+            claimed=self.store.message_claims(self.namespace),
         )

@@ -425,6 +425,27 @@ class SQLiteEpisodicStore:
             )
             return max(int(cursor.rowcount), 0)
 
+    def message_claims(self, namespace: str | None) -> dict[str, int]:
+        """Claimed messages by worker."""
+        sql = "SELECT claimed_by, count(*) FROM messages WHERE claimed_by IS NOT NULL"
+        params: list[Any] = []
+        if namespace is not None:
+            sql += " AND namespace = ?"
+            params.append(namespace)
+        with self._b._read() as conn:
+            return {str(w): int(n) for w, n in conn.execute(sql + " GROUP BY claimed_by", params)}
+
+    def release_claims(self, workers: Sequence[str]) -> int:
+        """Clear the claims of ``workers``."""
+        if not workers:
+            return 0
+        with self._b._write() as conn:
+            cursor = conn.execute(
+                f"UPDATE messages SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by IN {_IDS}",
+                (json_list(workers),),
+            )
+            return max(int(cursor.rowcount), 0)
+
     def message_status_counts(self, namespace: str | None) -> dict[str, int]:
         """Hot messages by embedding status."""
         sql = "SELECT embedding_status, count(*) FROM messages"
