@@ -600,11 +600,12 @@ class Memory:
 
         return SyncJob(self, namespace=namespace).status()
 
-    def prune(self, *, namespace: str | None = None) -> PruneReport:
-        """Delete expired messages and memories (TTL); returns how many of each."""
-        from memory.episodic.prune import prune
+    def prune(self, *, namespace: str | None = None, media_grace_seconds: float | None = None) -> PruneReport:
+        """Delete expired messages and memories (TTL); everywhere also unreferenced media files. Returns counts."""
+        from memory.episodic.prune import MEDIA_GRACE_SECONDS, prune
 
-        return prune(self, namespace=namespace)
+        grace = MEDIA_GRACE_SECONDS if media_grace_seconds is None else media_grace_seconds
+        return prune(self, namespace=namespace, media_grace_seconds=grace)
 
     # -- reads -------------------------------------------------------------
     def get(self, memory_id: str, *, namespace: str | None = None, clearance: str = "private") -> MemoryItem:

@@ -96,7 +96,7 @@ def test_sync_dry_run_status_and_run(run: Runner) -> None:
 
 def test_prune_and_worker_once(run: Runner) -> None:
     run.ok("messages", "append", "t1", "stays")
-    assert run.json("prune") == {"messages": 0, "memories": 0}
+    assert run.json("prune") == {"messages": 0, "memories": 0, "media_files": 0}
     result = run.ok("worker", "--max-passes", "1", "--interval", "0")
     assert '"pass": 1' in result.stdout
     assert run.json("sync", "--status")["messages"] == {"done": 1}

@@ -270,7 +270,24 @@ def test_prune_deletes_expired_messages_and_memories(cmem: Memory, clock: object
     assert [e.op for e in cmem.history(gone)] == ["add", "expire"]
     assert cmem.get(kept).content == "stays"
     assert [m.content for m in cmem.messages.get_thread("t1")] == ["lasting"]
-    assert cmem.prune().to_dict() == {"messages": 0, "memories": 0}
+    assert cmem.prune().to_dict() == {"messages": 0, "memories": 0, "media_files": 0}
+
+
+def test_prune_collects_media_no_message_references(cmem: Memory, tmp_path: Path) -> None:
+    shared = cmem.messages.append("t1", "pic", content_type="image", media=b"shared bytes", media_name="a.png")
+    cmem.messages.append("t1", "pic", content_type="image", media=b"shared bytes", namespace="other")
+    lonely = cmem.messages.append("t2", "pic", content_type="image", media=b"lonely bytes", media_name="b.png")
+    archived = cmem.messages.append("t3", "old pic", content_type="image", media=b"archived bytes")
+    cmem.messages.append("t3", "newer")
+    assert cmem.messages.archive("t3", keep_last=1) == 1
+    assert cmem.messages.clear("t1", keep_last=0) == 1 and cmem.messages.clear("t2", keep_last=0) == 1
+    assert cmem.prune().media_files == 0  # inside the grace period: kept
+    assert cmem.prune(namespace=cmem.namespace, media_grace_seconds=0).media_files == 0  # one namespace: no GC
+    assert cmem.prune(media_grace_seconds=0).media_files == 1
+    store = cmem.messages.media_store
+    assert not store.path_of(lonely.media.sha256).exists()  # type: ignore[union-attr]
+    assert store.path_of(shared.media.sha256).exists()  # type: ignore[union-attr]  # still used in "other"
+    assert store.path_of(archived.media.sha256).exists()  # type: ignore[union-attr]  # archived still references it
 
 
 def test_sync_releases_claims_of_dead_local_workers_only(cmem: Memory) -> None:

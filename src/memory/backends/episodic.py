@@ -148,6 +148,10 @@ class EpisodicStore(Protocol):
         """Delete hot and archived messages whose ``expires_at`` <= ``now``; returns how many."""
         ...
 
+    def media_in_use(self, hashes: Sequence[str]) -> set[str]:
+        """Which of these media hashes a hot or archived message (any namespace) still references."""
+        ...
+
     def message_namespaces(self) -> builtins.list[str]:
         """Namespaces that hold messages (hot or archived) or blocks."""
         ...

@@ -350,6 +350,13 @@ class InMemoryEpisodicStore:
                 del self._archived[message_id]
             return len(hot) + len(cold)
 
+    def media_in_use(self, hashes: Sequence[str]) -> set[str]:
+        """Referenced media hashes among ``hashes``."""
+        wanted = set(hashes)
+        with self._lock:
+            messages = [*self._messages.values(), *self._archived.values()]
+            return {m.media.sha256 for m in messages if m.media is not None and m.media.sha256 in wanted}
+
     def message_namespaces(self) -> builtins.list[str]:
         """Namespaces with messages or blocks."""
         with self._lock:

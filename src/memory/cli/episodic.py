@@ -399,14 +399,20 @@ def sync(
 @json_option
 @click.pass_context
 def prune(ctx: click.Context, as_json: bool) -> None:
-    """Delete expired messages and memories (TTL) in every namespace, or in --namespace."""
+    """Delete expired messages and memories (TTL) in every namespace, or in --namespace.
+
+    Without --namespace, media files no message references any more (older than an hour) go too.
+    """
     ns = ctx.find_root().obj.namespace if ctx.find_root().obj is not None else None
     with open_memory(ctx) as mem:
         report = mem.prune(namespace=ns)
     if as_json:
         emit_json(report.to_dict())
     else:
-        click.echo(f"deleted {report.messages} expired message(s) and {report.memories} expired memory(ies)")
+        click.echo(
+            f"deleted {report.messages} expired message(s), {report.memories} expired memory(ies) and "
+            f"{report.media_files} unreferenced media file(s)"
+        )
 
 
 @click.command()

@@ -566,6 +566,19 @@ class SQLiteEpisodicStore:
             count += int(conn.execute(f"DELETE FROM message_archive WHERE expires_at <= ?{scope}", params).rowcount)
         return count
 
+    def media_in_use(self, hashes: Sequence[str]) -> set[str]:
+        """Referenced media hashes among ``hashes`` (hot and archived messages)."""
+        if not hashes:
+            return set()
+        with self._b._read() as conn:
+            rows = conn.execute(
+                "SELECT h.value FROM json_each(?) AS h WHERE EXISTS (SELECT 1 FROM messages m "
+                "WHERE m.media IS NOT NULL AND json_extract(m.media, '$.sha256') = h.value) "
+                "OR EXISTS (SELECT 1 FROM message_archive a WHERE json_extract(a.data, '$.media.sha256') = h.value)",
+                (json_list(hashes),),
+            ).fetchall()
+        return {str(r[0]) for r in rows}
+
     def message_namespaces(self) -> builtins.list[str]:
         """Namespaces with messages (hot or archived) or blocks."""
         with self._b._read() as conn:
