@@ -305,3 +305,15 @@ def test_sync_releases_claims_of_dead_local_workers_only(cmem: Memory) -> None:
     report = cmem.run_sync()
     assert isinstance(report, SyncReport) and (report.released, report.messages_done) == (1, 2)
     assert cmem.sync_status().claimed == {"elsewhere:1:abc": 1}
+
+
+def test_media_dir_defaults_next_to_the_database_and_follows_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "chat.db"
+    with Memory(str(db), embedder=HashingEmbedder()) as mem:
+        assert mem.messages.media_store.root == tmp_path / "chat.db.media"
+    monkeypatch.setenv("MEMORY_MEDIA_DIR", str(tmp_path / "elsewhere"))
+    with Memory(str(db), embedder=HashingEmbedder()) as mem:
+        message = mem.messages.append("t1", None, content_type="file", media=b"%PDF", media_name="a.pdf")
+        assert mem.messages.media_store.path_of(message.media.sha256).parent.parent == tmp_path / "elsewhere"  # type: ignore[union-attr]
