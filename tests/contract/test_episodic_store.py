@@ -145,6 +145,8 @@ def test_purge_expired_hot_and_archived(store: EpisodicStore) -> None:
     assert [m.content for m in store.iter_archived("ns")] == ["b"]
     assert store.purge_expired_messages("ns", T0 + timedelta(days=2)) == 1
     assert store.message_namespaces() == ["ns"]
+    assert store.delete_messages("ns", "t1", before_turn=10, older_than=None) == 1
+    assert store.message_namespaces() == []  # nothing left: the namespace is gone
 
 
 def test_import_keeps_ids_and_turns_and_skips_known(store: EpisodicStore, backend: Backend) -> None:

@@ -583,7 +583,8 @@ class SQLiteEpisodicStore:
         """Namespaces with messages (hot or archived) or blocks."""
         with self._b._read() as conn:
             rows = conn.execute(
-                "SELECT namespace FROM message_threads UNION SELECT namespace FROM blocks ORDER BY 1"
+                "SELECT namespace FROM messages UNION SELECT namespace FROM message_archive "
+                "UNION SELECT namespace FROM blocks ORDER BY 1"
             ).fetchall()
         return [str(r[0]) for r in rows]
 
