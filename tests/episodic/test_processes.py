@@ -205,7 +205,7 @@ def test_tail_follows_a_thread(tmp_path: Path) -> None:
 def test_two_sync_processes_share_the_work_without_overlap(tmp_path: Path, server: EmbedServer) -> None:
     db = tmp_path / "shared.db"
     texts = _seed(db, server, 60)
-    server.default = "delay:0.3"  # ~4 s of work: both processes are running long before it is done
+    server.default = "delay:0.5"  # ~6 s of work: both processes are running long before it is done
     env = cli_env(server)
     procs = [
         subprocess.Popen([str(SCRIPT), "--db", str(db), "sync", "--batch-size", "5", "--json"], env=env,
