@@ -16,7 +16,7 @@ demo: $(STAMP)
 # A real PostgreSQL (scripts/pg.sh) runs for the duration of the tests; the postgres
 # tests never skip here (MEMORY_REQUIRE_POSTGRES=1) and the server stops even on failure.
 test: $(STAMP)
-	eval "$$(./scripts/pg.sh start)" && export MEMORY_REQUIRE_POSTGRES=1 && \
+	pgenv="$$(./scripts/pg.sh start)" && eval "$$pgenv" && export MEMORY_REQUIRE_POSTGRES=1 && \
 	  { $(VENV)/bin/python -m pytest $(PYTEST_ARGS); rc=$$?; ./scripts/pg.sh stop; exit $$rc; }
 
 pg-start: $(STAMP)

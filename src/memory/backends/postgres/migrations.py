@@ -45,6 +45,8 @@ __all__ = [
 HNSW_MAX_DIM = 2000
 #: Key of the advisory lock that serialises migrations (any constant bigint).
 _MIGRATION_LOCK = 7_361_120_100
+#: Whether a table exists in the store's own schema (the first on the search path), not elsewhere.
+_IN_SCHEMA = "SELECT to_regclass(format('%%I.%%I', current_schema(), %s::text)) IS NOT NULL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +186,7 @@ def create_space_table(conn: Any, space_id: int, dim: int) -> None:
 
 def applied_migrations(conn: Any) -> list[str]:
     """Names of the migrations recorded in the store, in the order applied ([] if none)."""
-    exists = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()[0]
+    exists = conn.execute(_IN_SCHEMA, ("schema_migrations",)).fetchone()[0]
     if not exists:
         return []
     return [str(r[0]) for r in conn.execute("SELECT name FROM schema_migrations ORDER BY applied_at, name")]
@@ -202,7 +204,7 @@ def _check_known(names: Sequence[str], migrations: Sequence[Migration]) -> None:
 
 def _check_empty(conn: Any) -> None:
     """Refuse to add memory's tables to a schema that holds someone else's ``items``."""
-    row = conn.execute("SELECT to_regclass('items') IS NOT NULL").fetchone()
+    row = conn.execute(_IN_SCHEMA, ("items",)).fetchone()
     if row[0]:
         raise SchemaError(
             "this PostgreSQL schema holds an 'items' table but no memory migrations; "
