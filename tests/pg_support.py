@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -42,3 +45,29 @@ def drop_test_schemas(dsn: str) -> None:
         ).fetchall()
         for (name,) in rows:
             conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+def database_url(dsn: str, name: str) -> str:
+    """``dsn`` with its database name replaced by ``name``."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(dsn)
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+@contextmanager
+def fresh_database(dsn: str) -> Iterator[str]:
+    """A new, empty database with the vector extension on the test server; dropped afterwards."""
+    import psycopg
+
+    name = f"{SCHEMA_PREFIX}db_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = database_url(dsn, name)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        yield url
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -694,20 +694,26 @@ class PostgresBackend:
         with self._tx() as conn:
             return int(conn.execute("SELECT count(*) FROM ledger WHERE namespace = %s", (namespace,)).fetchone()[0])
 
-    def iter_ledger(self, namespace: str, batch_size: int = 1000) -> Iterator[LedgerEntry]:
-        """Every ledger entry of ``namespace`` in the order recorded, read in batches."""
+    def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
+        """Every ledger entry of every namespace, in the order recorded, read in batches."""
         after = 0
         while True:
             with self._tx() as conn:
                 rows = conn.execute(
-                    f"SELECT {LEDGER_SELECT}, seq FROM ledger WHERE namespace = %s AND seq > %s ORDER BY seq LIMIT %s",
-                    (namespace, after, batch_size),
+                    f"SELECT {LEDGER_SELECT}, seq FROM ledger WHERE seq > %s ORDER BY seq LIMIT %s",
+                    (after, batch_size),
                 ).fetchall()
             for row in rows:
                 yield row_to_ledger(row[:-1])
             if len(rows) < batch_size:
                 return
             after = int(rows[-1][-1])
+
+    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
+        """Append ledger entries as they are, in one transaction (copying a store's history)."""
+        if entries:
+            with self._tx() as conn, conn.cursor() as cur:
+                cur.executemany(_INSERT_LEDGER, [ledger_values(entry) for entry in entries])
 
     def group_counts(self, flt: Filter, column: str) -> dict[str, int]:
         """Counts of matching items grouped by ``column`` (kind, sensitivity or embedding_status)."""
@@ -749,6 +755,32 @@ class PostgresBackend:
             after = (items[-1].created_at, items[-1].id)
 
     # -- administration ----------------------------------------------------
+    def server_info(self) -> dict[str, Any]:
+        """What ``memory doctor`` shows: server and pgvector versions, migrations, spaces and their indexes."""
+        from memory.backends.postgres.migrations import MIGRATIONS, applied_migrations
+
+        with self._tx() as conn:
+            version = str(conn.execute("SHOW server_version").fetchone()[0])
+            applied = applied_migrations(conn)
+            spaces = []
+            for space in self._all_spaces(conn):
+                index = conn.execute(
+                    "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = %s "
+                    "AND indexdef LIKE '%%USING hnsw%%'",
+                    (space.table,),
+                ).fetchone()
+                spaces.append(
+                    {"model": space.model, "dim": space.dim, "table": space.table, "hnsw_index": index and index[0]}
+                )
+        return {
+            "server_version": version,
+            "pgvector_version": self.pgvector_version,
+            "schema": self.schema or "public",
+            "migrations_applied": len(applied),
+            "migrations_known": len(MIGRATIONS),
+            "vector_spaces": spaces,
+        }
+
     def drop_schema(self) -> None:
         """Drop this store's schema with everything in it and close (only for a store opened with ``schema``)."""
         if self.schema is None:
