@@ -119,3 +119,52 @@ def create_database(server: LocalServer, database: str) -> bool:
     except psycopg.Error as exc:
         raise StorageError(f"cannot prepare database {database!r} at {redact(server.url(database))}: {exc}") from exc
     return created
+
+
+def scratch_database(dsn: str, prefix: str) -> str:
+    """Create a new, empty database (with pgvector) on ``dsn``'s server; return its URL.
+
+    Named ``<prefix>_<random hex>``; drop it with :func:`drop_database`.
+    Used by the benchmarks to measure a fresh store.
+    """
+    import re
+    import uuid
+    from urllib.parse import urlsplit, urlunsplit
+
+    psycopg = load_driver()
+    from psycopg import sql
+
+    name = re.sub(r"[^a-z0-9_]", "_", f"{prefix}_{uuid.uuid4().hex[:10]}".lower())[:60]
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        url = urlunsplit(urlsplit(dsn)._replace(path="/" + name))
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error as exc:
+        raise StorageError(f"cannot create a scratch database on {redact(dsn)}: {exc}") from exc
+    return url
+
+
+def drop_database(url: str) -> None:
+    """Drop the database ``url`` names (connecting to the server's ``postgres`` database)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    psycopg = load_driver()
+    from psycopg import sql
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    try:
+        with psycopg.connect(urlunsplit(parts._replace(path="/postgres")), autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    except psycopg.Error as exc:
+        raise StorageError(f"cannot drop database {name!r}: {exc}") from exc
+
+
+def database_size_mb(url: str) -> float:
+    """Size on disk of the database ``url`` names, in MB (tables, indexes, TOAST)."""
+    psycopg = load_driver()
+    with psycopg.connect(url) as conn:
+        size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+    return round(int(size) / (1024 * 1024), 1)

@@ -16,6 +16,7 @@ import builtins
 import hashlib
 import math
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -44,7 +45,7 @@ from memory.backends.postgres.connection import (
     redact,
     session_options,
 )
-from memory.backends.postgres.migrations import apply_migrations, create_space_table, space_table
+from memory.backends.postgres.migrations import HNSW_MAX_DIM, apply_migrations, create_space_table, space_table
 from memory.backends.postgres.sql import compile_filter, storable, text_list
 from memory.errors import (
     ConfigError,
@@ -71,6 +72,8 @@ _INSERT_LEDGER = 'INSERT INTO ledger (id, namespace, item_id, op, at, "before", 
     "(%s, %s, %s, %s, %s, %s, %s, %s)"
 )
 _SPACE_LOCK = 7_361_120_101
+#: Seconds a namespace's "more vectors than exact_limit" answer is reused.
+_SIZE_TTL = 5.0
 #: BM25 parameters, the ones SQLite's FTS5 uses.
 _K1, _B = 1.2, 0.75
 
@@ -82,12 +85,12 @@ HYBRID_SEARCH_V1_LEXICAL = r"""
 WITH terms AS (
     SELECT DISTINCT t.lexeme AS lex
     FROM unnest(%s::text[]) AS w(word), unnest(to_tsvector('memory_english'::regconfig, w.word)) AS t
-), q AS (
+), q AS MATERIALIZED (
     SELECT lex, ('''' || replace(replace(lex, '\', '\\'), '''', '''''') || '''')::tsquery AS tq FROM terms
-), stats AS (
+), stats AS MATERIALIZED (
     SELECT greatest(docs, 1)::float8 AS n, greatest(words::float8 / greatest(docs, 1), 1e-9) AS avgdl
     FROM lexical_stats WHERE namespace = %s
-), idf AS (
+), idf AS MATERIALIZED (
     SELECT q.lex, greatest(ln((s.n - df.n + 0.5) / (df.n + 0.5)), 1e-6) AS idf
     FROM q CROSS JOIN stats s CROSS JOIN LATERAL (
         SELECT count(*)::float8 AS n FROM items d WHERE d.namespace = %s AND d.tsv @@ q.tq
@@ -101,9 +104,9 @@ FROM cand c CROSS JOIN stats s
 CROSS JOIN LATERAL (SELECT l.lexeme, cardinality(l.positions)::float8 AS tf FROM unnest(c.tsv) AS l) AS u
 JOIN idf ON idf.lex = u.lexeme
 GROUP BY c.id ORDER BY score DESC, c.id LIMIT %s
-""".replace("{k1p1}", repr(_K1 + 1)).replace("{k1}", repr(_K1)).replace("{one_b}", repr(1 - _B)).replace(
-    "{b}", repr(_B)
-)
+""".replace("{k1p1}", f"{_K1 + 1!r}::float8").replace("{k1}", f"{_K1!r}::float8").replace(
+    "{one_b}", f"{1 - _B!r}::float8"
+).replace("{b}", f"{_B!r}::float8")
 
 
 def hybrid_search_v1_vector(table: str, where: str, *, exact: bool) -> str:
@@ -177,8 +180,12 @@ class PostgresBackend:
         self._ef_search = ef_search
         self._lock = threading.Lock()
         self._spaces: dict[str, _Space] = {}
+        self._sizes: dict[tuple[int, str], tuple[bool, float]] = {}
         self._pool: Any = None
-        kwargs = {"options": session_options(schema), "connect_timeout": max(1, int(connect_timeout))}
+        kwargs: dict[str, Any] = {
+            "options": session_options(schema, ef_search=ef_search),
+            "connect_timeout": max(1, int(connect_timeout)),
+        }
         with self._errors():
             with psycopg.connect(dsn, autocommit=True, **kwargs) as conn:
                 if schema is not None:
@@ -194,7 +201,7 @@ class PostgresBackend:
                 dsn,
                 min_size=1,
                 max_size=pool_size,
-                kwargs=kwargs,
+                kwargs={**kwargs, "autocommit": True},
                 open=True,
                 timeout=30.0,
                 name=f"memory-{schema or 'public'}",
@@ -212,6 +219,15 @@ class PostgresBackend:
     # -- plumbing ----------------------------------------------------------
     def _errors(self) -> Any:
         return driver_errors(self._where)
+
+    @contextmanager
+    def _read(self) -> Iterator[Any]:
+        """A pooled connection in autocommit mode: each statement is its own snapshot (one round trip)."""
+        pool = self._pool
+        if pool is None:
+            raise StorageError(f"the postgres backend for {self._where} is closed")
+        with self._errors(), pool.connection() as conn:
+            yield conn
 
     @contextmanager
     def _tx(self) -> Iterator[Any]:
@@ -268,7 +284,7 @@ class PostgresBackend:
 
     def vector_spaces(self) -> list[VectorSpace]:
         """The embedding models this store holds vectors for, by model name."""
-        with self._tx() as conn:
+        with self._read() as conn:
             rows = conn.execute("SELECT model, dim FROM vector_spaces ORDER BY model").fetchall()
         return [VectorSpace(str(model), int(dim)) for model, dim in rows]
 
@@ -548,7 +564,7 @@ class PostgresBackend:
         """Items by id in ``namespace``, in the order asked; unknown ids are omitted."""
         if not ids or not storable(namespace):
             return []
-        with self._tx() as conn:
+        with self._read() as conn:
             rows = conn.execute(
                 f"SELECT {ITEM_SELECT} FROM items i WHERE i.namespace = %s AND i.id = ANY(%s::text[])",
                 (namespace, text_list(ids)),
@@ -563,7 +579,7 @@ class PostgresBackend:
         if limit:
             sql += " LIMIT %s"
             params.append(max(int(limit), 0))
-        with self._tx() as conn:
+        with self._read() as conn:
             return [str(r[0]) for r in conn.execute(sql, params)]
 
     def list(self, flt: Filter, limit: int, order: ListOrder) -> list[MemoryItem]:
@@ -577,14 +593,14 @@ class PostgresBackend:
             f"SELECT {ITEM_SELECT} FROM items i WHERE {where} "
             f"ORDER BY i.created_at {direction}, i.id {direction} LIMIT %s"
         )
-        with self._tx() as conn:
+        with self._read() as conn:
             rows = conn.execute(sql, [*params, max(int(limit), 0)]).fetchall()
         return [row_to_item(r) for r in rows]
 
     def count(self, flt: Filter) -> int:
         """Number of items matching ``flt``."""
         where, params = compile_filter(flt)
-        with self._tx() as conn:
+        with self._read() as conn:
             return int(conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0])
 
     def search_lexical(self, flt: Filter, terms: Sequence[str], k: int) -> builtins.list[ChannelHit]:
@@ -600,7 +616,7 @@ class PostgresBackend:
             return []
         where, params = compile_filter(flt)
         sql = HYBRID_SEARCH_V1_LEXICAL.replace("{where}", where)
-        with self._tx() as conn:
+        with self._read() as conn:
             rows = conn.execute(
                 sql, [words, flt.namespace, flt.namespace, *params, int(k)], prepare=True
             ).fetchall()
@@ -610,11 +626,12 @@ class PostgresBackend:
         """Items matching ``flt`` nearest to ``vector`` in ``model``'s space; score = cosine, best first.
 
         Exact while the namespace holds at most ``exact_limit`` vectors;
-        above that the HNSW index with an iterative scan, and an exact scan
-        when the filter lets fewer than ``k`` through. Raises
-        InvalidVectorError for a vector of the wrong shape, non-finite or all zeros.
+        above that the HNSW index with an iterative scan (``ef_search``
+        candidates, at least ``k``), and an exact scan when the filter lets
+        fewer than ``k`` through. Raises InvalidVectorError for a vector of
+        the wrong shape, non-finite or all zeros.
         """
-        with self._tx() as conn:
+        with self._read() as conn:
             space = self._space(conn, model)
             if space is None or k <= 0:
                 return []
@@ -626,32 +643,49 @@ class PostgresBackend:
             where, params = compile_filter(flt)
             text = vector_text(query)
             args = [text, flt.namespace, *params, text, int(k)]
-            exact = space.dim > 2000 or self._namespace_vectors(conn, space, flt.namespace) <= self._exact_limit
+            exact = space.dim > HNSW_MAX_DIM or not self._large(conn, space, flt.namespace)
             rows: list[Any] = []
             if not exact:
-                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(self._ef_search, int(k))),))
-                conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-                rows = conn.execute(
-                    hybrid_search_v1_vector(space.table, where, exact=False), args, prepare=True
-                ).fetchall()
+                approximate = hybrid_search_v1_vector(space.table, where, exact=False)
+                if k > self._ef_search:  # the session default is ef_search; a larger k needs more candidates
+                    with conn.transaction():
+                        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(k)),))
+                        rows = conn.execute(approximate, args, prepare=True).fetchall()
+                else:
+                    rows = conn.execute(approximate, args, prepare=True).fetchall()
             if exact or len(rows) < k:
                 rows = conn.execute(hybrid_search_v1_vector(space.table, where, exact=True), args, prepare=True).fetchall()
         return [ChannelHit(str(r[0]), float(r[1])) for r in rows]
 
-    def _namespace_vectors(self, conn: Any, space: _Space, namespace: str) -> int:
-        """Vectors of ``namespace`` in ``space``, counted up to ``exact_limit + 1`` (an index-only scan)."""
+    def _large(self, conn: Any, space: _Space, namespace: str) -> bool:
+        """Whether ``namespace`` holds more than ``exact_limit`` vectors in ``space`` (cached for a few seconds).
+
+        The count stops at ``exact_limit + 1`` (an index-only scan). A stale
+        answer only picks the slower exact scan or the approximate index for
+        a few seconds; results stay correct either way.
+        """
+        key = (space.space_id, namespace)
+        now = time.monotonic()
+        cached = self._sizes.get(key)
+        if cached is not None and cached[1] > now:
+            return cached[0]
         row = conn.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM {space.table} WHERE namespace = %s LIMIT %s) AS s",
             (namespace, self._exact_limit + 1),
             prepare=True,
         ).fetchone()
-        return int(row[0])
+        large = int(row[0]) > self._exact_limit
+        with self._lock:
+            if len(self._sizes) > 10_000:
+                self._sizes.clear()
+            self._sizes[key] = (large, now + _SIZE_TTL)
+        return large
 
     def get_vectors(self, namespace: str, model: str, ids: Sequence[str]) -> dict[str, Vector]:
         """Stored vectors of ``ids`` in ``model``'s space (missing ones omitted)."""
         if not ids or not storable(namespace):
             return {}
-        with self._tx() as conn:
+        with self._read() as conn:
             space = self._space(conn, model)
             if space is None:
                 return {}
@@ -672,7 +706,7 @@ class PostgresBackend:
             sql += " AND i.namespace = %s"
             params.append(namespace)
         sql += " ORDER BY i.created_at, i.id LIMIT %s"
-        with self._tx() as conn:
+        with self._read() as conn:
             rows = conn.execute(sql, [*params, max(int(limit), 0)]).fetchall()
         return [row_to_item(r) for r in rows]
 
@@ -680,7 +714,7 @@ class PostgresBackend:
         """Ledger entries of an item, oldest first (also after deletion)."""
         if not storable(namespace) or not storable(item_id):
             return []
-        with self._tx() as conn:
+        with self._read() as conn:
             rows = conn.execute(
                 f"SELECT {LEDGER_SELECT} FROM ledger WHERE namespace = %s AND item_id = %s ORDER BY seq",
                 (namespace, item_id),
@@ -691,14 +725,14 @@ class PostgresBackend:
         """Number of ledger entries in ``namespace``."""
         if not storable(namespace):
             return 0
-        with self._tx() as conn:
+        with self._read() as conn:
             return int(conn.execute("SELECT count(*) FROM ledger WHERE namespace = %s", (namespace,)).fetchone()[0])
 
     def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
         """Every ledger entry of every namespace, in the order recorded, read in batches."""
         after = 0
         while True:
-            with self._tx() as conn:
+            with self._read() as conn:
                 rows = conn.execute(
                     f"SELECT {LEDGER_SELECT}, seq FROM ledger WHERE seq > %s ORDER BY seq LIMIT %s",
                     (after, batch_size),
@@ -721,7 +755,7 @@ class PostgresBackend:
         if sql_column is None:
             raise InvalidInputError(f"cannot group by {column!r}; use one of {', '.join(_GROUP_COLUMNS)}")
         where, params = compile_filter(flt)
-        with self._tx() as conn:
+        with self._read() as conn:
             rows = conn.execute(
                 f"SELECT {sql_column}, count(*) FROM items i WHERE {where} GROUP BY {sql_column}", params
             ).fetchall()
@@ -729,7 +763,7 @@ class PostgresBackend:
 
     def namespaces(self) -> builtins.list[str]:
         """Namespaces that hold at least one item, sorted."""
-        with self._tx() as conn:
+        with self._read() as conn:
             return [str(r[0]) for r in conn.execute("SELECT DISTINCT namespace FROM items ORDER BY namespace")]
 
     def iter_items(self, flt: Filter, batch_size: int = 500) -> Iterator[MemoryItem]:
@@ -743,7 +777,7 @@ class PostgresBackend:
             if after is not None:
                 clause += " AND (i.created_at, i.id) > (%s, %s)"
                 values += list(after)
-            with self._tx() as conn:
+            with self._read() as conn:
                 rows = conn.execute(
                     f"SELECT {ITEM_SELECT} FROM items i WHERE {clause} ORDER BY i.created_at, i.id LIMIT %s",
                     [*values, batch_size],
@@ -759,7 +793,7 @@ class PostgresBackend:
         """What ``memory doctor`` shows: server and pgvector versions, migrations, spaces and their indexes."""
         from memory.backends.postgres.migrations import MIGRATIONS, applied_migrations
 
-        with self._tx() as conn:
+        with self._read() as conn:
             version = str(conn.execute("SHOW server_version").fetchone()[0])
             applied = applied_migrations(conn)
             spaces = []

@@ -43,9 +43,19 @@ def redact(dsn: str) -> str:
     return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn)
 
 
-def session_options(schema: str | None) -> str:
-    """The libpq ``options`` string every connection starts with (UTC, custom plans, search path)."""
-    parts = ["-c TimeZone=UTC", "-c plan_cache_mode=force_custom_plan"]
+def session_options(schema: str | None, *, ef_search: int = 100) -> str:
+    """The libpq ``options`` string every connection starts with.
+
+    UTC, custom plans for prepared statements (the filter decides the best
+    plan), HNSW search width and pgvector's iterative scan (a filtered HNSW
+    search keeps reading until enough rows pass), and the store's schema.
+    """
+    parts = [
+        "-c TimeZone=UTC",
+        "-c plan_cache_mode=force_custom_plan",
+        f"-c hnsw.ef_search={int(ef_search)}",
+        "-c hnsw.iterative_scan=relaxed_order",
+    ]
     if schema is not None:
         parts.append(f"-c search_path={schema},public")
     return " ".join(parts)
