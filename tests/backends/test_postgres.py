@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pg_support import drop_test_schemas, postgres_dsn, schema_for
 from test_sqlite import DIM, HOSTILE, MODEL, NOW, _random_filter, _random_items, flt, make_item, record, unit
 
 from memory.backends import open_backend
@@ -27,6 +26,7 @@ from memory.backends.postgres import PostgresBackend
 from memory.backends.postgres.migrations import MIGRATIONS
 from memory.backends.sqlite import SQLiteBackend
 from memory.errors import ConfigError, InvalidInputError, SchemaError, StorageError
+from pg_support import drop_test_schemas, postgres_dsn, schema_for
 
 
 @pytest.fixture(scope="module", autouse=True)

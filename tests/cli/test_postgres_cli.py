@@ -11,7 +11,6 @@ from urllib.parse import urlsplit
 
 import pytest
 from cli_helpers import Runner
-from pg_support import fresh_database, postgres_dsn
 
 from memory import Memory
 from memory.backends import open_backend
@@ -19,6 +18,7 @@ from memory.backends.base import Backend, NewRecord
 from memory.embedders.hashing import HashingEmbedder
 from memory.filters import Filter
 from memory.records import build_item, ledger_entry
+from pg_support import fresh_database, postgres_dsn
 
 
 @pytest.fixture

@@ -82,7 +82,9 @@ def copy_store(src: Backend, dst: Backend, *, on_progress: ProgressCallback | No
     """
     for role, backend in (("source", src), ("destination", dst)):
         if not isinstance(backend, LedgerTransfer):
-            raise ConfigError(f"the {role} backend {backend.name!r} cannot copy its ledger (no iter_ledger/write_ledger)")
+            raise ConfigError(
+                f"the {role} backend {backend.name!r} cannot copy its ledger (no iter_ledger/write_ledger)"
+            )
     assert isinstance(src, LedgerTransfer) and isinstance(dst, LedgerTransfer)
     if dst.namespaces() or next(iter(dst.iter_ledger(batch_size=1)), None) is not None:
         raise ConfigError("the destination store is not empty; migrate copies into a new, empty store only")

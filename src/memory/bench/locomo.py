@@ -196,7 +196,7 @@ def database_url(backend: str, directory: Path, name: str) -> str:
 
 @contextmanager
 def fresh_store(backend: str, directory: Path, name: str, dsn: str | None = None) -> Iterator[str]:
-    """The URL of a fresh store for ``backend``; 'postgres' gets a scratch database on ``dsn``'s server, dropped after."""
+    """The URL of a fresh store for ``backend``; 'postgres': a scratch database on ``dsn``'s server, dropped after."""
     if backend != "postgres":
         yield database_url(backend, directory, name)
         return

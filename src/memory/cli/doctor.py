@@ -90,7 +90,7 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     settings = build_settings(options)
     config = config_file(options)
     database = _check_database(settings.database)
-    report = {
+    report: dict[str, Any] = {
         "version": __version__,
         "config_file": str(config),
         "config_file_exists": config.exists(),

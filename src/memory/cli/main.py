@@ -20,8 +20,8 @@ import click
 from memory import __version__
 from memory.cli.bench import bench
 from memory.cli.common import GlobalOptions
-from memory.cli.memories import forget, get, history, list_memories, recall, remember, stats
 from memory.cli.doctor import doctor
+from memory.cli.memories import forget, get, history, list_memories, recall, remember, stats
 from memory.cli.migrate import migrate
 from memory.cli.setup import init
 from memory.cli.transfer import export, import_memories

@@ -7,9 +7,9 @@ from dataclasses import asdict
 import click
 
 from memory.backends import open_backend
+from memory.backends.copy import copy_store
 from memory.backends.postgres.connection import redact
 from memory.cli.common import build_settings, emit_json, global_options, json_option, progress
-from memory.backends.copy import copy_store
 
 __all__ = ["migrate"]
 

@@ -163,11 +163,10 @@ def init(
     if chosen and use_postgres:
         raise click.UsageError("--postgres uses the detected local server; leave out --db (or drop --postgres)")
     notes: list[str] = []
-    if chosen:
-        candidate = DatabaseCandidate(chosen, "given")
-    else:
-        candidate = _local_postgres(use_postgres, pg_database, interactive=not yes and _interactive(), notes=notes)
-        candidate = candidate or _detect()
+    local = None
+    if not chosen:
+        local = _local_postgres(use_postgres, pg_database, interactive=not yes and _interactive(), notes=notes)
+    candidate = DatabaseCandidate(chosen, "given") if chosen else (local or _detect())
     url = _absolute(candidate.url)
     provider, note = _resolve_embedder(embedder or options.embedder or "auto")
 

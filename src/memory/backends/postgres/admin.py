@@ -109,7 +109,9 @@ def create_database(server: LocalServer, database: str) -> bool:
         raise ConfigError(f"pgvector {server.pgvector_available} at {server.via} is older than 0.5 (no HNSW)")
     created = False
     try:
-        with psycopg.connect(host=server.host, port=server.port, user=server.user, dbname="postgres", autocommit=True) as c:
+        with psycopg.connect(
+            host=server.host, port=server.port, user=server.user, dbname="postgres", autocommit=True
+        ) as c:
             exists = c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
             if exists is None:
                 c.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))

@@ -81,7 +81,8 @@ _K1, _B = 1.2, 0.75
 #: average length come from ``lexical_stats``, document frequencies from the GIN index.
 #: ``{where}`` is a compiled filter (bound parameters only). Parameters: terms, namespace,
 #: namespace, <filter params>, k.
-HYBRID_SEARCH_V1_LEXICAL = r"""
+HYBRID_SEARCH_V1_LEXICAL = (
+    r"""
 WITH terms AS (
     SELECT DISTINCT t.lexeme AS lex
     FROM unnest(%s::text[]) AS w(word), unnest(to_tsvector('memory_english'::regconfig, w.word)) AS t
@@ -104,9 +105,11 @@ FROM cand c CROSS JOIN stats s
 CROSS JOIN LATERAL (SELECT l.lexeme, cardinality(l.positions)::float8 AS tf FROM unnest(c.tsv) AS l) AS u
 JOIN idf ON idf.lex = u.lexeme
 GROUP BY c.id ORDER BY score DESC, c.id LIMIT %s
-""".replace("{k1p1}", f"{_K1 + 1!r}::float8").replace("{k1}", f"{_K1!r}::float8").replace(
-    "{one_b}", f"{1 - _B!r}::float8"
-).replace("{b}", f"{_B!r}::float8")
+""".replace("{k1p1}", f"{_K1 + 1!r}::float8")
+    .replace("{k1}", f"{_K1!r}::float8")
+    .replace("{one_b}", f"{1 - _B!r}::float8")
+    .replace("{b}", f"{_B!r}::float8")
+)
 
 
 def hybrid_search_v1_vector(table: str, where: str, *, exact: bool) -> str:
@@ -137,7 +140,9 @@ def _lock_key(item: MemoryItem) -> int:
     raw = "\x1f".join(
         [item.namespace, item.user or "\x00", item.agent or "\x00", item.thread or "\x00", item.content_hash]
     )
-    return int.from_bytes(hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big", signed=True)
+    return int.from_bytes(
+        hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big", signed=True
+    )
 
 
 class PostgresBackend:
@@ -170,7 +175,11 @@ class PostgresBackend:
 
         if schema is not None and not SCHEMA_PATTERN.match(schema):
             raise ConfigError(f"schema {schema!r} is not a plain lower-case identifier")
-        for label, value, low in (("pool_size", pool_size, 1), ("exact_limit", exact_limit, 0), ("ef_search", ef_search, 1)):
+        for label, value, low in (
+            ("pool_size", pool_size, 1),
+            ("exact_limit", exact_limit, 0),
+            ("ef_search", ef_search, 1),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise InvalidInputError(f"{label} must be an integer >= {low}, got {value!r}")
         self.dsn = dsn
@@ -311,7 +320,8 @@ class PostgresBackend:
                         ).fetchone()[0]
                     )
                     conn.execute(
-                        "UPDATE vector_spaces SET table_name = %s WHERE space_id = %s", (space_table(space_id), space_id)
+                        "UPDATE vector_spaces SET table_name = %s WHERE space_id = %s",
+                        (space_table(space_id), space_id),
                     )
                     create_space_table(conn, space_id, dim)
                     row = (space_id, dim)
@@ -387,8 +397,8 @@ class PostgresBackend:
         if not records:
             return []
         with self._tx() as conn:
-            for key in sorted({_lock_key(r.item) for r in records}):
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+            for lock in sorted({_lock_key(r.item) for r in records}):
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
             results: list[AddResult] = []
             staged: dict[tuple[str, str | None, str | None, str | None, str], str] = {}
             seen_ids: set[tuple[str, str]] = set()
@@ -401,9 +411,10 @@ class PostgresBackend:
                     space = self._require_space(conn, item.embedding_model)
                     vector = self._checked_vector(space, record.vector)
                 ident = (item.namespace, item.id)
-                if ident in seen_ids or conn.execute(
-                    "SELECT 1 FROM items WHERE namespace = %s AND id = %s", ident
-                ).fetchone():
+                if (
+                    ident in seen_ids
+                    or conn.execute("SELECT 1 FROM items WHERE namespace = %s AND id = %s", ident).fetchone()
+                ):
                     raise InvalidInputError(f"id {item.id} already exists")
                 seen_ids.add(ident)
                 key = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
@@ -617,9 +628,7 @@ class PostgresBackend:
         where, params = compile_filter(flt)
         sql = HYBRID_SEARCH_V1_LEXICAL.replace("{where}", where)
         with self._read() as conn:
-            rows = conn.execute(
-                sql, [words, flt.namespace, flt.namespace, *params, int(k)], prepare=True
-            ).fetchall()
+            rows = conn.execute(sql, [words, flt.namespace, flt.namespace, *params, int(k)], prepare=True).fetchall()
         return [ChannelHit(str(r[0]), float(r[1])) for r in rows]
 
     def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:
@@ -654,7 +663,9 @@ class PostgresBackend:
                 else:
                     rows = conn.execute(approximate, args, prepare=True).fetchall()
             if exact or len(rows) < k:
-                rows = conn.execute(hybrid_search_v1_vector(space.table, where, exact=True), args, prepare=True).fetchall()
+                rows = conn.execute(
+                    hybrid_search_v1_vector(space.table, where, exact=True), args, prepare=True
+                ).fetchall()
         return [ChannelHit(str(r[0]), float(r[1])) for r in rows]
 
     def _large(self, conn: Any, space: _Space, namespace: str) -> bool:

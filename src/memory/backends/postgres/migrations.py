@@ -12,7 +12,8 @@ can distribute all tables by ``namespace`` and co-locate them):
 
 * ``items`` — one row per memory, primary key ``(namespace, id)``; times are
   ``timestamptz``; lists and metadata are ``jsonb``; ``tsv`` is a GENERATED
-  ``tsvector`` (``memory_english``: English stems, no stopword list) with a GIN index; ``doc_len`` (word count) feeds BM25;
+  ``tsvector`` (``memory_english``: English stems, no stopword list) with a GIN
+  index; ``doc_len`` (word count) feeds BM25;
   ``claimed_by``/``claimed_until`` hold a worker's lease on pending embedding work.
 * ``item_tags`` — ``(namespace, tag, item_id)`` for tag filters.
 * ``lexical_stats`` — per namespace: documents and words, BM25's N and avgdl.
@@ -103,8 +104,7 @@ _ITEMS = [
     "CREATE INDEX items_ns_agent ON items (namespace, agent, created_at)",
     "CREATE INDEX items_ns_thread ON items (namespace, thread, created_at)",
     "CREATE INDEX items_ns_kind ON items (namespace, kind, created_at)",
-    "CREATE INDEX items_pending ON items (namespace, created_at, id) "
-    "WHERE embedding_status IN ('pending', 'failed')",
+    "CREATE INDEX items_pending ON items (namespace, created_at, id) WHERE embedding_status IN ('pending', 'failed')",
     "CREATE INDEX items_tsv ON items USING gin (tsv)",
     """CREATE TABLE item_tags (
         namespace text NOT NULL,
