@@ -208,6 +208,10 @@ def _sizes(ctx: click.Context | None, param: click.Parameter | None, value: str)
     help="Where corpus embeddings are cached [default: the user cache dir, memory/bench].",
 )  # fmt: skip
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the text generator.")
+@click.option(
+    "--index-after-load", is_flag=True,
+    help="postgres: drop the HNSW index before each bulk load and rebuild it after (build time reported).",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
@@ -227,6 +231,7 @@ def speed(
     data: Path | None,
     cache_dir: Path | None,
     seed: int,
+    index_after_load: bool,
     as_json: bool,
     out: Path | None,
     quiet: bool,
@@ -264,6 +269,7 @@ def speed(
             seed=seed,
             progress=note,
             dsn=dsn,
+            index_after_load=index_after_load,
         )
     _emit(report, format_speed(report), as_json=as_json, out=out)
 

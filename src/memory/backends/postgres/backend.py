@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import math
+import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -77,6 +78,13 @@ _SIZE_TTL = 5.0
 #: BM25 parameters, the ones SQLite's FTS5 uses.
 _K1, _B = 1.2, 0.75
 
+#: Document frequencies are counted up to this many rows per term; candidates come from the
+#: rarest terms while their document counts add up to at most this (the rarest term always).
+#: Below it (every namespace of fewer matching documents) BM25 is exact; above it, terms in
+#: more than this many documents get this as their frequency, and documents matching only
+#: such very common terms are not scored, which keeps a query on a huge namespace bounded.
+LEXICAL_POOL = 10_000
+
 #: hybrid_search_v1, lexical channel: BM25 over the generated tsvector. Per-namespace N and
 #: average length come from ``lexical_stats``, document frequencies from the GIN index.
 #: ``{where}`` is a compiled filter (bound parameters only). Parameters: terms, namespace,
@@ -92,20 +100,25 @@ WITH terms AS (
     SELECT greatest(docs, 1)::float8 AS n, greatest(words::float8 / greatest(docs, 1), 1e-9) AS avgdl
     FROM lexical_stats WHERE namespace = %s
 ), idf AS MATERIALIZED (
-    SELECT q.lex, greatest(ln((s.n - df.n + 0.5) / (df.n + 0.5)), 1e-6) AS idf
+    SELECT q.lex, q.tq, df.n, greatest(ln((s.n - df.n + 0.5) / (df.n + 0.5)), 1e-6) AS idf
     FROM q CROSS JOIN stats s CROSS JOIN LATERAL (
-        SELECT count(*)::float8 AS n FROM items d WHERE d.namespace = %s AND d.tsv @@ q.tq
+        SELECT count(*)::float8 AS n FROM (
+            SELECT 1 FROM items d WHERE d.namespace = %s AND d.tsv @@ q.tq LIMIT {pool}
+        ) AS hits
     ) AS df
+), chosen AS MATERIALIZED (
+    SELECT tq FROM (SELECT tq, sum(n) OVER (ORDER BY n, lex) - n AS before FROM idf) AS c WHERE before < {pool}
 ), cand AS MATERIALIZED (
     SELECT i.id, i.tsv, i.doc_len FROM items i
-    WHERE i.tsv @@ (SELECT string_agg('(' || tq::text || ')', ' | ')::tsquery FROM q) AND {where}
+    WHERE i.tsv @@ (SELECT string_agg('(' || tq::text || ')', ' | ')::tsquery FROM chosen) AND {where}
 )
 SELECT c.id, sum(idf.idf * (u.tf * {k1p1}) / (u.tf + {k1} * ({one_b} + {b} * c.doc_len / s.avgdl))) AS score
 FROM cand c CROSS JOIN stats s
 CROSS JOIN LATERAL (SELECT l.lexeme, cardinality(l.positions)::float8 AS tf FROM unnest(c.tsv) AS l) AS u
 JOIN idf ON idf.lex = u.lexeme
 GROUP BY c.id ORDER BY score DESC, c.id LIMIT %s
-""".replace("{k1p1}", f"{_K1 + 1!r}::float8")
+""".replace("{pool}", str(LEXICAL_POOL))
+    .replace("{k1p1}", f"{_K1 + 1!r}::float8")
     .replace("{k1}", f"{_K1!r}::float8")
     .replace("{one_b}", f"{1 - _B!r}::float8")
     .replace("{b}", f"{_B!r}::float8")
@@ -143,6 +156,16 @@ def _lock_key(item: MemoryItem) -> int:
     return int.from_bytes(
         hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big", signed=True
     )
+
+
+def _live(candidates: Sequence[tuple[Any, ...]], created_at: datetime) -> str | None:
+    """The oldest of ``(id, created_at, expires_at, valid_to)`` rows still live at ``created_at``."""
+    live = [
+        (row[1], row[0])
+        for row in candidates
+        if (row[2] is None or row[2] > created_at) and (row[3] is None or row[3] > created_at)
+    ]
+    return str(min(live)[1]) if live else None
 
 
 class PostgresBackend:
@@ -336,25 +359,6 @@ class PostgresBackend:
 
     # -- writes ------------------------------------------------------------
     @staticmethod
-    def _live_duplicate(conn: Any, item: MemoryItem) -> str | None:
-        row = conn.execute(
-            'SELECT id FROM items WHERE namespace = %s AND content_hash = %s AND "user" IS NOT DISTINCT FROM %s '
-            "AND agent IS NOT DISTINCT FROM %s AND thread IS NOT DISTINCT FROM %s "
-            "AND (expires_at IS NULL OR expires_at > %s) AND (valid_to IS NULL OR valid_to > %s) "
-            "ORDER BY created_at, id LIMIT 1",
-            (
-                item.namespace,
-                item.content_hash,
-                item.user,
-                item.agent,
-                item.thread,
-                item.created_at,
-                item.created_at,
-            ),
-        ).fetchone()
-        return None if row is None else str(row[0])
-
-    @staticmethod
     def _write_tags(conn: Any, item: MemoryItem, *, replace: bool) -> None:
         if replace:
             conn.execute("DELETE FROM item_tags WHERE namespace = %s AND item_id = %s", (item.namespace, item.id))
@@ -392,47 +396,87 @@ class PostgresBackend:
         A live item with the same content hash in the same scope (also one
         inserted earlier in this batch) is returned with ``created=False``.
         Raises InvalidInputError (an id that exists, a vector that does not
-        fit its space) and then nothing of the batch is stored.
+        fit its space) and then nothing of the batch is stored. A batch costs
+        a fixed number of round trips: the locks, the id and duplicate checks
+        are one statement each per namespace, the writes are pipelined.
         """
         if not records:
             return []
         with self._tx() as conn:
-            for lock in sorted({_lock_key(r.item) for r in records}):
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
+            checked: list[tuple[_Space, Vector] | None] = []
+            for record in records:
+                if record.vector is None:
+                    checked.append(None)
+                else:
+                    space = self._require_space(conn, record.item.embedding_model)
+                    checked.append((space, self._checked_vector(space, record.vector)))
+            conn.execute(
+                "SELECT count(pg_advisory_xact_lock(k)) FROM (SELECT unnest(%s::bigint[]) AS k ORDER BY 1) AS l",
+                (sorted({_lock_key(r.item) for r in records}),),
+            )
+            by_namespace: dict[str, list[MemoryItem]] = {}
+            for record in records:
+                by_namespace.setdefault(record.item.namespace, []).append(record.item)
+            stored: dict[tuple[str, str | None, str | None, str | None, str], list[tuple[Any, ...]]] = {}
+            seen_ids: set[tuple[str, str]] = set()
+            for namespace, items in by_namespace.items():
+                ids = [i.id for i in items]
+                taken = conn.execute(
+                    "SELECT id FROM items WHERE namespace = %s AND id = ANY(%s::text[]) LIMIT 1", (namespace, ids)
+                ).fetchone()
+                if taken is not None:
+                    raise InvalidInputError(f"id {taken[0]} already exists")
+                for row in conn.execute(
+                    'SELECT content_hash, "user", agent, thread, id, created_at, expires_at, valid_to FROM items '
+                    "WHERE namespace = %s AND content_hash = ANY(%s::text[])",
+                    (namespace, sorted({i.content_hash for i in items})),
+                ):
+                    stored.setdefault((namespace, row[1], row[2], row[3], row[0]), []).append(row[4:])
             results: list[AddResult] = []
             staged: dict[tuple[str, str | None, str | None, str | None, str], str] = {}
-            seen_ids: set[tuple[str, str]] = set()
+            new_items: list[tuple[Any, ...]] = []
+            tags: list[tuple[str, str, str]] = []
+            ledger: list[tuple[Any, ...]] = []
+            vectors: dict[str, list[tuple[str, str, str]]] = {}
             deltas: dict[str, list[int]] = {}
-            for record in records:
+            for record, vector in zip(records, checked, strict=True):
                 item = record.item
-                space: _Space | None = None
-                vector: Vector | None = None
-                if record.vector is not None:
-                    space = self._require_space(conn, item.embedding_model)
-                    vector = self._checked_vector(space, record.vector)
                 ident = (item.namespace, item.id)
-                if (
-                    ident in seen_ids
-                    or conn.execute("SELECT 1 FROM items WHERE namespace = %s AND id = %s", ident).fetchone()
-                ):
+                if ident in seen_ids:
                     raise InvalidInputError(f"id {item.id} already exists")
                 seen_ids.add(ident)
                 key = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
-                existing = staged.get(key) or self._live_duplicate(conn, item)
+                existing = staged.get(key) or _live(stored.get(key, ()), item.created_at)
                 if existing is not None:
                     results.append(AddResult(existing, False))
                     continue
                 values = item_values(item)
-                conn.execute(_INSERT_ITEM, values)
-                self._write_tags(conn, item, replace=False)
-                if space is not None and vector is not None:
-                    self._write_vector(conn, space, item.namespace, item.id, vector)
-                conn.execute(_INSERT_LEDGER, ledger_values(record.ledger))
+                new_items.append(values)
+                tags += [(item.namespace, tag, item.id) for tag in dict.fromkeys(item.tags)]
+                if vector is not None:
+                    vectors.setdefault(vector[0].table, []).append((item.namespace, item.id, vector_text(vector[1])))
+                ledger.append(ledger_values(record.ledger))
                 stat = deltas.setdefault(item.namespace, [0, 0])
                 stat[0] += 1
                 stat[1] += int(values[-1])
                 staged[key] = item.id
                 results.append(AddResult(item.id, True))
+            with conn.cursor() as cur:
+                if new_items:
+                    cur.executemany(_INSERT_ITEM, new_items)
+                if tags:
+                    cur.executemany(
+                        "INSERT INTO item_tags (namespace, tag, item_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                        tags,
+                    )
+                for table, rows in vectors.items():
+                    cur.executemany(
+                        f"INSERT INTO {table} (namespace, id, embedding) VALUES (%s, %s, %s::vector) "
+                        "ON CONFLICT (namespace, id) DO UPDATE SET embedding = EXCLUDED.embedding",
+                        rows,
+                    )
+                if ledger:
+                    cur.executemany(_INSERT_LEDGER, ledger)
             self._bump_stats(conn, deltas)
         return results
 
@@ -825,6 +869,27 @@ class PostgresBackend:
             "migrations_known": len(MIGRATIONS),
             "vector_spaces": spaces,
         }
+
+    def drop_vector_indexes(self) -> None:
+        """Drop every vector space's HNSW index (before a bulk load; searches scan exactly meanwhile)."""
+        with self._tx() as conn:
+            for space in self._all_spaces(conn):
+                conn.execute(f"DROP INDEX IF EXISTS {space.table}_hnsw")
+
+    def build_vector_indexes(self, maintenance_work_mem: str = "1GB") -> float:
+        """(Re)build the HNSW index of every vector space that lacks one; returns the seconds it took.
+
+        Building after a bulk load is much faster than growing the graph row
+        by row; ``maintenance_work_mem`` bounds the in-memory build.
+        """
+        if not re.fullmatch(r"\d+(kB|MB|GB)", maintenance_work_mem):
+            raise InvalidInputError(f"maintenance_work_mem must look like 512MB or 2GB, got {maintenance_work_mem!r}")
+        started = time.perf_counter()
+        with self._tx() as conn:
+            conn.execute(f"SET LOCAL maintenance_work_mem = '{maintenance_work_mem}'")
+            for space in self._all_spaces(conn):
+                create_space_table(conn, space.space_id, space.dim)
+        return time.perf_counter() - started
 
     def drop_schema(self) -> None:
         """Drop this store's schema with everything in it and close (only for a store opened with ``schema``)."""
