@@ -572,13 +572,22 @@ class PostgresBackend:
             return len(rows)
 
     def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
-        """Increment access_count and set accessed_at for ``ids`` in ``namespace``."""
-        if not ids:
+        """Increment access_count (once per listed id) and set accessed_at for ``ids`` in ``namespace``.
+
+        One statement in autocommit: a single round trip on the read path.
+        """
+        wanted = [item_id for item_id in ids if storable(item_id)]
+        if not wanted or not storable(namespace):
             return
-        with self._tx() as conn, conn.cursor() as cur:
-            cur.executemany(
-                "UPDATE items SET access_count = access_count + 1, accessed_at = %s WHERE namespace = %s AND id = %s",
-                [(at, namespace, item_id) for item_id in ids if storable(item_id)],
+        counts: dict[str, int] = {}
+        for item_id in wanted:
+            counts[item_id] = counts.get(item_id, 0) + 1
+        with self._read() as conn:
+            conn.execute(
+                "UPDATE items i SET access_count = i.access_count + a.n, accessed_at = %s "
+                "FROM unnest(%s::text[], %s::int[]) AS a(id, n) WHERE i.namespace = %s AND i.id = a.id",
+                (at, list(counts), list(counts.values()), namespace),
+                prepare=True,
             )
 
     # -- jobs --------------------------------------------------------------
