@@ -158,3 +158,21 @@ def test_migrate_round_trip_sqlite_postgres_sqlite(run: Runner, pg_url: str, tmp
     assert any(i.sensitivity == "secret" for i in original["items:alpha"])  # type: ignore[attr-defined]
     again = run("migrate", "--from", first, "--to", pg_url)
     assert again.exit_code == 1 and "not empty" in again.stderr
+
+
+def test_detection_finds_the_server_on_its_unix_socket(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import psycopg
+
+    from memory.backends.postgres.admin import detect_local
+
+    with psycopg.connect(dsn) as conn:
+        socket_dir = str(conn.execute("SHOW unix_socket_directories").fetchone()[0]).split(",")[0].strip()
+    parts = urlsplit(dsn)
+    monkeypatch.setenv("PGHOST", socket_dir)
+    monkeypatch.setenv("PGPORT", str(parts.port))
+    monkeypatch.setenv("PGUSER", parts.username or "postgres")
+    server = detect_local()
+    assert server is not None and server.via == f"socket {socket_dir}"
+    assert server.pgvector_available is not None
+    with psycopg.connect(server.url("postgres")) as conn:  # the socket URL form works
+        assert conn.execute("SELECT 1").fetchone() == (1,)
