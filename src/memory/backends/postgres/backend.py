@@ -78,12 +78,14 @@ _SIZE_TTL = 5.0
 #: BM25 parameters, the ones SQLite's FTS5 uses.
 _K1, _B = 1.2, 0.75
 
-#: Document frequencies are counted up to this many rows per term; candidates come from the
-#: rarest terms while their document counts add up to at most this (the rarest term always).
-#: Below it (every namespace of fewer matching documents) BM25 is exact; above it, terms in
-#: more than this many documents get this as their frequency, and documents matching only
-#: such very common terms are not scored, which keeps a query on a huge namespace bounded.
-LEXICAL_POOL = 10_000
+#: Document frequencies are counted up to this many rows per term: a term in more documents
+#: of the namespace gets this as its frequency (its idf is then slightly too high).
+LEXICAL_DF_CAP = 5_000
+#: Candidates come from the rarest query terms while their document counts add up to at
+#: most this (the rarest term always); documents matching only more common terms are not
+#: scored. Both bounds keep a query on a huge namespace cheap; below them (a namespace where
+#: the query's terms match fewer documents) BM25 is exact.
+LEXICAL_POOL = 2_000
 
 #: hybrid_search_v1, lexical channel: BM25 over the generated tsvector. Per-namespace N and
 #: average length come from ``lexical_stats``, document frequencies from the GIN index.
@@ -103,7 +105,7 @@ WITH terms AS (
     SELECT q.lex, q.tq, df.n, greatest(ln((s.n - df.n + 0.5) / (df.n + 0.5)), 1e-6) AS idf
     FROM q CROSS JOIN stats s CROSS JOIN LATERAL (
         SELECT count(*)::float8 AS n FROM (
-            SELECT 1 FROM items d WHERE d.namespace = %s AND d.tsv @@ q.tq LIMIT {pool}
+            SELECT 1 FROM items d WHERE d.namespace = %s AND d.tsv @@ q.tq LIMIT {df_cap}
         ) AS hits
     ) AS df
 ), chosen AS MATERIALIZED (
@@ -118,6 +120,7 @@ CROSS JOIN LATERAL (SELECT l.lexeme, cardinality(l.positions)::float8 AS tf FROM
 JOIN idf ON idf.lex = u.lexeme
 GROUP BY c.id ORDER BY score DESC, c.id LIMIT %s
 """.replace("{pool}", str(LEXICAL_POOL))
+    .replace("{df_cap}", str(LEXICAL_DF_CAP))
     .replace("{k1p1}", f"{_K1 + 1!r}::float8")
     .replace("{k1}", f"{_K1!r}::float8")
     .replace("{one_b}", f"{1 - _B!r}::float8")
