@@ -14,11 +14,12 @@ _K1, _B = 1.2, 0.75
 
 #: Document frequencies are counted up to this many rows per term: a term in more documents
 #: of the namespace gets this as its frequency (its idf is then slightly too high).
-LEXICAL_DF_CAP = 5_000
+LEXICAL_DF_CAP = 1_000
 #: Candidates come from the rarest query terms while their document counts add up to at
-#: most this (the rarest term always); documents matching only more common terms are not
-#: scored. Both bounds keep a query on a huge namespace cheap; below them (a namespace where
-#: the query's terms match fewer documents) BM25 is exact.
+#: most this (the rarest term always), and at most this many documents are scored;
+#: documents matching only more common terms are not. Both bounds keep a query on a huge
+#: namespace cheap; below them (a namespace where the query's terms match fewer
+#: documents) BM25 is exact.
 LEXICAL_POOL = 2_000
 
 #: hybrid_search_v1, lexical channel: BM25 over the generated tsvector. Per-namespace N and
@@ -47,6 +48,7 @@ WITH terms AS (
 ), cand AS MATERIALIZED (
     SELECT i.id, i.tsv, i.doc_len FROM items i
     WHERE i.tsv @@ (SELECT string_agg('(' || tq::text || ')', ' | ')::tsquery FROM chosen) AND {where}
+    LIMIT {pool}
 )
 SELECT c.id, sum(idf.idf * (u.tf * {k1p1}) / (u.tf + {k1} * ({one_b} + {b} * c.doc_len / s.avgdl))) AS score
 FROM cand c CROSS JOIN stats s
