@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -59,6 +59,9 @@ from memory.errors import (
 )
 from memory.filters import Filter
 from memory.types import LedgerEntry, MemoryItem
+
+if TYPE_CHECKING:
+    from memory.backends.postgres.episodic import PostgresEpisodicStore
 
 __all__ = ["PostgresBackend"]
 
@@ -150,6 +153,7 @@ class PostgresBackend:
         self._spaces: dict[str, _Space] = {}
         self._sizes: dict[tuple[int, str], tuple[bool, float]] = {}
         self._pool: Any = None
+        self._episodic: PostgresEpisodicStore | None = None
         kwargs: dict[str, Any] = {
             "options": session_options(schema, ef_search=ef_search),
             "connect_timeout": max(1, int(connect_timeout)),
@@ -787,6 +791,17 @@ class PostgresBackend:
             if len(rows) < batch_size:
                 return
             after = (items[-1].created_at, items[-1].id)
+
+    # -- other stores --------------------------------------------------------
+    @property
+    def episodic(self) -> PostgresEpisodicStore:
+        """The conversation/blocks/job-state store in this schema (see :mod:`memory.backends.episodic`)."""
+        with self._lock:
+            if self._episodic is None:
+                from memory.backends.postgres.episodic import PostgresEpisodicStore
+
+                self._episodic = PostgresEpisodicStore(self)
+            return self._episodic
 
     # -- administration ----------------------------------------------------
     def server_info(self) -> dict[str, Any]:

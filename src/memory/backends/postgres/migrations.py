@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory.backends.postgres.schema_episodic import EPISODIC_STATEMENTS
 from memory.errors import ConfigError, SchemaError
 
 __all__ = [
@@ -155,6 +156,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_items", _ITEMS),
     Migration("0002_ledger", _LEDGER),
     Migration("0003_vector_spaces", _VECTORS),
+    Migration("0004_episodic", EPISODIC_STATEMENTS),
 )
 
 
