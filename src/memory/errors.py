@@ -11,8 +11,11 @@ Every error the public API raises derives from :class:`Error`; nothing else
     │   └── EmbeddingMismatchError  store built with another model/dimension
     ├── StorageError             the backend failed (driver errors translated)
     │   └── SchemaError          database newer than this code, or corrupt
-    └── ProviderError            an embedder or LLM failed
-        └── EmbedderError
+    ├── ProviderError            an embedder or LLM failed
+    │   ├── EmbedderError
+    │   └── LLMError             the LLM call failed (HTTP, timeout, retries exhausted)
+    │       └── LLMOutputError   the LLM kept answering with invalid JSON / schema
+    └── GraphUnavailableError    the backend has no graph store (also a ConfigError)
 
 Messages say what was wrong and what to do about it.
 """
@@ -30,6 +33,9 @@ __all__ = [
     "SchemaError",
     "ProviderError",
     "EmbedderError",
+    "LLMError",
+    "LLMOutputError",
+    "GraphUnavailableError",
 ]
 
 
@@ -71,3 +77,15 @@ class ProviderError(Error):
 
 class EmbedderError(ProviderError):
     """The embedder failed to produce vectors."""
+
+
+class LLMError(ProviderError):
+    """The LLM provider failed: unreachable, timed out, rate limited past the retries, or an HTTP error."""
+
+
+class LLMOutputError(LLMError):
+    """The LLM answered, but not with JSON matching the requested schema (after the retries)."""
+
+
+class GraphUnavailableError(ConfigError):
+    """The storage backend does not provide a graph store (``backend.graph``)."""
