@@ -70,7 +70,8 @@ _SVO = re.compile(rf"^{_SUBJECT}\s+{_VERB}\s+(.+)$")
 _I_SVO = re.compile(rf"^(I)\s+{_I_VERB}\s+(.+)$")
 _MY_IS = re.compile(r"^[Mm]y\s+([\w\s'’\-]{1,40}?)\s+(?:is|are|was)\s+(.+)$")
 _CLAUSE_END = re.compile(
-    r"[,;:!?]|\s(?:because|but|and|which|who|when|so|since|while|in|on|at|during|for|with|after|before)\s|\.(?:\s|$)"
+    r"[,;:!?]|\s(?:because|but|and|which|who|when|so|since|while|in|on|at|during|for|with|after|before"
+    r"|last|next|this|yesterday|today|tomorrow|every|ago)(?:\s|$)|\.(?:\s|$)"
 )
 _ARTICLES = re.compile(r"^(?:a|an|the|my|his|her|their|our|some)\s+", re.IGNORECASE)
 
@@ -144,10 +145,13 @@ def entities(text: str, known: Iterable[str] = ()) -> list[EntityOut]:
                 tokens = tokens[1:]  # "The Smiths" -> "Smiths" only when "The" is at the start
             while tokens and tokens[-1].lower() in {"of", "de", "van", "von", "the", "and"}:
                 tokens = tokens[:-1]
+            title = ""
+            if tokens and tokens[0].rstrip(".").lower() in {"mr", "mrs", "ms", "dr"}:
+                title, tokens = tokens[0].rstrip(".").lower(), tokens[1:]
             if not tokens:
                 continue
             name = " ".join(tokens)
-            head = sentence[: match.start()].split()
+            head = sentence[: match.start()].split() + ([title] if title else [])
             tail = sentence[match.end() :].split()
             before = head[-1].lower() if head else ""
             after = tail[0].lower().strip(".,;:!?") if tail else ""
