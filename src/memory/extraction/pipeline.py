@@ -24,11 +24,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memory.backends.base import ListOrder
 from memory.embedders.base import embed_query, embed_texts
 from memory.errors import LLMError, NotFoundError, ProviderError
 from memory.extraction.decide import Neighbour
 from memory.extraction.heuristic import normalise_name
 from memory.extraction.service import Decision, Extraction, decide, extract
+from memory.llms.base import Usage
 from memory.records import ledger_entry
 from memory.retrieval.fusion import fuse
 from memory.retrieval.text import query_terms
@@ -184,9 +186,10 @@ def process(mem: Memory, item: MemoryItem) -> ExtractionReport:
     if mem.settings.extraction.decide and item.kind in DECIDED_KINDS:
         neighbours = _neighbours(mem, item, mem.settings.extraction.neighbours)
         try:
-            decision = decide(item.content, neighbours, llm=llm, speaker=item.user) if neighbours else Decision(
-                "ADD", None, None, "no neighbour in scope", extraction.model, extraction.usage.__class__()
-            )
+            if neighbours:
+                decision = decide(item.content, neighbours, llm=llm, speaker=item.user)
+            else:
+                decision = Decision("ADD", None, None, "no neighbour in scope", extraction.model, Usage())
         except LLMError as exc:
             decision = Decision("ADD", None, None, f"decider failed ({exc}); kept as ADD", "none", extraction.usage)
         result_id = _apply_decision(mem, item, decision, tag)
@@ -241,7 +244,6 @@ def pending(mem: Memory, namespace: str | None, limit: int, retry_failed: bool) 
     """Memories waiting for extraction (oldest first), in one namespace or all."""
     namespaces = [namespace] if namespace else mem.namespaces()
     states = ["pending", "failed"] if retry_failed else ["pending"]
-    from memory.backends.base import ListOrder
 
     found: list[MemoryItem] = []
     for ns in namespaces:

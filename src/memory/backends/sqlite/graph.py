@@ -282,9 +282,10 @@ class SQLiteGraph:
         """Mentions of entities or memories; see GraphStore."""
         with self._backend._read() as conn:
             rows = conn.execute(
-                f"SELECT entity_id, memory_id FROM graph_mentions WHERE namespace = ? "
-                f"AND (entity_id IN {_IDS} OR memory_id IN {_IDS}) ORDER BY entity_id, memory_id",
-                (namespace, json_list(entity_ids or []), json_list(memory_ids or [])),
+                f"SELECT entity_id, memory_id FROM graph_mentions WHERE namespace = ? AND entity_id IN {_IDS} "
+                f"UNION SELECT entity_id, memory_id FROM graph_mentions WHERE namespace = ? AND memory_id IN {_IDS} "
+                "ORDER BY 1, 2",
+                (namespace, json_list(entity_ids or []), namespace, json_list(memory_ids or [])),
             ).fetchall()
         return [Mention(entity_id=r[0], memory_id=r[1]) for r in rows]
 
