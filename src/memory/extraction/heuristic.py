@@ -208,11 +208,22 @@ def relations(text: str, speaker: str | None = None) -> list[RelationOut]:
     return out[:50]
 
 
+_SPEAKER_PREFIX = re.compile(r"^([A-Z][\w'’\-]*(?: [A-Z][\w'’\-]*)?):\s+")
+
+
 def extract_heuristic(text: str, *, known_entities: Sequence[str] = (), speaker: str | None = None) -> ExtractionOut:
-    """Facts, keywords, entities and relations of ``text`` by the rules in the module docstring."""
+    """Facts, keywords, entities and relations of ``text`` by the rules in the module docstring.
+
+    A transcript line "Name: text" names its speaker ("I"/"my" become Name).
+    """
+    prefix = _SPEAKER_PREFIX.match(text)
+    body = text
+    if prefix:
+        speaker = speaker or prefix.group(1)
+        body = text[prefix.end() :]
     facts = [s for s in sentences(text) if len(s.split()) >= 3][:50]
     found_entities = entities(text, known_entities)
-    rels = relations(text, speaker)
+    rels = relations(body, speaker)
     names = {normalise_name(e.name) for e in found_entities}
     for rel in rels:  # subjects and objects of relations are entities too
         for name in (rel.subject, rel.object):
