@@ -110,3 +110,18 @@ def test_extract_preview_writes_nothing(emem: Memory) -> None:
     assert [r.model_dump() for r in result.relations] == [{"subject": "Ivan", "predicate": "moved to", "object": "Oslo"}]
     assert emem.stats().total == 0 and emem.graph.counts()["entities"] == 0
     assert result.usage.estimated and result.usage.total_tokens > 0
+
+
+def test_entities_merge_by_embedding_similarity_as_aliases(make_memory: object) -> None:
+    from memory.config import ExtractionSettings, Settings
+
+    settings = Settings(database="memory://", extraction=ExtractionSettings(entity_merge_similarity=0.7))
+    mem = make_memory(settings=settings)  # type: ignore[operator]
+    if getattr(mem.backend, "graph", None) is None:
+        pytest.skip(f"{mem.backend.name} backend does not expose the GraphStore (backend.graph) yet")
+    mem.remember("Jonathan Smithers moved to Oslo.", kind="conversation", extract=True)
+    mem.remember("Jonathon Smithers moved to Berlin.", kind="conversation", extract=True)
+    (entity,) = [e for e in mem.graph.entities() if "Smithers" in e.name]
+    assert entity.name == "Jonathan Smithers" and entity.aliases == ("Jonathon Smithers",)
+    assert {r.object for r in mem.graph.facts_about("Jonathon Smithers")} == {"Oslo", "Berlin"}
+    assert {e.name for e in mem.graph.entities()} == {"Jonathan Smithers", "Oslo", "Berlin"}  # Oslo/Berlin not merged
