@@ -692,10 +692,12 @@ class Memory:
             from memory.retrieval.graph import graph_channel
 
             query_vector = vector if "vector" in results else None
-            results["graph"] = graph_channel(
+            graph_hits = graph_channel(
                 self._backend, store, flt, text, query_terms(text), k,
                 model=self._embedder.model_name if query_vector is not None else None, vector=query_vector,
             )  # fmt: skip
+            if graph_hits:  # an empty graph (no extraction yet) leaves the other channels' scale as it is
+                results["graph"] = graph_hits
         fused = fuse(results, config.weights, config.rrf_k)
         items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c in fused])}
         ranked = rank(fused, items, flt.now, config)[:limit]
