@@ -257,7 +257,7 @@ def run_locomo(
             "backend": backend,
             "preset": preset,
             "rrf_k": config.rrf_k if rrf_k is None else rrf_k,
-            "extract": extract,
+            **({"extract": True} if extract else {}),
         }
     )
     with tempfile.TemporaryDirectory(prefix="memory-locomo-") as tmp:
