@@ -162,10 +162,11 @@ def test_graph_channel_finds_memories_through_entities_and_respects_the_filter(g
     berlin = mem.remember("Alice moved to Berlin.", user="u1", extract="inline")
     mem.remember("Alice secretly moved to Oslo.", user="u1", sensitivity="secret", extract="inline")
     mem.remember("Alice moved to Paris.", user="u2", extract="inline", namespace="elsewhere")
-    hits = mem.recall("Alice", retrieval="graph", user="u1")
+    hits = mem.recall("Alice", user="u1")  # the graph channel is on by default
     assert [h.id for h in hits] == [berlin]
     assert "graph" in hits[0].channels
-    assert all("Oslo" not in h.content for h in mem.recall("where did Alice go", retrieval="graph"))
+    assert "graph" not in mem.recall("Alice", user="u1", retrieval="nograph")[0].channels
+    assert all("Oslo" not in h.content for h in mem.recall("where did Alice go"))
 
 
 def test_facade_without_graph_store_says_so(make_memory: Callable[..., Memory]) -> None:
@@ -185,4 +186,4 @@ def test_facade_without_graph_store_says_so(make_memory: Callable[..., Memory]) 
     with pytest.raises(GraphUnavailableError, match="no graph store"):
         bare.graph.entities()
     item = bare.remember("Alice moved to Berlin")
-    assert bare.recall("Alice", retrieval="graph")[0].id == item  # the channel is skipped, recall still works
+    assert bare.recall("Alice")[0].id == item  # the channel is skipped, recall still works
