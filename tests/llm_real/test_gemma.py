@@ -34,7 +34,7 @@ SAMPLES = [
 def llm() -> OpenAILLM:
     if not URL:
         pytest.skip("no real LLM server: run `make test-llm` (sets MEMORY_TEST_LLM_URL)")
-    return OpenAILLM(model="gemma-3-270m", base_url=URL, timeout=600, max_tokens=160, output_retries=1, max_retries=0)
+    return OpenAILLM(model="gemma-3-270m", base_url=URL, timeout=900, max_tokens=400, output_retries=1, max_retries=0)
 
 
 def test_extraction_with_json_schema_output(llm: OpenAILLM) -> None:
