@@ -24,6 +24,7 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
         "MEMORY_RETRIEVAL",
         "MEMORY_LLM",
         "MEMORY_LLM_OPTIONS",
+        "MEMORY_MEDIA_DIR",
     ):
         monkeypatch.delenv(name, raising=False)
 

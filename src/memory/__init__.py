@@ -9,7 +9,10 @@
 
 from memory.aio import AsyncMemory
 from memory.config import Settings, load_settings
+from memory.episodic.summarize import ExtractiveSummarizer, Summarizer
+from memory.episodic.types import Block, BlockChange, Message, MessageHit, ThreadInfo
 from memory.errors import (
+    BlockLimitError,
     ConfigError,
     EmbedderError,
     EmbeddingMismatchError,
@@ -23,6 +26,7 @@ from memory.errors import (
     ProviderError,
     SchemaError,
     StorageError,
+    StoreUnavailableError,
 )
 from memory.filters import Filter
 from memory.memory import Memory
@@ -60,5 +64,14 @@ __all__ = [
     "LLMError",
     "LLMOutputError",
     "GraphUnavailableError",
+    "BlockLimitError",
+    "StoreUnavailableError",
+    "Message",
+    "MessageHit",
+    "ThreadInfo",
+    "Block",
+    "BlockChange",
+    "Summarizer",
+    "ExtractiveSummarizer",
     "__version__",
 ]

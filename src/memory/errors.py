@@ -5,17 +5,19 @@ Every error the public API raises derives from :class:`Error`; nothing else
 
     Error
     ├── InvalidInputError        bad content, filters, ids, options or vectors
-    │   └── InvalidVectorError   NaN/inf, wrong length, wrong type
+    │   ├── InvalidVectorError   NaN/inf, wrong length, wrong type
+    │   └── BlockLimitError      a block would grow past its size limit
     ├── NotFoundError            an id that does not exist in this namespace
     ├── ConfigError              unusable configuration or unknown provider
-    │   └── EmbeddingMismatchError  store built with another model/dimension
+    │   ├── EmbeddingMismatchError  store built with another model/dimension
+    │   └── StoreUnavailableError   the backend lacks a storage area (e.g. conversations)
+    │       └── GraphUnavailableError  ... the graph store (backend.graph)
     ├── StorageError             the backend failed (driver errors translated)
     │   └── SchemaError          database newer than this code, or corrupt
-    ├── ProviderError            an embedder or LLM failed
-    │   ├── EmbedderError
-    │   └── LLMError             the LLM call failed (HTTP, timeout, retries exhausted)
-    │       └── LLMOutputError   the LLM kept answering with invalid JSON / schema
-    └── GraphUnavailableError    the backend has no graph store (also a ConfigError)
+    └── ProviderError            an embedder or LLM failed
+        ├── EmbedderError
+        └── LLMError             the LLM call failed (HTTP, timeout, retries exhausted)
+            └── LLMOutputError   the LLM kept answering with invalid JSON / schema
 
 Messages say what was wrong and what to do about it.
 """
@@ -36,6 +38,8 @@ __all__ = [
     "LLMError",
     "LLMOutputError",
     "GraphUnavailableError",
+    "BlockLimitError",
+    "StoreUnavailableError",
 ]
 
 
@@ -87,5 +91,13 @@ class LLMOutputError(LLMError):
     """The LLM answered, but not with JSON matching the requested schema (after the retries)."""
 
 
-class GraphUnavailableError(ConfigError):
+class BlockLimitError(InvalidInputError):
+    """A working-memory block would exceed its size limit; nothing was written."""
+
+
+class StoreUnavailableError(ConfigError):
+    """The backend does not provide a storage area a feature needs (e.g. conversations)."""
+
+
+class GraphUnavailableError(StoreUnavailableError):
     """The storage backend does not provide a graph store (``backend.graph``)."""
