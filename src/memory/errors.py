@@ -5,14 +5,16 @@ Every error the public API raises derives from :class:`Error`; nothing else
 
     Error
     ├── InvalidInputError        bad content, filters, ids, options or vectors
-    │   └── InvalidVectorError   NaN/inf, wrong length, wrong type
+    │   ├── InvalidVectorError   NaN/inf, wrong length, wrong type
+    │   └── ContextBudgetError   a token budget too small to hold a prompt
     ├── NotFoundError            an id that does not exist in this namespace
     ├── ConfigError              unusable configuration or unknown provider
     │   └── EmbeddingMismatchError  store built with another model/dimension
     ├── StorageError             the backend failed (driver errors translated)
     │   └── SchemaError          database newer than this code, or corrupt
-    └── ProviderError            an embedder or LLM failed
-        └── EmbedderError
+    ├── ProviderError            an embedder or LLM failed
+    │   └── EmbedderError
+    └── AgentError               an agent loop could not finish (step limit, bad tool call)
 
 Messages say what was wrong and what to do about it.
 """
@@ -30,6 +32,8 @@ __all__ = [
     "SchemaError",
     "ProviderError",
     "EmbedderError",
+    "ContextBudgetError",
+    "AgentError",
 ]
 
 
@@ -71,3 +75,11 @@ class ProviderError(Error):
 
 class EmbedderError(ProviderError):
     """The embedder failed to produce vectors."""
+
+
+class ContextBudgetError(InvalidInputError):
+    """The token budget cannot hold even the fixed parts of a prompt; raise the budget."""
+
+
+class AgentError(Error):
+    """An agent loop could not finish: too many steps, or a malformed reply from the model."""
