@@ -44,6 +44,7 @@ __all__ = [
     "ContextSource",
     "hydrate",
     "register_source",
+    "unregister_source",
     "default_sources",
     "recall_query",
     "entity_mentions",
@@ -436,6 +437,13 @@ def register_source(source: ContextSource, *, replace: bool = False) -> None:
         if source.name in _REGISTRY and not replace:
             raise InvalidInputError(f"a context source named {source.name!r} exists; pass replace=True")
         _REGISTRY[source.name] = source
+
+
+def unregister_source(name: str) -> None:
+    """Remove a source from the default set. Raises InvalidInputError for an unknown name."""
+    with _LOCK:
+        if _REGISTRY.pop(name, None) is None:
+            raise InvalidInputError(f"no context source named {name!r}")
 
 
 def default_sources() -> list[ContextSource]:
