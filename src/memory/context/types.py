@@ -10,10 +10,10 @@ stored and replayed. The flow::
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "CompositionMode",
@@ -85,6 +85,11 @@ class Section(_Data):
     shrink: ShrinkMode = "summarise"
     content_hash: str | None = None
     embedding: tuple[float, ...] | None = None
+
+    @field_validator("recency")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
     @model_validator(mode="after")
     def _fill_hash(self) -> Section:
