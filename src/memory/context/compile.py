@@ -112,17 +112,23 @@ def render_sections(sections: Sequence[Section]) -> str:
     Consecutive sections with one label share a ``## label`` heading; blocks are
     separated by a blank line.
     """
-    ordered = sorted(enumerate(sections), key=lambda pair: (_ORDER[pair[1].composition], pair[0]))
+    return _render([(s.composition, s.label, s.content) for s in sections])
+
+
+def _render(parts: Sequence[tuple[str, str, str]]) -> str:
+    """Render (composition, label, content) triples as :func:`render_sections` does."""
+    ordered = sorted(range(len(parts)), key=lambda i: (_ORDER[parts[i][0]], i))
     blocks: list[tuple[str, list[str]]] = []
-    for _, section in ordered:
-        text = _normal(section.content)
+    for i in ordered:
+        _, label, content = parts[i]
+        text = _normal(content)
         if not text:
             continue
-        if blocks and blocks[-1][0] == section.label:
+        if blocks and blocks[-1][0] == label:
             blocks[-1][1].append(text)
         else:
-            blocks.append((section.label, [text]))
-    return "\n\n".join((f"## {label}\n" if label else "") + "\n".join(parts) for label, parts in blocks)
+            blocks.append((label, [text]))
+    return "\n\n".join((f"## {label}\n" if label else "") + "\n".join(texts) for label, texts in blocks)
 
 
 class _Slot:
@@ -149,6 +155,7 @@ class _Slot:
 
 
 def _heading_cost(label: str, counter: TokenCounter) -> int:
+    # heading line plus the blank line before the next block: an upper bound on what a label adds
     return counter.count(f"## {label}\n\n\n") if label else counter.count("\n\n")
 
 
@@ -199,7 +206,7 @@ def compile_prompt(
     slots: list[_Slot] = []
     for index, section in enumerate(ir.sections):
         content = _normal(section.content)
-        tokens = counter.count(content)
+        tokens = section.tokens if section.tokens is not None and content == section.content else counter.count(content)
         slot = _Slot(section, index, tokens, section_value(section, clock, decay))
         slot.content = content
         slots.append(slot)
@@ -340,7 +347,7 @@ def compile_prompt(
     order_cut = sorted(live, key=lambda s: (s.section.priority == "critical", s.value, -s.index))
     while True:
         kept = sorted((s for s in live if s.status in ("kept", "shrunk") and s.content), key=lambda s: s.index)
-        system = render_sections([s.section.model_copy(update={"content": s.content}) for s in kept])
+        system = _render([(s.section.composition, s.section.label, s.content) for s in kept])
         system_tokens = counter.count(system)
         messages = (1 if system else 0) + (1 if observation else 0)
         extra = (MESSAGE_OVERHEAD * messages + REPLY_PRIMING) if include_observation else 0
@@ -367,14 +374,16 @@ def compile_prompt(
     for slot in sorted(slots, key=lambda s: s.index):
         after = counter.count(slot.content) if slot.status in ("kept", "shrunk") else 0
         traces.append(
-            SectionTrace(
+            SectionTrace.model_construct(
                 id=slot.section.id, label=slot.section.label, source=slot.section.source.kind,
                 status=slot.status, tokens_before=slot.tokens, tokens_after=after,  # type: ignore[arg-type]
                 value=round(slot.value, 6), reason=slot.reason,
             )
         )  # fmt: skip
     kept_sections = tuple(
-        s.section.model_copy(update={"content": s.content, "tokens": counter.count(s.content)})
+        s.section
+        if s.content == s.section.content and s.section.tokens == s.tokens
+        else s.section.model_copy(update={"content": s.content, "tokens": counter.count(s.content)})
         for s in sorted(live, key=lambda s: s.index)
         if s.status in ("kept", "shrunk") and s.content
     )

@@ -29,7 +29,7 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -61,12 +61,17 @@ class Skipped(NamedTuple):
 
 @dataclass(frozen=True)
 class HydrationContext:
-    """What a source sees: the store, the request, the time and the token counter."""
+    """What a source sees: the store, the request, the time and the token counter.
+
+    A source may record the time of its store calls in ``timings`` (ms by name,
+    e.g. ``recall``); they end up in the trace.
+    """
 
     memory: Any
     request: ContextRequest
     now: datetime
     counter: TokenCounter
+    timings: dict[str, float] = field(default_factory=dict)
 
     def scope(self) -> dict[str, str]:
         """The request's namespace/user/agent as keyword arguments (unset ones left out)."""
@@ -283,9 +288,11 @@ class RecallSource:
         strategy = ctx.request.strategy
         if not strategy.include_knowledge or strategy.semantic_limit == 0:
             return Skipped("strategy.include_knowledge is off")
+        started = time.perf_counter()
         hits = ctx.memory.recall(
             recall_query(ctx.request), limit=strategy.semantic_limit, clearance=ctx.request.clearance, **ctx.scope()
         )
+        ctx.timings["recall"] = round((time.perf_counter() - started) * 1000.0, 3)
         out = []
         for hit in hits:
             if hit.parts.fusion < strategy.semantic_threshold:
@@ -293,14 +300,14 @@ class RecallSource:
             item = hit.item
             when = item.valid_from or item.created_at
             content = f"- [{when:%Y-%m-%d}] {' '.join(item.content.split())}"
+            tokens = ctx.counter.count(content)
             out.append(
                 Section(
                     id=f"memory:{item.id}", label=_memory_label(item.kind),
                     source=SectionSource(kind="knowledge" if item.kind in _KNOWLEDGE_KINDS else "semantic",
                                          name="recall", ref=item.id, score=round(hit.score, 6)),
                     content=content, priority="medium", relevance=min(max(hit.score, 0.0), 1.0), recency=when,
-                    composition="additive", shrink="summarise",
-                    min_tokens=_min_tokens(ctx.counter.count(content), 64),
+                    composition="additive", shrink="summarise", tokens=tokens, min_tokens=_min_tokens(tokens, 64),
                 )
             )  # fmt: skip
         return out or Skipped("no memory passed the threshold" if hits else "no memories matched")
@@ -493,7 +500,9 @@ def hydrate(
             if section.id in ids:
                 continue
             ids.add(section.id)
-            sections.append(section.model_copy(update={"tokens": counter.count(section.content)}))
+            if section.tokens is None:
+                section = section.model_copy(update={"tokens": counter.count(section.content)})
+            sections.append(section)
             added += 1
         notes.append(SourceNote(source=source.name, status="used", sections=added, ms=ms))
     total = sum(s.tokens or 0 for s in sections)
@@ -501,7 +510,7 @@ def hydrate(
         total_tokens=total, budget=request.budget, strategy=request.strategy, timestamp=clock, tokenizer=counter.name
     )
     return PromptIR(sections=tuple(sections), tools=request.tools, observation=request.observation, meta=meta,
-                    sources=tuple(notes))  # fmt: skip
+                    sources=tuple(notes), timings_ms=dict(ctx.timings))  # fmt: skip
 
 
 def _as_sections(result: Iterable[Any], name: str) -> list[Section]:

@@ -56,6 +56,7 @@ def build_context(
         "compile": round((done - hydrated) * 1000.0, 3),
         "total": round((done - started) * 1000.0, 3),
         **{f"source.{note.source}": note.ms for note in ir.sources},
+        **ir.timings_ms,
     }
     return compiled.model_copy(update={"trace": compiled.trace.model_copy(update={"timings_ms": timings})})
 

@@ -66,14 +66,21 @@ def extractive_summary(text: str, max_tokens: int, counter: TokenCounter, query:
         overlap = len(query_words.intersection(words))
         scored.append((2.0 * overlap + centrality + (0.25 if index == 0 else 0.0), index))
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
+    # greedy on per-unit counts (+1 per joiner), then verify the joined text and drop the weakest while over
+    joiner_cost = counter.count(joiner) or 1
     chosen: list[int] = []
+    used = 0
     for _, index in scored:
-        trial = sorted([*chosen, index])
-        if counter.count(joiner.join(units[i] for i in trial)) <= max_tokens:
-            chosen = trial
-    if not chosen:
-        return counter.truncate(units[scored[0][1]], max_tokens)
-    return joiner.join(units[i] for i in chosen)
+        cost = counter.count(units[index]) + joiner_cost
+        if used + cost <= max_tokens + joiner_cost:
+            chosen.append(index)
+            used += cost
+    while chosen:
+        text_out = joiner.join(units[i] for i in sorted(chosen))
+        if counter.count(text_out) <= max_tokens:
+            return text_out
+        chosen.pop()
+    return counter.truncate(units[scored[0][1]], max_tokens)
 
 
 def shrink_text(

@@ -221,6 +221,7 @@ class PromptIR(_Data):
     observation: str
     meta: PromptMeta
     sources: tuple[SourceNote, ...] = ()
+    timings_ms: dict[str, float] = Field(default_factory=dict, description="store calls made by sources (e.g. recall)")
 
 
 class SectionTrace(_Data):
