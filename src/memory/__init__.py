@@ -9,8 +9,11 @@
 
 from memory.aio import AsyncMemory
 from memory.config import Settings, load_settings
+from memory.context import CompiledPrompt, ContextRequest, ContextStrategy, TokenBudget
 from memory.errors import (
+    AgentError,
     ConfigError,
+    ContextBudgetError,
     EmbedderError,
     EmbeddingMismatchError,
     Error,
@@ -54,5 +57,11 @@ __all__ = [
     "SchemaError",
     "ProviderError",
     "EmbedderError",
+    "ContextBudgetError",
+    "AgentError",
+    "ContextRequest",
+    "ContextStrategy",
+    "TokenBudget",
+    "CompiledPrompt",
     "__version__",
 ]
