@@ -23,6 +23,7 @@ from memory.agent import (
     openai_tools,
 )
 from memory.embedders.hashing import HashingEmbedder
+from memory.context import ContextStrategy, TokenBudget, counter_for
 from memory.errors import AgentError, InvalidInputError, ProviderError
 
 from chat_server import ChatServer, answer, tool_call
@@ -168,3 +169,22 @@ def test_endpoint_failures_and_runaway_tool_loops_are_clear_errors(mem: Memory) 
         ChatClient("ftp://x", "m")
     with pytest.raises(InvalidInputError, match="empty"):
         MemoryAgent(mem, ChatClient("http://127.0.0.1:9/v1", "m")).run("  ")
+
+
+def test_the_whole_request_with_the_tool_exchange_fits_the_budget(mem: Memory) -> None:
+    for i in range(40):
+        mem.remember(f"Erin note {i}: she keeps plants number {i} on the balcony", user="erin")
+    script = [tool_call("recall", {"query": "plants", "limit": 10}, "c1"), answer("You keep plants.")]
+    with ChatServer(script).running() as server:
+        agent = MemoryAgent(mem, ChatClient(server.url, "gpt-4o"), user="erin", budget=TokenBudget(total=1600),
+                            strategy=ContextStrategy(semantic_limit=40))
+        turn = agent.run("What do I keep on the balcony?")
+    counter = counter_for("gpt-4o")
+    second = server.requests[1]
+    exchange = second["messages"][-2:]
+    prompt = second["messages"][:-2]
+    total = sum(counter.count(m["content"]) + 3 for m in prompt) + 3
+    total += sum(counter.count(json.dumps(m, ensure_ascii=False)) + 3 for m in exchange)
+    total += sum(counter.count(json.dumps(t, separators=(",", ":"))) for t in second["tools"])
+    assert total <= 1600
+    assert turn.steps[1].context_tokens < turn.steps[0].context_tokens  # the prompt gave way to the exchange

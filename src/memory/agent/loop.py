@@ -1,7 +1,9 @@
 """MemoryAgent: a small agent loop that rebuilds its context for every model call.
 
 For each user message: save it, then repeat — hydrate and compile a prompt
-from memory under the token budget (:meth:`Memory.context`), call the chat
+from memory under the token budget (:meth:`Memory.context`; the tool calls
+and results of the current turn, sent after it, are taken off the budget so
+the whole request fits), call the chat
 endpoint with the memory tools, run the tool calls it asks for in the agent's
 scope — until the model answers without tool calls; save the answer.
 
@@ -22,9 +24,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from memory.agent.chat import ChatClient, ChatReply
 from memory.agent.tools import ToolScope, available_tools, execute_tool
-from memory.context.compile import CompiledPrompt
+from memory.context.compile import MESSAGE_OVERHEAD, CompiledPrompt
+from memory.context.tokens import counter_for
 from memory.context.types import ContextRequest, ContextStrategy, Section, SectionSource, TokenBudget, ToolDef
-from memory.errors import AgentError, InvalidInputError
+from memory.errors import AgentError, ContextBudgetError, InvalidInputError
 from memory.ids import new_id
 
 __all__ = [
@@ -186,10 +189,17 @@ class MemoryAgent:
             ),
         )  # fmt: skip
 
-    def context_for(self, message: str) -> CompiledPrompt:
-        """The compiled prompt for ``message`` as the next model call would see it."""
+    def context_for(self, message: str, *, exchange_tokens: int = 0) -> CompiledPrompt:
+        """The compiled prompt for ``message`` as the next model call would see it.
+
+        ``exchange_tokens`` (the tool calls and results of the current turn, sent
+        after the prompt) are taken off the budget, so the whole request fits it.
+        """
+        budget = self.budget
+        if exchange_tokens:
+            budget = budget.model_copy(update={"total": max(budget.total - exchange_tokens, 1)})
         request = ContextRequest(
-            observation=message, system=self.system, tools=self.tools, budget=self.budget, strategy=self.strategy,
+            observation=message, system=self.system, tools=self.tools, budget=budget, strategy=self.strategy,
             model=self.client.model, sections=self._transcript_section(message), **self.scope.kwargs(thread=True),
         )  # fmt: skip
         return self.memory.context(request)  # type: ignore[no-any-return]
@@ -206,8 +216,15 @@ class MemoryAgent:
         steps: list[AgentStep] = []
         exchange: list[dict[str, Any]] = []
         compiled: CompiledPrompt | None = None
+        counter = counter_for(self.client.model)
         for _ in range(self.max_steps):
-            compiled = self.context_for(message)
+            used = sum(counter.count(json.dumps(m, ensure_ascii=False)) + MESSAGE_OVERHEAD for m in exchange)
+            try:
+                compiled = self.context_for(message, exchange_tokens=used)
+            except ContextBudgetError as exc:
+                raise AgentError(
+                    f"this turn's tool calls and results ({used} tokens) outgrew the budget of {self.budget.total}"
+                ) from exc
             body = compiled.openai()
             reply = self.client.complete(body["messages"] + exchange, body.get("tools"))
             calls = self._run_tools(reply, exchange)

@@ -81,7 +81,7 @@ def context(
     request = ContextRequest(
         observation=text,
         **{k: v for k, v in fields.items() if v is not None},
-        budget=TokenBudget(total=budget, reserve_ratio=reserve, allocation=allocation),  # type: ignore[arg-type]
+        budget=TokenBudget(total=budget, reserve_ratio=reserve, allocation=allocation),
         strategy=ContextStrategy(semantic_limit=limit, include_time=not no_time),
     )
     with Memory(settings=build_settings(global_options(ctx))) as mem:

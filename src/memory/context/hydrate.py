@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from memory.context.tokens import TokenCounter, counter_for
-from memory.context.types import ContextRequest, PromptIR, PromptMeta, Section, SectionSource, SourceNote
+from memory.context.types import ContextRequest, PromptIR, PromptMeta, Section, SectionSource, SourceNote, section_hash
 from memory.errors import Error, InvalidInputError
 from memory.types import SENSITIVITY_LEVELS
 
@@ -301,13 +301,17 @@ class RecallSource:
             when = item.valid_from or item.created_at
             content = f"- [{when:%Y-%m-%d}] {' '.join(item.content.split())}"
             tokens = ctx.counter.count(content)
+            # the hot path (tens of hits per call): built without re-validation, every field set here
             out.append(
-                Section(
+                Section.model_construct(
                     id=f"memory:{item.id}", label=_memory_label(item.kind),
-                    source=SectionSource(kind="knowledge" if item.kind in _KNOWLEDGE_KINDS else "semantic",
-                                         name="recall", ref=item.id, score=round(hit.score, 6)),
-                    content=content, priority="medium", relevance=min(max(hit.score, 0.0), 1.0), recency=when,
-                    composition="additive", shrink="summarise", tokens=tokens, min_tokens=_min_tokens(tokens, 64),
+                    source=SectionSource.model_construct(
+                        kind="knowledge" if item.kind in _KNOWLEDGE_KINDS else "semantic", name="recall",
+                        ref=item.id, score=round(hit.score, 6),
+                    ),
+                    content=content, tokens=tokens, min_tokens=_min_tokens(tokens, 64), priority="medium",
+                    relevance=min(max(hit.score, 0.0), 1.0), recency=when, composition="additive",
+                    shrink="summarise", content_hash=section_hash(content), embedding=None,
                 )
             )  # fmt: skip
         return out or Skipped("no memory passed the threshold" if hits else "no memories matched")

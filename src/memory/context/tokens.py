@@ -118,7 +118,7 @@ class TiktokenCounter(_LineCached):
         if len(ids) <= tokens:
             return text
         part = ids[-tokens:] if keep_end else ids[:tokens]
-        cut = self._encoding.decode(part, errors="ignore")
+        cut: str = self._encoding.decode(part, errors="ignore")
         while cut and self.count(cut) > tokens:  # re-encoding a cut can merge differently; shave until it fits
             cut = cut[1:] if keep_end else cut[:-1]
         return cut
