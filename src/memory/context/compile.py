@@ -206,7 +206,7 @@ def compile_prompt(
     slots: list[_Slot] = []
     for index, section in enumerate(ir.sections):
         content = _normal(section.content)
-        tokens = section.tokens if section.tokens is not None and content == section.content else counter.count(content)
+        tokens = counter.count(content)  # always recounted: a given `tokens` may come from another tokenizer
         slot = _Slot(section, index, tokens, section_value(section, clock, decay))
         slot.content = content
         slots.append(slot)
