@@ -4,7 +4,8 @@ Per conversation a fresh store holds every turn (as in :mod:`memory.bench.locomo
 For each question of category 1–4 with evidence, :meth:`Memory.context` builds
 a prompt under the budget (no system prompt, no clock) and the trace gives:
 
-* recall time — the ``recall`` source (query embedding + search);
+* recall time — the :meth:`Memory.recall` call inside the recall source (query
+  embedding, search, fusion, access statistics);
 * assembly time — everything else: the other sources, dedup, ranking,
   shrinking, rendering and exact token counting;
 * tokens used by the whole request, against the tokens of the full
@@ -112,7 +113,7 @@ def run_context_bench(
                     )  # fmt: skip
                     compiled = mem.context(request)
                     timings = compiled.trace.timings_ms
-                    recall = timings.get("source.recall", 0.0)
+                    recall = timings.get("recall", 0.0)  # the Memory.recall call alone
                     result.recall_ms.append(recall)
                     result.assembly_ms.append(timings["total"] - recall)
                     result.tokens_used.append(compiled.trace.tokens["total"])
