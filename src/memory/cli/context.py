@@ -23,7 +23,7 @@ def print_trace(compiled: CompiledPrompt) -> None:
     """A table of every section (kept/shrunk/dropped, tokens, value, why) and a one-line summary."""
     trace = compiled.trace
     rows = [
-        [t.id if len(t.id) <= 24 else "…" + t.id[-20:], t.label or "(system)", t.source, t.status,
+        [_short_id(t.id), t.label or "(system)", t.source, t.status,
          f"{t.tokens_before}→{t.tokens_after}", f"{t.value:.3g}", t.reason]
         for t in (*trace.sections, *trace.tools)
     ]  # fmt: skip
@@ -169,6 +169,14 @@ def chat(
             if show_context:
                 print_trace(turn.last_context)
         client.close()
+
+
+def _short_id(section_id: str) -> str:
+    """``memory:01a2…`` ids cut to their kind and the distinguishing end; short ids unchanged."""
+    kind, sep, rest = section_id.partition(":")
+    if sep and len(rest) > 12:
+        return f"{kind}:…{rest[-8:]}"
+    return section_id if len(section_id) <= 24 else "…" + section_id[-20:]
 
 
 def _short(value: Any, limit: int = 160) -> str:
