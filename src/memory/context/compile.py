@@ -224,8 +224,22 @@ def compile_prompt(
             seen[key] = slot
             live.append(slot)
 
+    headings: dict[str, int] = {}
+    placed: set[str] = set()  # labels whose heading is already paid for
+
+    def heading_of(slot: _Slot) -> int:
+        """What placing this section adds besides its content: its heading once per label, else a line break."""
+        label = slot.section.label
+        if label in placed:
+            return 1
+        if label not in headings:
+            headings[label] = _heading_cost(label, counter)
+        return headings[label]
+
     def cost(slot: _Slot, size: int) -> int:
-        return size + _heading_cost(slot.section.label, counter)
+        extra = heading_of(slot)
+        placed.add(slot.section.label)
+        return size + extra
 
     # 4: critical sections
     critical = [s for s in live if s.section.priority == "critical"]
@@ -299,8 +313,8 @@ def compile_prompt(
             left = min(left, int(group_left[group(slot)]))
         target = slot.tokens
         if not everything_fits and slot.index in cap:
-            target = min(slot.tokens, max(int(cap[slot.index]) - _heading_cost(slot.section.label, counter), slot.minimum))
-        heading = _heading_cost(slot.section.label, counter)
+            target = min(slot.tokens, max(int(cap[slot.index]) - heading_of(slot), slot.minimum))
+        heading = heading_of(slot)
         if target + heading <= left:
             slot.size = target
         elif slot.minimum < slot.tokens and left - heading >= slot.minimum:
@@ -317,7 +331,7 @@ def compile_prompt(
     for slot in others:
         if room <= 0:
             break
-        heading = _heading_cost(slot.section.label, counter)
+        heading = heading_of(slot)
         if slot.status == "shrunk":
             grow = min(slot.tokens - slot.size, room)
             slot.size += grow
@@ -374,7 +388,7 @@ def compile_prompt(
     for slot in sorted(slots, key=lambda s: s.index):
         after = counter.count(slot.content) if slot.status in ("kept", "shrunk") else 0
         traces.append(
-            SectionTrace.model_construct(
+            SectionTrace(
                 id=slot.section.id, label=slot.section.label, source=slot.section.source.kind,
                 status=slot.status, tokens_before=slot.tokens, tokens_after=after,  # type: ignore[arg-type]
                 value=round(slot.value, 6), reason=slot.reason,

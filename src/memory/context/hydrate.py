@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from memory.context.tokens import TokenCounter, counter_for
-from memory.context.types import ContextRequest, PromptIR, PromptMeta, Section, SectionSource, SourceNote, section_hash
+from memory.context.types import ContextRequest, PromptIR, PromptMeta, Section, SectionSource, SourceNote
 from memory.errors import Error, InvalidInputError
 from memory.types import SENSITIVITY_LEVELS
 
@@ -288,11 +288,12 @@ class RecallSource:
         strategy = ctx.request.strategy
         if not strategy.include_knowledge or strategy.semantic_limit == 0:
             return Skipped("strategy.include_knowledge is off")
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         hits = ctx.memory.recall(
             recall_query(ctx.request), limit=strategy.semantic_limit, clearance=ctx.request.clearance, **ctx.scope()
         )
         ctx.timings["recall"] = round((time.perf_counter() - started) * 1000.0, 3)
+        ctx.timings["recall_cpu"] = round((time.thread_time() - cpu) * 1000.0, 3)
         out = []
         for hit in hits:
             if hit.parts.fusion < strategy.semantic_threshold:
@@ -301,17 +302,16 @@ class RecallSource:
             when = item.valid_from or item.created_at
             content = f"- [{when:%Y-%m-%d}] {' '.join(item.content.split())}"
             tokens = ctx.counter.count(content)
-            # the hot path (tens of hits per call): built without re-validation, every field set here
             out.append(
-                Section.model_construct(
+                Section(
                     id=f"memory:{item.id}", label=_memory_label(item.kind),
-                    source=SectionSource.model_construct(
+                    source=SectionSource(
                         kind="knowledge" if item.kind in _KNOWLEDGE_KINDS else "semantic", name="recall",
                         ref=item.id, score=round(hit.score, 6),
                     ),
                     content=content, tokens=tokens, min_tokens=_min_tokens(tokens, 64), priority="medium",
                     relevance=min(max(hit.score, 0.0), 1.0), recency=when, composition="additive",
-                    shrink="summarise", content_hash=section_hash(content), embedding=None,
+                    shrink="summarise",
                 )
             )  # fmt: skip
         return out or Skipped("no memory passed the threshold" if hits else "no memories matched")

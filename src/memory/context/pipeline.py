@@ -44,9 +44,15 @@ def build_context(
     summariser: Summariser | None = None,
     include_observation: bool = True,
 ) -> CompiledPrompt:
-    """Hydrate ``request`` from ``memory`` and compile it; the trace carries hydrate/compile/per-source ms."""
+    """Hydrate ``request`` from ``memory`` and compile it.
+
+    The trace's ``timings_ms`` holds wall-clock ms of hydrate, compile, the whole
+    call (``total``) and each source, the recall call alone (``recall``), and
+    this thread's CPU ms of the whole call and of recall (``total_cpu``,
+    ``recall_cpu``: unlike wall time, not inflated by other processes).
+    """
     counter = counter_for(request.model)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.thread_time()
     ir = hydrate(memory, request, sources=sources, counter=counter)
     hydrated = time.perf_counter()
     compiled = compile_prompt(ir, counter=counter, summariser=summariser, include_observation=include_observation)
@@ -55,6 +61,7 @@ def build_context(
         "hydrate": round((hydrated - started) * 1000.0, 3),
         "compile": round((done - hydrated) * 1000.0, 3),
         "total": round((done - started) * 1000.0, 3),
+        "total_cpu": round((time.thread_time() - cpu) * 1000.0, 3),
         **{f"source.{note.source}": note.ms for note in ir.sources},
         **ir.timings_ms,
     }
