@@ -311,7 +311,7 @@ class RecallSource:
                     ),
                     content=content, tokens=tokens, min_tokens=_min_tokens(tokens, 64), priority="medium",
                     relevance=min(max(hit.score, 0.0), 1.0), recency=when, composition="additive",
-                    shrink="summarise",
+                    shrink="summarise", content_hash=item.content_hash,  # dedup by the memory's own text
                 )
             )  # fmt: skip
         return out or Skipped("no memory passed the threshold" if hits else "no memories matched")
