@@ -57,12 +57,13 @@ def extractive_summary(text: str, max_tokens: int, counter: TokenCounter, query:
     units, joiner = _units(text)
     if len(units) <= 1:
         return counter.truncate(text, max_tokens)
-    freq = Counter(_words(text))
+    unit_words = [_words(unit) for unit in units]
+    freq = Counter(w for words in unit_words for w in words)
+    top = max(freq.values(), default=1) or 1
     query_words = set(_words(query or ""))
     scored = []
-    for index, unit in enumerate(units):
-        words = _words(unit)
-        centrality = sum(freq[w] for w in words) / (len(words) or 1) / (max(freq.values(), default=1) or 1)
+    for index, words in enumerate(unit_words):
+        centrality = sum(freq[w] for w in words) / (len(words) or 1) / top
         overlap = len(query_words.intersection(words))
         scored.append((2.0 * overlap + centrality + (0.25 if index == 0 else 0.0), index))
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
