@@ -25,6 +25,7 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
         "MEMORY_CHAT_URL",
         "MEMORY_CHAT_MODEL",
         "MEMORY_CHAT_API_KEY",
+        "MEMORY_MEDIA_DIR",
     ):
         monkeypatch.delenv(name, raising=False)
 

@@ -10,8 +10,11 @@
 from memory.aio import AsyncMemory
 from memory.config import Settings, load_settings
 from memory.context import CompiledPrompt, ContextRequest, ContextStrategy, TokenBudget
+from memory.episodic.summarize import ExtractiveSummarizer, Summarizer
+from memory.episodic.types import Block, BlockChange, Message, MessageHit, ThreadInfo
 from memory.errors import (
     AgentError,
+    BlockLimitError,
     ConfigError,
     ContextBudgetError,
     EmbedderError,
@@ -23,6 +26,7 @@ from memory.errors import (
     ProviderError,
     SchemaError,
     StorageError,
+    StoreUnavailableError,
 )
 from memory.filters import Filter
 from memory.memory import Memory
@@ -63,5 +67,14 @@ __all__ = [
     "ContextStrategy",
     "TokenBudget",
     "CompiledPrompt",
+    "BlockLimitError",
+    "StoreUnavailableError",
+    "Message",
+    "MessageHit",
+    "ThreadInfo",
+    "Block",
+    "BlockChange",
+    "Summarizer",
+    "ExtractiveSummarizer",
     "__version__",
 ]

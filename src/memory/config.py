@@ -9,7 +9,8 @@ Environment variables: ``MEMORY_CONFIG`` (config file path), ``MEMORY_DATABASE``
 ``MEMORY_EMBEDDER_OPTIONS`` (JSON object), ``MEMORY_RETRIEVAL`` (preset name),
 ``MEMORY_CHAT_URL`` and ``MEMORY_CHAT_MODEL`` (the chat endpoint of ``memory chat``;
 its API key is read from the variable named by ``chat.api_key_env``,
-``MEMORY_CHAT_API_KEY`` by default, and never stored in the config file).
+``MEMORY_CHAT_API_KEY`` by default, and never stored in the config file),
+``MEMORY_MEDIA_DIR`` (where message media files go).
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ class Settings(BaseModel):
     retrieval: RetrievalConfig | str = "balanced"
     limits: Limits = Limits()
     chat: ChatSettings = ChatSettings()
+    #: Where message media files go; default: ``<database file>.media`` next to a SQLite file.
+    media_dir: str | None = None
 
     def retrieval_config(self) -> RetrievalConfig:
         """The retrieval settings, resolving a preset name."""
@@ -127,6 +130,8 @@ def _from_env() -> dict[str, Any]:
         env["namespace"] = value
     if value := os.environ.get("MEMORY_RETRIEVAL"):
         env["retrieval"] = value
+    if value := os.environ.get("MEMORY_MEDIA_DIR"):
+        env["media_dir"] = value
     if value := os.environ.get("MEMORY_EMBEDDER"):
         spec: dict[str, Any] = {"provider": value}
         if raw := os.environ.get("MEMORY_EMBEDDER_OPTIONS"):

@@ -6,10 +6,12 @@ Every error the public API raises derives from :class:`Error`; nothing else
     Error
     ├── InvalidInputError        bad content, filters, ids, options or vectors
     │   ├── InvalidVectorError   NaN/inf, wrong length, wrong type
+    │   ├── BlockLimitError      a block would grow past its size limit
     │   └── ContextBudgetError   a token budget too small to hold a prompt
     ├── NotFoundError            an id that does not exist in this namespace
     ├── ConfigError              unusable configuration or unknown provider
-    │   └── EmbeddingMismatchError  store built with another model/dimension
+    │   ├── EmbeddingMismatchError  store built with another model/dimension
+    │   └── StoreUnavailableError   the backend lacks a storage area (e.g. conversations)
     ├── StorageError             the backend failed (driver errors translated)
     │   └── SchemaError          database newer than this code, or corrupt
     ├── ProviderError            an embedder or LLM failed
@@ -34,6 +36,8 @@ __all__ = [
     "EmbedderError",
     "ContextBudgetError",
     "AgentError",
+    "BlockLimitError",
+    "StoreUnavailableError",
 ]
 
 
@@ -83,3 +87,11 @@ class ContextBudgetError(InvalidInputError):
 
 class AgentError(Error):
     """An agent loop could not finish: too many steps, or a malformed reply from the model."""
+
+
+class BlockLimitError(InvalidInputError):
+    """A working-memory block would exceed its size limit; nothing was written."""
+
+
+class StoreUnavailableError(ConfigError):
+    """The backend does not provide a storage area a feature needs (e.g. conversations)."""

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import pytest
@@ -57,15 +55,24 @@ def test_tool_execution_is_scoped_and_errors_are_results(mem: Memory) -> None:
     assert "no memory" in execute_tool(mem, "forget", {"id": stored["id"]}, bob)["error"]
     assert mem.get(stored["id"])  # bob could not delete it
     assert execute_tool(mem, "forget", {"id": stored["id"]}, alice) == {"id": stored["id"], "forgotten": True}
-    assert "unavailable" in execute_tool(mem, "update_block", {"label": "user_info", "content": "x"}, alice)["error"]
-    assert "mem.messages" in execute_tool(mem, "search_conversation", {"query": "x"}, alice)["error"]
+    assert execute_tool(mem, "update_block", {"label": "user_info", "content": "Alice, cat owner"}, alice) == {
+        "label": "user_info", "updated": "replace"
+    }  # fmt: skip
+    execute_tool(mem, "update_block", {"label": "user_info", "content": "likes tea", "mode": "append"}, alice)
+    assert mem.blocks.get("user_info", user="alice").value == "Alice, cat owner\nlikes tea"
+    assert mem.blocks.get("user_info", user="bob").value == ""
+    assert "limit" in execute_tool(mem, "update_block", {"label": "user_info", "content": "x" * 100_000}, alice)["error"]
+    mem.messages.append("t1", "my cat Miso sleeps all day", role="user", user="alice")
+    mem.messages.append("t2", "bob's cat is called Tom", role="user", user="bob")
+    found_messages = execute_tool(mem, "search_conversation", {"query": "cat"}, alice)["messages"]
+    assert [m["content"] for m in found_messages] == ["my cat Miso sleeps all day"]
     assert "not valid JSON" in execute_tool(mem, "recall", "{oops", alice)["error"]
     assert "unknown argument" in execute_tool(mem, "recall", {"query": "x", "k": 1}, alice)["error"]
     assert "missing argument" in execute_tool(mem, "remember", {}, alice)["error"]
     assert "wrong type" in execute_tool(mem, "recall", {"query": 3}, alice)["error"]
     assert "unknown tool" in execute_tool(mem, "rm_rf", {}, alice)["error"]
     assert "empty" in execute_tool(mem, "remember", {"content": "   "}, alice)["error"]
-    assert [t.name for t in available_tools(mem)] == ["remember", "recall", "forget"]
+    assert [t.name for t in available_tools(mem)] == [t.name for t in MEMORY_TOOLS]
 
 
 def test_agent_loop_end_to_end(mem: Memory) -> None:
@@ -85,11 +92,11 @@ def test_agent_loop_end_to_end(mem: Memory) -> None:
         client.close()
     assert turn.reply == "Your cat is called Miso."
     assert [len(s.tool_calls) for s in turn.steps] == [1, 1, 0]
-    assert turn.saved == InProcessSink.NOTE
+    assert turn.saved == "saved to mem.messages"
     first, after_remember, after_recall, next_turn = server.requests
     assert server.headers[0]["Authorization"] == "Bearer sk-test"
     assert first["model"] == "gpt-4o-mini" and first["tool_choice"] == "auto"
-    assert [t["function"]["name"] for t in first["tools"]] == ["remember", "recall", "forget"]
+    assert [t["function"]["name"] for t in first["tools"]] == [t.name for t in MEMORY_TOOLS]
     system = first["messages"][0]
     assert system["role"] == "system" and "Alice lives in Berlin" in system["content"]
     assert "Paris" not in system["content"]  # another user's memory never reaches the prompt
@@ -102,7 +109,7 @@ def test_agent_loop_end_to_end(mem: Memory) -> None:
     assert json.loads(tool_result["content"])["stored"] is True
     recalled = json.loads(after_recall["messages"][-1]["content"])["memories"]
     assert recalled[0]["content"] == "Alice adopted a cat named Miso"
-    # the next turn sees the earlier exchange as recent conversation (kept in process here)
+    # the next turn sees the earlier exchange as recent conversation (from the store's message log)
     assert "## Recent conversation" in next_turn["messages"][0]["content"]
     assert "assistant: Your cat is called Miso." in next_turn["messages"][0]["content"]
     assert next_turn["messages"][-1] == {"role": "user", "content": "Where do I live?"}
@@ -111,45 +118,32 @@ def test_agent_loop_end_to_end(mem: Memory) -> None:
     assert all("Miso" not in h.content for h in mem.recall("Miso", user="bob"))
 
 
-@dataclass
-class MessageLog:
-    """Stands in for issue 4's mem.messages (append / recent(thread, n))."""
-
-    rows: list[dict[str, Any]] = field(default_factory=list)
-
-    def append(self, **row: Any) -> str:
-        self.rows.append({**row, "created_at": datetime(2026, 1, 1, 12, len(self.rows))})
-        return str(len(self.rows))
-
-    def recent(self, thread: str, n: int, **kw: Any) -> list[Any]:
-        @dataclass
-        class M:
-            role: str
-            content: str
-            created_at: datetime
-
-        rows = [r for r in self.rows if r["thread"] == thread][-n:]
-        return [M(r["role"], r["content"], r["created_at"]) for r in rows]
-
-
-class WithMessages(Memory):
-    messages: MessageLog
-
-
-def test_agent_saves_through_the_message_log_when_the_store_has_one(tmp_db: str) -> None:
-    mem = WithMessages(tmp_db, embedder=HashingEmbedder())
-    mem.messages = MessageLog()
+def test_agent_saves_the_conversation_in_the_message_log(mem: Memory) -> None:
     with ChatServer([answer("Hello!"), answer("Still here.")]).running() as server:
         agent = MemoryAgent(mem, ChatClient(server.url, "llama3.2"), user="u", thread="t9")
         assert agent.run("hi").saved == "saved to mem.messages"
         agent.run("are you there?")
-    assert [(r["role"], r["content"], r["thread"], r["user"]) for r in mem.messages.rows] == [
-        ("user", "hi", "t9", "u"), ("assistant", "Hello!", "t9", "u"),
-        ("user", "are you there?", "t9", "u"), ("assistant", "Still here.", "t9", "u"),
+    rows = mem.messages.get_thread("t9")
+    assert [(m.turn, m.role, m.content, m.user) for m in rows] == [
+        (1, "user", "hi", "u"), (2, "assistant", "Hello!", "u"),
+        (3, "user", "are you there?", "u"), (4, "assistant", "Still here.", "u"),
     ]  # fmt: skip
     system = server.requests[1]["messages"][0]["content"]
     assert "user: hi\n" in system and "assistant: Hello!" in system and "are you there?" not in system
-    mem.close()
+
+
+def test_without_a_message_log_the_turns_are_kept_in_process(mem: Memory) -> None:
+    sink = InProcessSink()
+    with ChatServer([answer("Hello!"), answer("Yes.")]).running() as server:
+        agent = MemoryAgent(mem, ChatClient(server.url, "m"), user="u", sink=sink)
+        assert agent.run("hi").saved == InProcessSink.NOTE
+        agent.run("again?")
+    assert [(r, c) for r, c, _ in sink.transcript(agent.scope.thread)] == [
+        ("user", "hi"), ("assistant", "Hello!"), ("user", "again?"), ("assistant", "Yes.")
+    ]  # fmt: skip
+    system = server.requests[1]["messages"][0]["content"]
+    assert "## Recent conversation" in system and "assistant: Hello!" in system and "again?" not in system
+    assert mem.messages.get_thread(agent.scope.thread) == []
 
 
 def test_endpoint_failures_and_runaway_tool_loops_are_clear_errors(mem: Memory) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -55,8 +54,8 @@ def test_context_draws_from_the_users_memories_only(mem: Memory) -> None:
     assert "4711" in with_clearance.system
     notes = {n.source: n for n in out.trace.sources}
     assert notes["recall"].status == "used" and notes["recall"].sections == 2
-    assert notes["recent"].status == "skipped" and "mem.messages" in notes["recent"].note
-    assert notes["blocks"].status == "skipped" and "mem.blocks" in notes["blocks"].note
+    assert notes["recent"].status == "skipped" and notes["recent"].note == "no thread in the request"
+    assert notes["blocks"].status == "skipped" and notes["blocks"].note == "no blocks in this scope"
     assert notes["graph"].status == "skipped" and "mem.graph" in notes["graph"].note
     assert out.trace.timings_ms["total"] > 0 and "source.recall" in out.trace.timings_ms
 
@@ -94,65 +93,32 @@ def test_request_and_ir_round_trip_through_json(mem: Memory) -> None:
     assert type(out.trace).model_validate_json(out.trace.model_dump_json()) == out.trace
 
 
-@dataclass
-class Msg:
-    role: str
-    content: str
-    created_at: datetime
-    sensitivity: str = "normal"
-
-
-@dataclass
-class Block:
-    label: str
-    content: str
-
-
-@dataclass
-class Log:
-    """Stands in for issue 4's mem.messages / mem.blocks interfaces (recent(thread, n), blocks.list(**scope))."""
-
-    turns: dict[str, list[Msg]] = field(default_factory=dict)
-    calls: list[tuple[Any, ...]] = field(default_factory=list)
-
-    def recent(self, thread: str, n: int, **kw: Any) -> list[Msg]:
-        self.calls.append(("recent", thread, n, kw))
-        return self.turns.get(thread, [])[-n:]
-
-    def list(self, **scope: Any) -> list[Block]:
-        self.calls.append(("blocks", scope))
-        return [Block("user_info", "Alice, 34, software engineer"), Block("goals_and_status", "")]
-
-
-class Extended(Memory):
-    """A Memory with the message log and blocks attached, as issue 4 will add them."""
-
-    messages: Log
-    blocks: Log
-
-
-def test_recent_turns_and_blocks_are_used_when_the_store_has_them(tmp_db: str, clock: Any) -> None:
-    mem = Extended(tmp_db, embedder=HashingEmbedder(), clock=clock)
-    log = Log()
+def test_recent_turns_blocks_and_history_come_from_the_store(tmp_db: str, clock: Any) -> None:
+    mem = Memory(tmp_db, embedder=HashingEmbedder(), clock=clock)
     t0 = clock.now - timedelta(minutes=5)
-    log.turns["t1"] = [
-        Msg("user", "I adopted a cat", t0),
-        Msg("assistant", "Nice! What is its name?", t0 + timedelta(minutes=1)),
-        Msg("user", "my password is swordfish", t0 + timedelta(minutes=2), sensitivity="secret"),
-        Msg("user", "What should I name it?", t0 + timedelta(minutes=3)),
-    ]
-    mem.messages = log
-    mem.blocks = log
-    out = mem.context("What should I name it?", user="alice", thread="t1")
+    for minute, role, text, level in [
+        (0, "user", "I adopted a cat", "normal"),
+        (1, "assistant", "Nice! What is its name?", "normal"),
+        (2, "user", "my password is swordfish", "secret"),
+        (3, "user", "What should I name it?", "normal"),
+    ]:
+        mem.messages.append("t1", text, role=role, user="alice", sensitivity=level,
+                            created_at=t0 + timedelta(minutes=minute))  # fmt: skip
+    mem.messages.append("t0", "We could name the cat Miso or Pixel", role="user", user="alice",
+                        created_at=t0 - timedelta(days=7))  # fmt: skip
+    mem.blocks.replace("user_info", "Alice, 34, software engineer", user="alice")
+    strategy = ContextStrategy(history_search_limit=3)
+    out = mem.context("What should I name it?", user="alice", thread="t1", strategy=strategy)
     assert "## Recent conversation\n[2026-01-01 11:55] user: I adopted a cat\n" in out.system
     assert "swordfish" not in out.system
     assert out.system.count("What should I name it?") == 0  # the observation goes in the user message only
     assert "## User info\nAlice, 34, software engineer" in out.system
-    assert ("recent", "t1", 10, {}) in log.calls and ("blocks", {"user": "alice"}) in log.calls
+    assert "## Related past messages" in out.system and "Miso or Pixel" in out.system
     notes = {n.source: n.status for n in out.trace.sources}
-    assert notes["recent"] == notes["blocks"] == "used"
-    no_thread = mem.context("hello", user="alice")
-    assert {n.source: n.note for n in no_thread.trace.sources}["recent"] == "no thread in the request"
+    assert notes["recent"] == notes["blocks"] == notes["history"] == "used"
+    no_thread = mem.context("hello", user="bob")
+    skipped = {n.source: n.note for n in no_thread.trace.sources}
+    assert skipped["recent"] == "no thread in the request" and skipped["blocks"] == "no blocks in this scope"
     mem.close()
 
 

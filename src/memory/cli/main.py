@@ -22,6 +22,7 @@ from memory.cli.bench import bench
 from memory.cli.bench_context import bench_context
 from memory.cli.common import GlobalOptions
 from memory.cli.context import chat, context
+from memory.cli.episodic import blocks, end_conversation, messages, namespaces, prune, sync, tail, threads, worker
 from memory.cli.memories import forget, get, history, list_memories, recall, remember, stats
 from memory.cli.setup import init
 from memory.cli.transfer import export, import_memories
@@ -129,6 +130,8 @@ for command in (init, remember, recall, get, forget, history, list_memories, sta
 for command in (context, chat):
     cli.add_command(command)
 bench.add_command(bench_context)
+for command in (messages, tail, threads, namespaces, blocks, end_conversation, sync, prune, worker):
+    cli.add_command(command)
 
 
 class _OneLineFormatter(logging.Formatter):

@@ -390,7 +390,7 @@ def compile_prompt(
         traces.append(
             SectionTrace(
                 id=slot.section.id, label=slot.section.label, source=slot.section.source.kind,
-                status=slot.status, tokens_before=slot.tokens, tokens_after=after,  # type: ignore[arg-type]
+                status=slot.status, tokens_before=slot.tokens, tokens_after=after,
                 value=round(slot.value, 6), reason=slot.reason,
             )
         )  # fmt: skip

@@ -72,6 +72,8 @@ class HydrationContext:
     now: datetime
     counter: TokenCounter
     timings: dict[str, float] = field(default_factory=dict)
+    #: ids of messages already in the prompt (the recent turns), so later sources skip them
+    seen_messages: set[str] = field(default_factory=set)
 
     def scope(self) -> dict[str, str]:
         """The request's namespace/user/agent as keyword arguments (unset ones left out)."""
@@ -201,7 +203,7 @@ def _when(record: Any) -> datetime | None:
 
 
 class BlocksSource:
-    """Working-memory blocks (user_info, goals_and_status, …) of the scope, via ``mem.blocks.list(**scope)``."""
+    """Working-memory blocks (user_info, goals_and_status, …) of the scope, via ``mem.blocks.all(**scope)``."""
 
     name = "blocks"
 
@@ -210,10 +212,11 @@ class BlocksSource:
         if not ctx.request.strategy.include_blocks:
             return Skipped("strategy.include_blocks is off")
         blocks = getattr(ctx.memory, "blocks", None)
-        if blocks is None or not callable(getattr(blocks, "list", None)):
+        read = getattr(blocks, "all", None) or getattr(blocks, "list", None)
+        if not callable(read):
             return Skipped("this store has no working-memory blocks (mem.blocks)")
         out = []
-        for block in blocks.list(**ctx.scope()):
+        for block in read(**ctx.scope()):
             text = _text_of(block)
             label = str(getattr(block, "label", "block"))
             if not text.strip() or not ctx.visible(block):
@@ -244,12 +247,15 @@ class RecentSource:
             return Skipped("this store has no message log (mem.messages)")
         if req.thread is None:
             return Skipped("no thread in the request")
-        kwargs = {"namespace": req.namespace} if req.namespace else {}
+        kwargs: dict[str, Any] = {"clearance": req.clearance}
+        if req.namespace:
+            kwargs["namespace"] = req.namespace
         turns = [m for m in messages.recent(req.thread, req.strategy.temporal_window, **kwargs) if ctx.visible(m)]
         if turns and _text_of(turns[-1]).strip() == req.observation.strip():
             turns = turns[:-1]  # the observation itself is sent as the user message
         if not turns:
             return Skipped("the thread has no earlier turns")
+        ctx.seen_messages.update(str(getattr(t, "id", "")) for t in turns)
         lines = []
         for turn in turns:
             when = _when(turn)
@@ -318,7 +324,7 @@ class RecallSource:
 
 
 class HistorySource:
-    """Semantic hits over past messages, via ``mem.messages.search(query, limit=n, **scope)``."""
+    """Semantic hits over past messages, via ``mem.messages.search(query, limit=n, clearance=…, **scope)``."""
 
     name = "history"
 
@@ -331,10 +337,13 @@ class HistorySource:
         if messages is None or not callable(getattr(messages, "search", None)):
             return Skipped("this store has no message log (mem.messages)")
         out = []
-        for n, hit in enumerate(messages.search(recall_query(ctx.request), limit=limit, **ctx.scope())):
+        found = messages.search(recall_query(ctx.request), limit=limit, clearance=ctx.request.clearance, **ctx.scope())
+        for n, hit in enumerate(found):
             message = getattr(hit, "item", None) or getattr(hit, "message", None) or hit
-            if not ctx.visible(message):
+            if not ctx.visible(message) or str(getattr(message, "id", "")) in ctx.seen_messages:
                 continue
+            if _text_of(message).strip() == ctx.request.observation.strip():
+                continue  # the current message itself
             score = getattr(hit, "score", None)
             when = _when(message)
             who = getattr(message, "role", None) or getattr(message, "speaker", None) or "message"
