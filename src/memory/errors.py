@@ -6,7 +6,8 @@ Every error the public API raises derives from :class:`Error`; nothing else
     Error
     ├── InvalidInputError        bad content, filters, ids, options or vectors
     │   ├── InvalidVectorError   NaN/inf, wrong length, wrong type
-    │   └── BlockLimitError      a block would grow past its size limit
+    │   ├── BlockLimitError      a block would grow past its size limit
+    │   └── ContextBudgetError   a token budget too small to hold a prompt
     ├── NotFoundError            an id that does not exist in this namespace
     ├── ConfigError              unusable configuration or unknown provider
     │   ├── EmbeddingMismatchError  store built with another model/dimension
@@ -14,10 +15,11 @@ Every error the public API raises derives from :class:`Error`; nothing else
     │       └── GraphUnavailableError  ... the graph store (backend.graph)
     ├── StorageError             the backend failed (driver errors translated)
     │   └── SchemaError          database newer than this code, or corrupt
-    └── ProviderError            an embedder or LLM failed
-        ├── EmbedderError
-        └── LLMError             the LLM call failed (HTTP, timeout, retries exhausted)
-            └── LLMOutputError   the LLM kept answering with invalid JSON / schema
+    ├── ProviderError            an embedder or LLM failed
+    │   ├── EmbedderError
+    │   └── LLMError             the LLM call failed (HTTP, timeout, retries exhausted)
+    │       └── LLMOutputError   the LLM kept answering with invalid JSON / schema
+    └── AgentError               an agent loop could not finish (step limit, bad tool call)
 
 Messages say what was wrong and what to do about it.
 """
@@ -38,6 +40,8 @@ __all__ = [
     "LLMError",
     "LLMOutputError",
     "GraphUnavailableError",
+    "ContextBudgetError",
+    "AgentError",
     "BlockLimitError",
     "StoreUnavailableError",
 ]
@@ -89,6 +93,14 @@ class LLMError(ProviderError):
 
 class LLMOutputError(LLMError):
     """The LLM answered, but not with JSON matching the requested schema (after the retries)."""
+
+
+class ContextBudgetError(InvalidInputError):
+    """The token budget cannot hold even the fixed parts of a prompt; raise the budget."""
+
+
+class AgentError(Error):
+    """An agent loop could not finish: too many steps, or a malformed reply from the model."""
 
 
 class BlockLimitError(InvalidInputError):

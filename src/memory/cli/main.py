@@ -19,8 +19,10 @@ import click
 
 from memory import __version__
 from memory.cli.bench import bench
+from memory.cli.bench_context import bench_context
 from memory.cli.common import GlobalOptions
 from memory.cli.graph import extract, graph, link
+from memory.cli.context import chat, context
 from memory.cli.episodic import blocks, end_conversation, messages, namespaces, prune, sync, tail, threads, worker
 from memory.cli.memories import forget, get, history, list_memories, recall, remember, stats
 from memory.cli.setup import init
@@ -129,6 +131,9 @@ for command in (
     graph, link, extract,
 ):  # fmt: skip
     cli.add_command(command)
+for command in (context, chat):
+    cli.add_command(command)
+bench.add_command(bench_context)
 for command in (messages, tail, threads, namespaces, blocks, end_conversation, sync, prune, worker):
     cli.add_command(command)
 
