@@ -21,9 +21,9 @@ from memory import __version__
 from memory.cli.bench import bench
 from memory.cli.bench_context import bench_context
 from memory.cli.common import GlobalOptions
-from memory.cli.graph import extract, graph, link
 from memory.cli.context import chat, context
 from memory.cli.episodic import blocks, end_conversation, messages, namespaces, prune, sync, tail, threads, worker
+from memory.cli.graph import extract, graph, link
 from memory.cli.memories import forget, get, history, list_memories, recall, remember, stats
 from memory.cli.setup import init
 from memory.cli.transfer import export, import_memories
