@@ -23,7 +23,7 @@ test-fast: $(STAMP)
 # Gemma 3 270M, runs the tests marked `llm` through the openai provider, then stops the server.
 test-llm: $(STAMP)
 	./scripts/llm-server.sh start
-	MEMORY_TEST_LLM_URL=$$(./scripts/llm-server.sh url) $(VENV)/bin/python -m pytest -m llm -v tests/llm_real; \
+	MEMORY_TEST_LLM_URL=$$(./scripts/llm-server.sh url) $(VENV)/bin/python -m pytest -m llm -v -s tests/llm_real; \
 		status=$$?; ./scripts/llm-server.sh stop; exit $$status
 
 bench-locomo: $(STAMP)

@@ -464,6 +464,7 @@ class Memory:
     def _extract_mode(self, value: object) -> str | None:
         if value is False or value is None:
             return None
+        self.graph.store  # noqa: B018 - raises GraphUnavailableError before anything is written
         if value is True:
             mode = self.settings.extraction.mode
             if mode == "auto":
