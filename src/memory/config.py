@@ -8,6 +8,10 @@ Environment variables: ``MEMORY_CONFIG`` (config file path), ``MEMORY_DATABASE``
 (alias ``MEMORY_DSN``),
 ``MEMORY_NAMESPACE``, ``MEMORY_EMBEDDER`` (provider name),
 ``MEMORY_EMBEDDER_OPTIONS`` (JSON object), ``MEMORY_RETRIEVAL`` (preset name),
+``MEMORY_LLM`` (LLM provider name), ``MEMORY_LLM_OPTIONS`` (JSON object),
+``MEMORY_CHAT_URL`` and ``MEMORY_CHAT_MODEL`` (the chat endpoint of ``memory chat``;
+its API key is read from the variable named by ``chat.api_key_env``,
+``MEMORY_CHAT_API_KEY`` by default, and never stored in the config file),
 ``MEMORY_MEDIA_DIR`` (where message media files go).
 """
 
@@ -17,7 +21,7 @@ import json
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -29,6 +33,8 @@ from memory.retrieval.config import RetrievalConfig, preset
 __all__ = [
     "ProviderSpec",
     "Limits",
+    "ExtractionSettings",
+    "ChatSettings",
     "Settings",
     "load_settings",
     "config_path",
@@ -58,6 +64,35 @@ class Limits(BaseModel):
     embed_batch_size: int = Field(64, ge=1)
 
 
+class ExtractionSettings(BaseModel):
+    """How ``remember(..., extract=True)`` extracts and decides updates."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Literal["auto", "inline", "background"] = Field(
+        "auto", description="auto: inline with the heuristic LLM, background (queued) with a model"
+    )
+    decide: bool = Field(True, description="compare new facts with near neighbours (ADD/UPDATE/SUPERSEDE/...)")
+    neighbours: int = Field(5, ge=1, le=50, description="near neighbours a new fact is compared with")
+    entity_merge_similarity: float = Field(
+        0.92, gt=0, le=1, description="cosine above which a new entity name becomes an alias of an existing one"
+    )
+
+
+class ChatSettings(BaseModel):
+    """The OpenAI-compatible chat endpoint ``memory chat`` and MemoryAgent use (``[chat]`` in the config)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str = "http://127.0.0.1:11434/v1"
+    model: str | None = None
+    api_key_env: str = "MEMORY_CHAT_API_KEY"
+    timeout: float = Field(60.0, gt=0)
+    budget: int = Field(4000, ge=64)
+    max_steps: int = Field(8, ge=1)
+    system: str | None = None
+
+
 class Settings(BaseModel):
     """Everything a Memory needs to open a store."""
 
@@ -66,8 +101,11 @@ class Settings(BaseModel):
     database: str = "sqlite:///memory.db"
     namespace: str = "default"
     embedder: ProviderSpec = ProviderSpec(provider="auto")
+    llm: ProviderSpec = ProviderSpec(provider="heuristic")
+    extraction: ExtractionSettings = ExtractionSettings()
     retrieval: RetrievalConfig | str = "balanced"
     limits: Limits = Limits()
+    chat: ChatSettings = ChatSettings()
     #: Where message media files go; default: ``<database file>.media`` next to a SQLite file.
     media_dir: str | None = None
 
@@ -122,6 +160,21 @@ def _from_env() -> dict[str, Any]:
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"MEMORY_EMBEDDER_OPTIONS is not valid JSON: {exc}") from exc
         env["embedder"] = spec
+    if value := os.environ.get("MEMORY_LLM"):
+        llm: dict[str, Any] = {"provider": value}
+        if raw := os.environ.get("MEMORY_LLM_OPTIONS"):
+            try:
+                llm["options"] = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"MEMORY_LLM_OPTIONS is not valid JSON: {exc}") from exc
+        env["llm"] = llm
+    chat = {
+        key: value
+        for key, name in (("base_url", "MEMORY_CHAT_URL"), ("model", "MEMORY_CHAT_MODEL"))
+        if (value := os.environ.get(name))
+    }
+    if chat:
+        env["chat"] = chat
     return env
 
 
@@ -133,7 +186,11 @@ def load_settings(overrides: dict[str, Any] | None = None, *, path: Path | None 
     merged: dict[str, Any] = {}
     for layer in (_from_file(path or config_path()), _from_env(), overrides or {}):
         for key, value in layer.items():
-            if value is not None:
+            if value is None:
+                continue
+            if key == "chat" and isinstance(value, dict) and isinstance(merged.get(key), dict):
+                merged[key] = {**merged[key], **value}  # a [chat] table and MEMORY_CHAT_* combine
+            else:
                 merged[key] = value
     try:
         return Settings(**merged)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memory.backends.base import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
+from memory.backends.inmemory_graph import InMemoryGraph
 from memory.errors import EmbeddingMismatchError, InvalidInputError, NotFoundError
 from memory.filters import Filter, matches
 from memory.retrieval.text import words
@@ -68,6 +69,7 @@ class InMemoryBackend:
         self._spaces: dict[str, int] = {}
         self._ledger: builtins.list[LedgerEntry] = []
         self._lock = threading.RLock()
+        self.graph = InMemoryGraph(self._lock)
         self._claims: dict[str, datetime] = {}
         self._episodic: InMemoryEpisodicStore | None = None
 
@@ -216,6 +218,7 @@ class InMemoryBackend:
                 for space in self._vectors.values():
                     space.pop(item_id, None)
                 count += 1
+            self.graph.forget_memories(namespace, ids)
             self._ledger.extend(ledger)
             return count
 
