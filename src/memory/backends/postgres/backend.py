@@ -62,6 +62,7 @@ from memory.types import LedgerEntry, MemoryItem
 
 if TYPE_CHECKING:
     from memory.backends.postgres.episodic import PostgresEpisodicStore
+    from memory.backends.postgres.graph import PostgresGraph
 
 __all__ = ["PostgresBackend"]
 
@@ -154,6 +155,7 @@ class PostgresBackend:
         self._sizes: dict[tuple[int, str], tuple[bool, float]] = {}
         self._pool: Any = None
         self._episodic: PostgresEpisodicStore | None = None
+        self._graph: PostgresGraph | None = None
         kwargs: dict[str, Any] = {
             "options": session_options(schema, ef_search=ef_search),
             "connect_timeout": max(1, int(connect_timeout)),
@@ -802,6 +804,16 @@ class PostgresBackend:
 
                 self._episodic = PostgresEpisodicStore(self)
             return self._episodic
+
+    @property
+    def graph(self) -> PostgresGraph:
+        """The knowledge-graph store in this schema (see :mod:`memory.backends.graph`)."""
+        with self._lock:
+            if self._graph is None:
+                from memory.backends.postgres.graph import PostgresGraph
+
+                self._graph = PostgresGraph(self)
+            return self._graph
 
     # -- administration ----------------------------------------------------
     def server_info(self) -> dict[str, Any]:

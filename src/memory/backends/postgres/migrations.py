@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory.backends.postgres.schema_episodic import EPISODIC_STATEMENTS
+from memory.backends.postgres.schema_graph import GRAPH_STATEMENTS
 from memory.errors import ConfigError, SchemaError
 
 __all__ = [
@@ -157,6 +158,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0002_ledger", _LEDGER),
     Migration("0003_vector_spaces", _VECTORS),
     Migration("0004_episodic", EPISODIC_STATEMENTS),
+    Migration("0005_graph", GRAPH_STATEMENTS),
 )
 
 
