@@ -27,6 +27,7 @@ from memory.retrieval.config import RetrievalConfig, preset
 __all__ = [
     "ProviderSpec",
     "Limits",
+    "ServerSettings",
     "Settings",
     "load_settings",
     "config_path",
@@ -56,6 +57,23 @@ class Limits(BaseModel):
     embed_batch_size: int = Field(64, ge=1)
 
 
+class ServerSettings(BaseModel):
+    """Settings shared by ``memory serve`` (REST) and ``memory mcp --http`` (the ``[server]`` table).
+
+    ``require_keys`` False is for local development only (the CLI refuses it
+    on a non-loopback host). ``cors_origins`` empty means no CORS headers.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=0, le=65535)
+    mcp_port: int = Field(8766, ge=0, le=65535)
+    require_keys: bool = True
+    max_body_bytes: int = Field(1_048_576, ge=1024)
+    cors_origins: tuple[str, ...] = ()
+
+
 class Settings(BaseModel):
     """Everything a Memory needs to open a store."""
 
@@ -66,6 +84,7 @@ class Settings(BaseModel):
     embedder: ProviderSpec = ProviderSpec(provider="auto")
     retrieval: RetrievalConfig | str = "balanced"
     limits: Limits = Limits()
+    server: ServerSettings = ServerSettings()
 
     def retrieval_config(self) -> RetrievalConfig:
         """The retrieval settings, resolving a preset name."""

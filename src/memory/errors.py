@@ -7,6 +7,8 @@ Every error the public API raises derives from :class:`Error`; nothing else
     ├── InvalidInputError        bad content, filters, ids, options or vectors
     │   └── InvalidVectorError   NaN/inf, wrong length, wrong type
     ├── NotFoundError            an id that does not exist in this namespace
+    ├── AuthenticationError      no API key, or an unknown/revoked one (servers)
+    ├── PermissionDeniedError    the caller may not use that namespace/operation (servers)
     ├── ConfigError              unusable configuration or unknown provider
     │   └── EmbeddingMismatchError  store built with another model/dimension
     ├── StorageError             the backend failed (driver errors translated)
@@ -30,6 +32,8 @@ __all__ = [
     "SchemaError",
     "ProviderError",
     "EmbedderError",
+    "AuthenticationError",
+    "PermissionDeniedError",
 ]
 
 
@@ -71,3 +75,11 @@ class ProviderError(Error):
 
 class EmbedderError(ProviderError):
     """The embedder failed to produce vectors."""
+
+
+class AuthenticationError(Error):
+    """A server request carried no API key, or an unknown or revoked one."""
+
+
+class PermissionDeniedError(Error, PermissionError):
+    """The caller is not allowed to do this (another namespace, a write with a read-only key, secrets)."""

@@ -21,6 +21,7 @@ from memory import __version__
 from memory.cli.bench import bench
 from memory.cli.common import GlobalOptions
 from memory.cli.memories import forget, get, history, list_memories, recall, remember, stats
+from memory.cli.servers import keys, mcp, serve
 from memory.cli.setup import init
 from memory.cli.transfer import export, import_memories
 from memory.errors import Error
@@ -92,6 +93,8 @@ Examples:
   memory recall "what does alice like?" --user alice
   memory list --user alice --json
   memory export --out backup.jsonl && memory import backup.jsonl
+  memory mcp                      (MCP server on stdio, for Claude Desktop)
+  memory serve                    (REST API; keys: memory keys create)
 
 Settings come from flags, then MEMORY_* environment variables, then the
 config file (`memory init` writes it), then defaults.
@@ -123,6 +126,8 @@ def cli(
 
 
 for command in (init, remember, recall, get, forget, history, list_memories, stats, export, import_memories, bench):
+    cli.add_command(command)
+for command in (serve, mcp, keys):
     cli.add_command(command)
 
 

@@ -19,6 +19,7 @@ Schema (times are REAL epoch seconds, UTC; list/dict fields are JSON text):
 * ``vector_counters`` — per (space, namespace) sequence and deletion count,
   which lets each process refresh its in-memory copy of the sign bits.
 * ``meta`` — key/value facts about the store.
+* ``api_keys`` — hashed API keys of the servers (see :mod:`memory.backends.sqlite.keys`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory.backends.sqlite.keys import API_KEYS_MIGRATION
 from memory.errors import SchemaError
 
 __all__ = ["Migration", "MIGRATIONS", "apply_migrations", "applied_migrations", "create_space_tables"]
@@ -144,6 +146,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0002_lexical_fts5", _LEXICAL),
     Migration("0003_ledger", _LEDGER),
     Migration("0004_vector_spaces", _VECTORS),
+    Migration("0005_api_keys", API_KEYS_MIGRATION),
 )
 
 

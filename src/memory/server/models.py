@@ -1,0 +1,240 @@
+"""Input and output models of the server operations (the JSON schemas of MCP tools and REST bodies).
+
+Inputs forbid unknown fields; they do light typing only — the values are
+validated by :class:`~memory.Memory`, whose errors the servers pass on.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory.types import Hit, LedgerEntry, MemoryItem
+
+__all__ = [
+    "Clearance",
+    "RememberIn",
+    "RememberOut",
+    "RecallIn",
+    "RecallOut",
+    "GetIn",
+    "UpdateIn",
+    "ForgetIn",
+    "ForgetAllIn",
+    "DeletedOut",
+    "ListIn",
+    "ListOut",
+    "HistoryIn",
+    "HistoryOut",
+    "StatsIn",
+    "NoArgs",
+    "NamespacesOut",
+    "EmbedPendingIn",
+    "EmbedPendingOut",
+    "ExportIn",
+]
+
+Clearance = Literal["normal", "private", "secret"]
+MetadataScalar = str | int | float | bool | None
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+_USER = Field(None, description="The user the memory is about or belongs to (exact match).", max_length=256)
+_AGENT = Field(None, description="The agent that owns the memory (exact match).", max_length=256)
+_THREAD = Field(None, description="The conversation thread or session (exact match).", max_length=256)
+_CLEARANCE = Field(
+    "private",
+    description="Highest sensitivity to include. 'secret' needs a caller with secret clearance.",
+)
+_ID = Field(..., description="The memory id (as returned by remember or recall).", min_length=1, max_length=256)
+
+
+class RememberIn(_In):
+    """What to store."""
+
+    content: str = Field(..., description="The text to remember: one fact, preference or note.", min_length=1)
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    thread: str | None = _THREAD
+    kind: str = Field("fact", description="fact | conversation | document | knowledge | trait | system | …")
+    context: str | None = Field(None, description="How or why this was learned.")
+    tags: list[str] = Field(default_factory=list, description="Labels for filtering.")
+    keywords: list[str] = Field(default_factory=list, description="Search keywords.")
+    entities: list[str] = Field(default_factory=list, description="Names of the people, places, things mentioned.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free JSON object kept with the memory.")
+    importance: float = Field(0.5, description="0 (trivial) .. 1 (crucial); boosts recall ranking.")
+    sensitivity: Clearance = Field("normal", description="'secret' memories are never returned without clearance.")
+    ttl_seconds: float | None = Field(None, description="Forget automatically after this many seconds.")
+    expires_at: datetime | None = Field(None, description="Forget automatically at this time (ISO 8601).")
+    valid_from: datetime | None = Field(None, description="When the fact became true.")
+    valid_to: datetime | None = Field(None, description="When the fact stopped being true.")
+
+
+class RememberOut(_Out):
+    """The stored memory's id (an existing id when the same content was already stored in the scope)."""
+
+    id: str
+
+
+class RecallIn(_In):
+    """A search."""
+
+    query: str = Field(..., description="What to look for, in natural language.", min_length=1)
+    limit: int = Field(10, description="How many memories to return (1..1000).")
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    thread: str | None = _THREAD
+    kinds: list[str] | None = Field(None, description="Only these kinds.")
+    tags: list[str] | None = Field(None, description="Only memories with any of these tags.")
+    tags_all: list[str] | None = Field(None, description="Only memories with all of these tags.")
+    metadata: dict[str, MetadataScalar] | None = Field(None, description="Only memories whose metadata has these values.")
+    since: datetime | None = Field(None, description="Only memories created at or after this time.")
+    until: datetime | None = Field(None, description="Only memories created before this time.")
+    clearance: Clearance = _CLEARANCE
+    retrieval: str | None = Field(None, description="Retrieval preset name (e.g. balanced, lexical, semantic).")
+
+
+class RecallOut(_Out):
+    """Memories best first, each with its score and which channels found it."""
+
+    hits: list[Hit]
+
+
+class GetIn(_In):
+    """One memory by id."""
+
+    id: str = _ID
+    clearance: Clearance = _CLEARANCE
+
+
+class UpdateIn(_In):
+    """Fields to change; only the fields given are changed (null clears an optional field)."""
+
+    id: str = _ID
+    content: str | None = Field(None, description="New text (re-embedded).")
+    kind: str | None = None
+    context: str | None = None
+    tags: list[str] | None = None
+    keywords: list[str] | None = None
+    entities: list[str] | None = None
+    metadata: dict[str, Any] | None = Field(None, description="Replaces the whole metadata object.")
+    importance: float | None = None
+    sensitivity: Clearance | None = None
+    expires_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = Field(None, description="Close a fact that stopped being true (kept in history).")
+    reason: str | None = Field(None, description="Why, recorded in the history.")
+
+
+class ForgetIn(_In):
+    """A memory to delete."""
+
+    id: str = _ID
+    reason: str | None = Field(None, description="Why, recorded in the history.")
+
+
+class ForgetAllIn(_In):
+    """Delete every memory of a scope (secret, expired and closed ones too)."""
+
+    confirm: bool = Field(False, description="Must be true: this deletes every memory in the scope.")
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    thread: str | None = _THREAD
+    reason: str | None = None
+
+
+class DeletedOut(_Out):
+    """How many memories were deleted."""
+
+    deleted: int
+
+
+class ListIn(_In):
+    """A page of memories, newest first."""
+
+    limit: int = Field(50, description="Page size (1..1000).")
+    cursor: str | None = Field(None, description="next_cursor of the previous page.", max_length=512)
+    oldest_first: bool = False
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    thread: str | None = _THREAD
+    kinds: list[str] | None = None
+    tags: list[str] | None = None
+    tags_all: list[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    clearance: Clearance = _CLEARANCE
+    include_expired: bool = False
+    include_invalid: bool = Field(False, description="Include facts whose valid_to has passed.")
+
+
+class ListOut(_Out):
+    """One page; pass next_cursor back to continue (null on the last page)."""
+
+    items: list[MemoryItem]
+    next_cursor: str | None = None
+
+
+class HistoryIn(_In):
+    """A memory's history."""
+
+    id: str = _ID
+
+
+class HistoryOut(_Out):
+    """Every recorded change, oldest first (kept after deletion). Secret snapshots are redacted without clearance."""
+
+    entries: list[LedgerEntry]
+
+
+class StatsIn(_In):
+    """Counts of a scope."""
+
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    thread: str | None = _THREAD
+
+
+class NoArgs(_In):
+    """No arguments."""
+
+
+class NamespacesOut(_Out):
+    """Namespaces that hold memories and that the caller may use."""
+
+    namespaces: list[str]
+
+
+class EmbedPendingIn(_In):
+    """Embed memories left pending (e.g. after an embedder outage)."""
+
+    limit: int = Field(1000, description="At most this many.")
+
+
+class EmbedPendingOut(_Out):
+    """How many memories got vectors."""
+
+    embedded: int
+
+
+class ExportIn(_In):
+    """Which memories to export as JSONL (expired ones never)."""
+
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    thread: str | None = _THREAD
+    kinds: list[str] | None = None
+    tags: list[str] | None = None
+    tags_all: list[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    clearance: Clearance = _CLEARANCE

@@ -1,0 +1,316 @@
+"""The one registry of server operations: MCP tools and REST routes are derived from it.
+
+Each :class:`Operation` names a pydantic input model, an output model, a
+description (shown to LLMs as the tool description and in OpenAPI), whether
+it writes, and a thin ``run`` that calls :class:`~memory.Memory` — no logic
+of its own beyond the caller's policy (namespace scope, read-only keys,
+secret clearance), which :func:`invoke` applies before ``run``.
+
+Adding a facade method to both servers (e.g. ``append_message``)::
+
+    class AppendIn(BaseModel): thread: str; role: str; content: str      # models.py
+    class AppendOut(BaseModel): id: str
+
+    register(Operation(
+        name="append_message", description="Append a message to a thread …",
+        params=AppendIn, result=AppendOut, write=True,
+        run=lambda mem, a, call: AppendOut(id=mem.messages.append(namespace=call.namespace, **a.model_dump())),
+        rest=Rest("POST", "/threads/{thread}/messages", status=201),
+    ))
+
+Path fields of ``rest.path`` (here ``thread``) are taken from the URL, the
+rest from the query string (GET/DELETE) or the JSON body. Scoped operations
+(the default) live under ``/v1/namespaces/{namespace}``; MCP tools get an
+optional ``namespace`` argument instead. Expose a read as an MCP resource by
+adding a :class:`ResourceSpec` (e.g. ``memory://{namespace}/threads/{thread}``
+→ ``recent_messages``; ``memory://{namespace}/jobs/sync`` → ``sync_status``).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from memory.errors import InvalidInputError
+from memory.keys import Caller
+from memory.memory import Memory
+from memory.server import models as m
+from memory.types import SENSITIVITY_LEVELS, LedgerEntry, MemoryItem, Stats
+
+__all__ = ["Call", "Rest", "Operation", "ResourceSpec", "OPERATIONS", "RESOURCES", "register", "invoke", "in_namespace"]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """The context of one call: the (authorised) namespace and the caller."""
+
+    namespace: str
+    caller: Caller
+
+
+@dataclass(frozen=True, slots=True)
+class Rest:
+    """How an operation appears in the REST API (path relative to its namespace when scoped)."""
+
+    method: Literal["GET", "POST", "PATCH", "PUT", "DELETE"]
+    path: str
+    status: int = 200
+    media_type: str = "application/json"
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One server operation: schemas, description, policy flags and the call into Memory."""
+
+    name: str
+    description: str
+    params: type[BaseModel]
+    result: type[BaseModel] | type[str]
+    run: Callable[[Memory, Any, Call], Any]
+    write: bool = False
+    scoped: bool = True
+    rest: Rest | None = None
+    mcp: bool = True
+    destructive: bool = False
+    tags: tuple[str, ...] = field(default=("memories",))
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    """An MCP resource backed by a read operation; ``{vars}`` of the URI become its arguments."""
+
+    uri: str
+    operation: str
+    name: str
+    description: str
+
+
+OPERATIONS: dict[str, Operation] = {}
+RESOURCES: list[ResourceSpec] = []
+
+
+def register(op: Operation) -> Operation:
+    """Add an operation to the registry (both servers pick it up). Raises ValueError on a duplicate name."""
+    if op.name in OPERATIONS:
+        raise ValueError(f"operation {op.name!r} is already registered")
+    OPERATIONS[op.name] = op
+    return op
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error["loc"]) or "arguments"
+        parts.append(f"{where}: {error['msg']}")
+    return "invalid arguments: " + "; ".join(parts)
+
+
+def invoke(
+    mem: Memory, op: Operation, caller: Caller, args: BaseModel | Mapping[str, Any], namespace: str | None = None
+) -> Any:
+    """Apply the caller's policy, validate ``args`` and run ``op``; returns its result model.
+
+    Raises PermissionDeniedError (namespace outside the caller's scope, a
+    write by a read-only caller), InvalidInputError, or whatever Memory raises.
+    """
+    if op.write:
+        caller.check_write(op.name)
+    ns = caller.namespace(namespace) if op.scoped else caller.default_namespace
+    if not isinstance(args, op.params):
+        try:
+            args = op.params.model_validate(dict(args))
+        except ValidationError as exc:
+            raise InvalidInputError(_validation_message(exc)) from None
+    clearance = getattr(args, "clearance", None)
+    if clearance is not None:
+        caller.check_clearance(clearance)
+    return op.run(mem, args, Call(ns, caller))
+
+
+def in_namespace(mem: Memory, namespace: str) -> Memory:
+    """A Memory sharing ``mem``'s backend and embedder whose default namespace is ``namespace`` (do not close it)."""
+    if namespace == mem.namespace:
+        return mem
+    return Memory(
+        backend=mem.backend,
+        embedder=mem.embedder,
+        settings=mem.settings.model_copy(update={"namespace": namespace}),
+    )
+
+
+def _fields(args: BaseModel, *names: str) -> dict[str, Any]:
+    return {name: getattr(args, name) for name in names}
+
+
+_SCOPE = ("user", "agent", "thread")
+
+
+# -- the operations ---------------------------------------------------------
+
+
+def _remember(mem: Memory, a: m.RememberIn, call: Call) -> m.RememberOut:
+    fields = a.model_dump(exclude={"content", "ttl_seconds"}, exclude_none=True)
+    if a.ttl_seconds is not None:
+        fields["ttl"] = a.ttl_seconds
+    return m.RememberOut(id=mem.remember(a.content, namespace=call.namespace, **fields))
+
+
+def _recall(mem: Memory, a: m.RecallIn, call: Call) -> m.RecallOut:
+    hits = mem.recall(
+        a.query, limit=a.limit, namespace=call.namespace, clearance=a.clearance, retrieval=a.retrieval,
+        **_fields(a, *_SCOPE, "kinds", "tags", "tags_all", "metadata", "since", "until"),
+    )  # fmt: skip
+    return m.RecallOut(hits=hits)
+
+
+def _get(mem: Memory, a: m.GetIn, call: Call) -> Any:
+    return mem.get(a.id, namespace=call.namespace, clearance=a.clearance)
+
+
+def _update(mem: Memory, a: m.UpdateIn, call: Call) -> Any:
+    mem.get(a.id, namespace=call.namespace, clearance=call.caller.clearance)  # secrets stay invisible
+    changes = {name: getattr(a, name) for name in a.model_fields_set - {"id", "reason"}}
+    return mem.update(a.id, namespace=call.namespace, reason=a.reason, **changes)
+
+
+def _forget(mem: Memory, a: m.ForgetIn, call: Call) -> m.DeletedOut:
+    mem.get(a.id, namespace=call.namespace, clearance=call.caller.clearance)
+    return m.DeletedOut(deleted=mem.forget(a.id, namespace=call.namespace, reason=a.reason))
+
+
+def _forget_all(mem: Memory, a: m.ForgetAllIn, call: Call) -> m.DeletedOut:
+    if not a.confirm:
+        raise InvalidInputError("forget_all deletes every memory in the scope: pass confirm=true")
+    deleted = mem.forget_all(namespace=call.namespace, reason=a.reason, **_fields(a, *_SCOPE))
+    return m.DeletedOut(deleted=deleted)
+
+
+def _list(mem: Memory, a: m.ListIn, call: Call) -> m.ListOut:
+    page = mem.list(namespace=call.namespace, **a.model_dump())
+    return m.ListOut(items=list(page.items), next_cursor=page.next_cursor)
+
+
+def _redact(entry: LedgerEntry, clearance: str) -> LedgerEntry:
+    level = SENSITIVITY_LEVELS[clearance]
+    changes: dict[str, Any] = {}
+    for side in ("before", "after"):
+        snapshot = getattr(entry, side)
+        if snapshot is not None and SENSITIVITY_LEVELS.get(snapshot.get("sensitivity", "normal"), 2) > level:
+            changes[side] = {"id": entry.item_id, "sensitivity": snapshot.get("sensitivity"), "redacted": True}
+    return entry.model_copy(update=changes) if changes else entry
+
+
+def _history(mem: Memory, a: m.HistoryIn, call: Call) -> m.HistoryOut:
+    entries = mem.history(a.id, namespace=call.namespace)
+    return m.HistoryOut(entries=[_redact(e, call.caller.clearance) for e in entries])
+
+
+def _stats(mem: Memory, a: m.StatsIn, call: Call) -> Any:
+    return mem.stats(namespace=call.namespace, **a.model_dump())
+
+
+def _namespaces(mem: Memory, a: m.NoArgs, call: Call) -> m.NamespacesOut:
+    return m.NamespacesOut(namespaces=[ns for ns in mem.namespaces() if call.caller.allows(ns)])
+
+
+def _embed_pending(mem: Memory, a: m.EmbedPendingIn, call: Call) -> m.EmbedPendingOut:
+    return m.EmbedPendingOut(embedded=mem.embed_pending(namespace=call.namespace, limit=a.limit))
+
+
+def _export(mem: Memory, a: m.ExportIn, call: Call) -> str:
+    buffer = io.StringIO()
+    in_namespace(mem, call.namespace).export(buffer, **a.model_dump())
+    return buffer.getvalue()
+
+
+register(Operation(
+    name="remember",
+    description=(
+        "Store a memory: one fact, preference or note worth keeping across conversations. "
+        "Returns its id; storing the same content again in the same scope returns the existing id."
+    ),
+    params=m.RememberIn, result=m.RememberOut, run=_remember, write=True,
+    rest=Rest("POST", "/memories", status=201),
+))  # fmt: skip
+register(Operation(
+    name="recall",
+    description=(
+        "Search memories by meaning and keywords (hybrid vector + BM25), best first, with scores. "
+        "Use before answering questions about the user or past conversations."
+    ),
+    params=m.RecallIn, result=m.RecallOut, run=_recall,
+    rest=Rest("POST", "/search"),
+))  # fmt: skip
+register(Operation(
+    name="get",
+    description="Read one memory by id, with all its fields.",
+    params=m.GetIn, result=MemoryItem, run=_get,
+    rest=Rest("GET", "/memories/{id}"),
+))  # fmt: skip
+register(Operation(
+    name="update",
+    description=(
+        "Change fields of a memory (e.g. correct its content, add tags, close a fact with valid_to). "
+        "The previous state is kept in its history."
+    ),
+    params=m.UpdateIn, result=MemoryItem, run=_update, write=True,
+    rest=Rest("PATCH", "/memories/{id}"),
+))  # fmt: skip
+register(Operation(
+    name="forget",
+    description="Delete a memory by id (the deletion is recorded in its history).",
+    params=m.ForgetIn, result=m.DeletedOut, run=_forget, write=True, destructive=True,
+    rest=Rest("DELETE", "/memories/{id}"),
+))  # fmt: skip
+register(Operation(
+    name="forget_all",
+    description="Delete every memory of a scope (namespace, optionally one user/agent/thread). Needs confirm=true.",
+    params=m.ForgetAllIn, result=m.DeletedOut, run=_forget_all, write=True, destructive=True, mcp=False,
+    rest=Rest("DELETE", "/memories"),
+))  # fmt: skip
+register(Operation(
+    name="list",
+    description="List memories newest first, one page at a time (pass next_cursor back for the next page).",
+    params=m.ListIn, result=m.ListOut, run=_list,
+    rest=Rest("GET", "/memories"),
+))  # fmt: skip
+register(Operation(
+    name="history",
+    description="Every recorded change of a memory (add, update, delete …), oldest first.",
+    params=m.HistoryIn, result=m.HistoryOut, run=_history,
+    rest=Rest("GET", "/memories/{id}/history"),
+))  # fmt: skip
+register(Operation(
+    name="stats",
+    description="Counts of memories in a namespace (or one user/agent/thread): by kind, sensitivity, embedding.",
+    params=m.StatsIn, result=Stats, run=_stats, tags=("namespaces",),
+    rest=Rest("GET", "/stats"),
+))  # fmt: skip
+register(Operation(
+    name="namespaces",
+    description="The namespaces that hold memories (only those the caller may use).",
+    params=m.NoArgs, result=m.NamespacesOut, run=_namespaces, scoped=False, tags=("namespaces",),
+    rest=Rest("GET", "/namespaces"),
+))  # fmt: skip
+register(Operation(
+    name="embed_pending",
+    description="Embed memories left without a vector (e.g. after the embedder was down); returns how many.",
+    params=m.EmbedPendingIn, result=m.EmbedPendingOut, run=_embed_pending, write=True, tags=("jobs",),
+    rest=Rest("POST", "/jobs/embed-pending"),
+))  # fmt: skip
+register(Operation(
+    name="export",
+    description="Export memories as JSONL (the format `memory import` reads). Secrets only with clearance.",
+    params=m.ExportIn, result=str, run=_export, mcp=False, tags=("namespaces",),
+    rest=Rest("GET", "/export", media_type="application/x-ndjson"),
+))  # fmt: skip
+
+RESOURCES.extend([
+    ResourceSpec("memory://namespaces", "namespaces", "namespaces", "Namespaces holding memories (JSON)."),
+    ResourceSpec("memory://{namespace}/memories/{id}", "get", "memory", "One memory by id (JSON)."),
+    ResourceSpec("memory://{namespace}/stats", "stats", "stats", "Counts of a namespace (JSON)."),
+])  # fmt: skip
