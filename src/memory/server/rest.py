@@ -49,10 +49,6 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class BodyLimit:
     """ASGI middleware: refuse request bodies above ``max_bytes`` with 413 (by Content-Length or as streamed)."""
 
@@ -82,28 +78,28 @@ class BodyLimit:
                     await self._reject(send)
                     return
         seen = 0
-        started = False
+        rejected = False
 
         async def limited_receive() -> Any:
-            nonlocal seen
+            nonlocal seen, rejected
             message = await receive()
-            if message["type"] == "http.request":
+            if message["type"] == "http.request" and not rejected:
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
-                    raise _TooLarge
+                    rejected = True  # the app has not answered yet: it is still reading the body
+                    await self._reject(send)
+                    return {"type": "http.disconnect"}
             return message
 
-        async def tracking_send(message: Any) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
+        async def guarded_send(message: Any) -> None:
+            if not rejected:
+                await send(message)
 
         try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _TooLarge:
-            if not started:
-                await self._reject(send)
+            await self.app(scope, limited_receive, guarded_send)
+        except Exception:
+            if not rejected:
+                raise
 
 
 def _camel(name: str) -> str:
