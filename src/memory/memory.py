@@ -83,7 +83,10 @@ def _ttl_to_expiry(ttl: object, now: datetime) -> datetime | None:
         raise InvalidInputError("ttl must be seconds (a number) or a timedelta")
     if not seconds > 0 or seconds != seconds or seconds == float("inf"):
         raise InvalidInputError("ttl must be a positive, finite number of seconds")
-    return now + timedelta(seconds=seconds)
+    try:
+        return now + timedelta(seconds=seconds)
+    except OverflowError:
+        raise InvalidInputError(f"ttl of {seconds:g} seconds is too large; give an expiry before year 9999") from None
 
 
 def _check_limit(limit: object, what: str = "limit") -> int:
@@ -505,6 +508,8 @@ class Memory:
 
     def embed_pending(self, *, namespace: str | None = None, limit: int = 1000) -> int:
         """Embed memories left pending (e.g. after an embedder outage); returns how many got vectors."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1_000_000:
+            raise InvalidInputError(f"limit must be an integer from 1 to 1000000, got {limit!r}")
         if not self._ensure_space(strict=False):
             return 0
         items = self._backend.pending_embeddings(namespace, limit)

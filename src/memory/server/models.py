@@ -71,7 +71,7 @@ class RememberIn(_In):
     keywords: list[str] = Field(default_factory=list, description="Search keywords.")
     entities: list[str] = Field(default_factory=list, description="Names of the people, places, things mentioned.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free JSON object kept with the memory.")
-    importance: float = Field(0.5, description="0 (trivial) .. 1 (crucial); boosts recall ranking.")
+    importance: float = Field(0.5, ge=0, le=1, description="0 (trivial) .. 1 (crucial); boosts recall ranking.")
     sensitivity: Clearance = Field("normal", description="'secret' memories are never returned without clearance.")
     ttl_seconds: float | None = Field(None, description="Forget automatically after this many seconds.")
     expires_at: datetime | None = Field(None, description="Forget automatically at this time (ISO 8601).")
@@ -89,7 +89,7 @@ class RecallIn(_In):
     """A search."""
 
     query: str = Field(..., description="What to look for, in natural language.", min_length=1)
-    limit: int = Field(10, description="How many memories to return (1..1000).")
+    limit: int = Field(10, ge=1, le=1000, description="How many memories to return.")
     user: str | None = _USER
     agent: str | None = _AGENT
     thread: str | None = _THREAD
@@ -161,7 +161,7 @@ class DeletedOut(_Out):
 class ListIn(_In):
     """A page of memories, newest first."""
 
-    limit: int = Field(50, description="Page size (1..1000).")
+    limit: int = Field(50, ge=1, le=1000, description="Page size.")
     cursor: str | None = Field(None, description="next_cursor of the previous page.", max_length=512)
     oldest_first: bool = False
     user: str | None = _USER
@@ -217,7 +217,7 @@ class NamespacesOut(_Out):
 class EmbedPendingIn(_In):
     """Embed memories left pending (e.g. after an embedder outage)."""
 
-    limit: int = Field(1000, description="At most this many.")
+    limit: int = Field(1000, ge=1, le=1_000_000, description="At most this many.")
 
 
 class EmbedPendingOut(_Out):
