@@ -10,6 +10,7 @@
 from memory.aio import AsyncMemory
 from memory.config import Settings, load_settings
 from memory.errors import (
+    AuthenticationError,
     ConfigError,
     EmbedderError,
     EmbeddingMismatchError,
@@ -17,6 +18,7 @@ from memory.errors import (
     InvalidInputError,
     InvalidVectorError,
     NotFoundError,
+    PermissionDeniedError,
     ProviderError,
     SchemaError,
     StorageError,
@@ -54,5 +56,7 @@ __all__ = [
     "SchemaError",
     "ProviderError",
     "EmbedderError",
+    "AuthenticationError",
+    "PermissionDeniedError",
     "__version__",
 ]

@@ -72,6 +72,7 @@ class ServerSettings(BaseModel):
     require_keys: bool = True
     max_body_bytes: int = Field(1_048_576, ge=1024)
     cors_origins: tuple[str, ...] = ()
+    threads: int = Field(8, ge=1, le=256)
 
 
 class Settings(BaseModel):

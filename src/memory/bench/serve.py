@@ -58,9 +58,18 @@ class _Stats:
                 self.error_samples.append(f"{op}: {detail[:200]}")
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process (Linux /proc), or None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 @contextmanager
-def _server(embedder: str, workdir: Path) -> Iterator[tuple[str, str]]:
-    """``memory serve`` on a free loopback port over a new SQLite file; yields (url, key)."""
+def _server(embedder: str, workdir: Path) -> Iterator[tuple[str, str, int]]:
+    """``memory serve`` on a free loopback port over a new SQLite file; yields (url, key, pid)."""
     env = {
         **os.environ,
         "MEMORY_DATABASE": f"sqlite:///{workdir / 'load.db'}",
@@ -87,7 +96,7 @@ def _server(embedder: str, workdir: Path) -> Iterator[tuple[str, str]]:
                 break
             if not line and proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"memory serve did not start: {line.strip()}")
-        yield f"http://127.0.0.1:{match.group(1)}", key
+        yield f"http://127.0.0.1:{match.group(1)}", key, proc.pid
     finally:
         proc.terminate()
         try:
@@ -208,8 +217,17 @@ def run_load(
         report = asyncio.run(_drive(url, key, clients, duration, namespaces))
         report["server"] = url
     else:
-        with tempfile.TemporaryDirectory(prefix="memory-load-") as tmp, _server(embedder, Path(tmp)) as (found, token):
+        with tempfile.TemporaryDirectory(prefix="memory-load-") as tmp, _server(embedder, Path(tmp)) as started:
+            found, token, pid = started
+            server_cpu = _cpu_seconds(pid)
+            client_cpu = time.process_time()
             report = asyncio.run(_drive(found, token, clients, duration, namespaces))
+            client_cpu = time.process_time() - client_cpu
+            after = _cpu_seconds(pid)
+            served = report["requests"] + report["writes_acknowledged"]  # the load, then the read-back
+            if server_cpu is not None and after is not None and served:
+                report["server_cpu_ms_per_request"] = round((after - server_cpu) * 1000 / served, 2)
+            report["client_cpu_ms_per_request"] = round(client_cpu * 1000 / served, 2) if served else None
             report["server"] = f"memory serve (subprocess, sqlite, embedder={embedder})"
     report["loadavg_before"] = [round(x, 2) for x in load_before]
     report["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]

@@ -310,6 +310,9 @@ def serve_load(
         f"missing {report['missing']}",
         f"load average before {report['loadavg_before']}, after {report['loadavg_after']}",
     ]  # fmt: skip
+    if report.get("server_cpu_ms_per_request") is not None:
+        lines.append(f"CPU per request: server {report['server_cpu_ms_per_request']} ms, "
+                     f"load generator {report['client_cpu_ms_per_request']} ms")
     _emit(report, "\n".join(lines), as_json=as_json, out=out)
     if report["missing"] or report["errors"]:
         raise click.ClickException(f"{report['errors']} errors, {report['missing']} acknowledged writes missing")

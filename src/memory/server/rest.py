@@ -12,9 +12,11 @@ from __future__ import annotations
 import inspect
 import logging
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
+import anyio
 from fastapi import Body, Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -175,7 +177,16 @@ def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation) -> Non
 def create_app(mem: Memory, auth: Authenticator, settings: ServerSettings | None = None) -> FastAPI:
     """The REST application over ``mem`` (which the caller keeps open and closes)."""
     settings = settings or mem.settings.server
+    threads = settings.threads
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Requests run in worker threads; a few avoid GIL and lock convoys under many clients.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        yield
+
     app = FastAPI(
+        lifespan=lifespan,
         title="memory",
         version=__version__,
         description=(
