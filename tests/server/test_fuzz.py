@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 import os
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 schemathesis = pytest.importorskip("schemathesis")
-from conftest import ThreadServer, start_rest  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis.errors import Unsatisfiable  # noqa: E402
 from schemathesis.checks import not_a_server_error  # noqa: E402
 from schemathesis.generation.modes import GenerationMode  # noqa: E402
 
+from conftest import ThreadServer, start_rest  # noqa: E402
 from memory.ids import utcnow  # noqa: E402
 from memory.keys import new_key  # noqa: E402
 
@@ -47,7 +47,12 @@ def test_no_server_errors(fuzz_target: tuple[str, str]) -> None:
     for operation, mode in cases:
 
         @given(case=operation.as_strategy(generation_mode=mode))
-        @settings(max_examples=int(os.environ.get("MEMORY_FUZZ_EXAMPLES", "25")), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @settings(
+            max_examples=int(os.environ.get("MEMORY_FUZZ_EXAMPLES", "25")),
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            database=None,
+        )
         def fuzz(case: Any) -> None:
             response = case.call_and_validate(headers=headers, checks=[not_a_server_error])
             statuses[response.status_code] += 1

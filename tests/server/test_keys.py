@@ -65,8 +65,12 @@ def test_key_stores(kind: str, tmp_path: Path) -> None:
 
 
 def test_keys_cli(tmp_path: Path) -> None:
-    env = {"MEMORY_DATABASE": f"sqlite:///{tmp_path / 'cli.db'}", "MEMORY_CONFIG": str(tmp_path / "none.toml"),
-           "PATH": str(Path(sys.executable).parent), "COLUMNS": "200"}
+    env = {
+        "MEMORY_DATABASE": f"sqlite:///{tmp_path / 'cli.db'}",
+        "MEMORY_CONFIG": str(tmp_path / "none.toml"),
+        "PATH": str(Path(sys.executable).parent),
+        "COLUMNS": "200",
+    }
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([MEMORY_BIN, "keys", *args], env=env, capture_output=True, text=True, check=False)
@@ -89,8 +93,17 @@ def test_keys_cli(tmp_path: Path) -> None:
 
 
 def test_no_auth_is_refused_off_loopback(tmp_path: Path) -> None:
-    env = {"MEMORY_DATABASE": f"sqlite:///{tmp_path / 'x.db'}", "MEMORY_CONFIG": str(tmp_path / "none.toml"),
-           "MEMORY_EMBEDDER": "hashing"}
-    done = subprocess.run([MEMORY_BIN, "serve", "--host", "0.0.0.0", "--no-auth"], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+    env = {
+        "MEMORY_DATABASE": f"sqlite:///{tmp_path / 'x.db'}",
+        "MEMORY_CONFIG": str(tmp_path / "none.toml"),
+        "MEMORY_EMBEDDER": "hashing",
+    }
+    done = subprocess.run(
+        [MEMORY_BIN, "serve", "--host", "0.0.0.0", "--no-auth"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 1 and "loopback" in done.stderr

@@ -58,8 +58,9 @@ def test_stdio_tools_resources_and_errors(tmp_path: Path) -> None:
             assert tools["recall"].annotations.read_only_hint is True
             assert tools["forget"].annotations.destructive_hint is True
 
-            mid = _data(await client.call_tool("remember", {"content": "Bob plays the cello", "user": "bob",
-                                                            "tags": ["music"]}))["id"]
+            mid = _data(
+                await client.call_tool("remember", {"content": "Bob plays the cello", "user": "bob", "tags": ["music"]})
+            )["id"]
             hits = _data(await client.call_tool("recall", {"query": "what instrument does bob play?"}))["hits"]
             assert hits[0]["item"]["id"] == mid
             other = _data(await client.call_tool("remember", {"content": "in work", "namespace": "work"}))["id"]

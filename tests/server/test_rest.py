@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+
 from conftest import Live, ThreadServer, start_rest
 
 PROBLEM = "application/problem+json"
@@ -20,18 +21,31 @@ def _problem(response: httpx.Response, status: int) -> dict[str, object]:
 
 def test_memory_lifecycle_over_http(live: Live) -> None:
     with live.client("a") as c:
-        r = c.post("/v1/namespaces/a/memories", json={"content": "Alice prefers dark mode", "user": "alice",
-                                                       "tags": ["ui"], "metadata": {"source": "chat"}})
+        r = c.post(
+            "/v1/namespaces/a/memories",
+            json={
+                "content": "Alice prefers dark mode",
+                "user": "alice",
+                "tags": ["ui"],
+                "metadata": {"source": "chat"},
+            },
+        )
         assert r.status_code == 201
         mid = r.json()["id"]
-        assert c.post("/v1/namespaces/a/memories", json={"content": "Alice prefers dark mode",
-                                                         "user": "alice"}).json()["id"] == mid  # dedup
+        assert (
+            c.post("/v1/namespaces/a/memories", json={"content": "Alice prefers dark mode", "user": "alice"}).json()[
+                "id"
+            ]
+            == mid
+        )  # dedup
         got = c.get(f"/v1/namespaces/a/memories/{mid}").json()
         assert got["content"] == "Alice prefers dark mode" and got["namespace"] == "a" and got["tags"] == ["ui"]
         hits = c.post("/v1/namespaces/a/search", json={"query": "what does alice like", "user": "alice"}).json()
         assert hits["hits"][0]["item"]["id"] == mid and hits["hits"][0]["channels"]
-        upd = c.patch(f"/v1/namespaces/a/memories/{mid}", json={"content": "Alice prefers light mode",
-                                                                 "reason": "changed her mind"})
+        upd = c.patch(
+            f"/v1/namespaces/a/memories/{mid}",
+            json={"content": "Alice prefers light mode", "reason": "changed her mind"},
+        )
         assert upd.status_code == 200 and upd.json()["content"] == "Alice prefers light mode"
         assert upd.json()["tags"] == ["ui"]  # fields not given are kept
         history = c.get(f"/v1/namespaces/a/memories/{mid}/history").json()["entries"]
@@ -66,8 +80,9 @@ def test_problem_json_errors(live: Live) -> None:
     with live.client("a") as c:
         _problem(c.get("/v1/namespaces/a/memories/unknown"), 404)
         _problem(c.get("/v1/no/such/route"), 404)
-        bad = _problem(c.post("/v1/namespaces/a/memories", content=b"{not json",
-                              headers={"content-type": "application/json"}), 400)
+        bad = _problem(
+            c.post("/v1/namespaces/a/memories", content=b"{not json", headers={"content-type": "application/json"}), 400
+        )
         assert "JSON" in str(bad["title"])
         _problem(c.post("/v1/namespaces/a/memories", json={"content": "x", "unknown": 1}), 422)
         detail = _problem(c.post("/v1/namespaces/a/memories", json={"content": "x", "importance": 7}), 422)["detail"]
@@ -87,8 +102,9 @@ def test_request_size_limit(live: Live) -> None:
             for _ in range(100):
                 yield b"x" * 1024
 
-        _problem(c.post("/v1/namespaces/a/memories", content=chunks(), headers={"content-type": "application/json"}),
-                 413)
+        _problem(
+            c.post("/v1/namespaces/a/memories", content=chunks(), headers={"content-type": "application/json"}), 413
+        )
     assert live.mem.stats(namespace="a").total == 0
 
 
@@ -97,7 +113,10 @@ def test_missing_wrong_and_revoked_keys(live: Live) -> None:
         r = c.get("/v1/namespaces/a/memories")
         _problem(r, 401)
         assert r.headers["www-authenticate"] == "Bearer"
-        _problem(c.get("/v1/namespaces/a/memories", headers={"Authorization": "Bearer mem_0011223344556677_" + "x" * 43}), 401)
+        _problem(
+            c.get("/v1/namespaces/a/memories", headers={"Authorization": "Bearer mem_0011223344556677_" + "x" * 43}),
+            401,
+        )
         _problem(c.get("/v1/namespaces/a/memories", headers={"Authorization": "Basic abc"}), 401)
         ok = c.get("/v1/namespaces/a/memories", headers={"X-API-Key": live.keys["a"]})
         assert ok.status_code == 200
@@ -163,8 +182,10 @@ def test_cors_is_off_by_default_and_configurable(live: Live, tmp_path: Path) -> 
         assert "access-control-allow-origin" not in c.options("/v1/namespaces/a/memories", headers=preflight).headers
     mem, _, app = start_rest(tmp_path / "cors", cors_origins=("http://app.example",))
     with ThreadServer(app) as server, httpx.Client(base_url=server.url) as c:
-        r = c.options("/v1/namespaces/a/memories",
-                      headers={"Origin": "http://app.example", "Access-Control-Request-Method": "GET"})
+        r = c.options(
+            "/v1/namespaces/a/memories",
+            headers={"Origin": "http://app.example", "Access-Control-Request-Method": "GET"},
+        )
         assert r.headers["access-control-allow-origin"] == "http://app.example"
         r = c.options("/v1/namespaces/a/memories", headers=preflight)
         assert "access-control-allow-origin" not in r.headers

@@ -68,8 +68,11 @@ def _authenticator(mem: Any, require_keys: bool, allow_secrets: bool) -> Any:
     from memory.server.auth import Authenticator
     from memory.server.mcp import local_caller
 
+    store = open_key_store(mem.backend)
+    if require_keys and not any(key.active for key in store.list()):
+        info("warning: no API keys exist yet, every request will get 401; create one with `memory keys create`")
     return Authenticator(
-        store=open_key_store(mem.backend),
+        store=store,
         require_keys=require_keys,
         local=local_caller(mem.namespace, allow_secrets=allow_secrets),
     )
@@ -170,7 +173,10 @@ def mcp(
         _check_no_auth(server.host, not require_keys)
         bind_port = port if port is not None else server.mcp_port
         app = mcp_server.http_app(
-            mem, _authenticator(mem, require_keys, allow_secrets), host=server.host, max_body_bytes=server.max_body_bytes
+            mem,
+            _authenticator(mem, require_keys, allow_secrets),
+            host=server.host,
+            max_body_bytes=server.max_body_bytes,
         )
         _run_uvicorn(app, server.host, bind_port, "MCP (streamable HTTP, endpoint /mcp)")
 
@@ -244,7 +250,9 @@ def list_keys(ctx: click.Context, as_json: bool) -> None:
          r.revoked_at.strftime("%Y-%m-%d %H:%M") if r.revoked_at else ""]
         for r in records
     ]  # fmt: skip
-    print_table(["id", "name", "namespaces", "access", "secrets", "created", "revoked"], rows, no_wrap=("id", "created"))
+    print_table(
+        ["id", "name", "namespaces", "access", "secrets", "created", "revoked"], rows, no_wrap=("id", "created")
+    )
 
 
 @keys.command("revoke")

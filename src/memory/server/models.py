@@ -51,7 +51,7 @@ class _Out(BaseModel):
 _USER = Field(None, description="The user the memory is about or belongs to (exact match).", max_length=256)
 _AGENT = Field(None, description="The agent that owns the memory (exact match).", max_length=256)
 _THREAD = Field(None, description="The conversation thread or session (exact match).", max_length=256)
-_CLEARANCE = Field(
+_CLEARANCE: Any = Field(
     "private",
     description="Highest sensitivity to include. 'secret' needs a caller with secret clearance.",
 )
@@ -96,7 +96,9 @@ class RecallIn(_In):
     kinds: list[str] | None = Field(None, description="Only these kinds.")
     tags: list[str] | None = Field(None, description="Only memories with any of these tags.")
     tags_all: list[str] | None = Field(None, description="Only memories with all of these tags.")
-    metadata: dict[str, MetadataScalar] | None = Field(None, description="Only memories whose metadata has these values.")
+    metadata: dict[str, MetadataScalar] | None = Field(
+        None, description="Only memories whose metadata has these values."
+    )
     since: datetime | None = Field(None, description="Only memories created at or after this time.")
     until: datetime | None = Field(None, description="Only memories created before this time.")
     clearance: Clearance = _CLEARANCE

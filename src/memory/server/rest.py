@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import logging
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -108,7 +108,7 @@ def _camel(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_"))
 
 
-def _problem_response(status: int, body: bytes, headers: dict[str, str] | None = None) -> Response:
+def _problem_response(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> Response:
     return Response(body, status_code=status, media_type=PROBLEM_TYPE, headers=headers)
 
 
@@ -120,11 +120,15 @@ def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation) -> Non
     in_query = rest.method in ("GET", "DELETE")
     payload_model: type[BaseModel] | None = None
     if rest_fields:
-        payload_model = op.params if not path_vars else create_model(  # type: ignore[call-overload]
-            f"{_camel(op.name)}{'Query' if in_query else 'Body'}",
-            __config__=ConfigDict(extra="forbid"),
-            __doc__=op.params.__doc__,
-            **{n: (f.annotation, f) for n, f in rest_fields.items()},
+        payload_model = (
+            op.params
+            if not path_vars
+            else create_model(  # type: ignore[call-overload]
+                f"{_camel(op.name)}{'Query' if in_query else 'Body'}",
+                __config__=ConfigDict(extra="forbid"),
+                __doc__=op.params.__doc__,
+                **{n: (f.annotation, f) for n, f in rest_fields.items()},
+            )
         )
     P = inspect.Parameter
     parameters = [
@@ -221,7 +225,9 @@ def create_app(mem: Memory, auth: Authenticator, settings: ServerSettings | None
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unexpected error serving %s %s", request.method, request.url.path)
-        return _problem_response(500, problem_body(500, "Internal Server Error", "unexpected error; see the server log"))
+        return _problem_response(
+            500, problem_body(500, "Internal Server Error", "unexpected error; see the server log")
+        )
 
     @app.get("/healthz", tags=["health"], summary="Liveness check (no key needed)")
     def healthz() -> dict[str, str]:
@@ -240,5 +246,5 @@ def create_app(mem: Memory, auth: Authenticator, settings: ServerSettings | None
             allow_methods=["GET", "POST", "PATCH", "DELETE"],
             allow_headers=["Authorization", "X-API-Key", "Content-Type"],
         )
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)  # type: ignore[arg-type]
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     return app
