@@ -10,10 +10,12 @@ acknowledged (201) is read back and compared: ``missing`` must be 0.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import random
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 
@@ -112,7 +115,58 @@ def _sentence(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(8)) + f" #{n}"
 
 
-async def _client(index: int, client: httpx.AsyncClient, stop: float, stats: _Stats, namespaces: int) -> None:
+class _Connection:
+    """A minimal HTTP/1.1 keep-alive client on asyncio streams: a load generator far cheaper than httpx."""
+
+    def __init__(self, host: str, port: int, key: str) -> None:
+        self.host, self.port = host, port
+        self._auth = f"Authorization: Bearer {key}\r\n"
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def request(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+        """Send one request; returns (status, parsed JSON body or None)."""
+        if params:
+            path += "?" + urlencode(params)
+        data = json.dumps(body).encode() if body is not None else b""
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n{self._auth}"
+            f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+        )
+        if self._writer is None:
+            self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+            sock = self._writer.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        assert self._reader is not None
+        try:
+            self._writer.write(head.encode() + data)
+            await self._writer.drain()
+            status = int((await self._reader.readline()).split()[1])
+            length, close = 0, False
+            while (line := await self._reader.readline()) not in (b"\r\n", b""):
+                name, _, value = line.decode("latin-1").partition(":")
+                name = name.strip().lower()
+                if name == "content-length":
+                    length = int(value)
+                elif name == "connection" and "close" in value.lower():
+                    close = True
+            payload = await self._reader.readexactly(length) if length else b""
+        except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+            await self.close()
+            raise
+        if close:
+            await self.close()
+        return status, json.loads(payload) if payload else None
+
+    async def close(self) -> None:
+        """Close the connection (reopened by the next request)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+async def _client(index: int, conn: _Connection, stop: float, stats: _Stats, namespaces: int) -> None:
     rng = random.Random(index)
     namespace = f"load-{index % namespaces}"
     base = f"/v1/namespaces/{namespace}"
@@ -121,54 +175,59 @@ async def _client(index: int, client: httpx.AsyncClient, stop: float, stats: _St
     while time.monotonic() < stop:
         roll = rng.random()
         started = time.perf_counter()
+        op = "transport"
         try:
             if roll < 0.4 or not mine:
-                n += 1
+                op, n = "remember", n + 1
                 content = f"client {index}: {_sentence(rng, n)}"
-                r = await client.post(f"{base}/memories", json={"content": content, "user": f"u{index}"})
-                ok = r.status_code == 201
+                status, body = await conn.request("POST", f"{base}/memories", {"content": content, "user": f"u{index}"})
+                ok = status == 201
                 if ok:
-                    stats.acked.append((namespace, r.json()["id"], content))
-                    mine.append(r.json()["id"])
-                op = "remember"
+                    stats.acked.append((namespace, body["id"], content))
+                    mine.append(body["id"])
             elif roll < 0.7:
-                r = await client.post(f"{base}/search", json={"query": _sentence(rng, 0), "limit": 10})
-                ok, op = r.status_code == 200, "recall"
+                op = "recall"
+                status, body = await conn.request("POST", f"{base}/search", {"query": _sentence(rng, 0), "limit": 10})
+                ok = status == 200
             elif roll < 0.9:
-                r = await client.get(f"{base}/memories/{rng.choice(mine)}")
-                ok, op = r.status_code == 200, "get"
+                op = "get"
+                status, body = await conn.request("GET", f"{base}/memories/{rng.choice(mine)}")
+                ok = status == 200
             else:
-                r = await client.get(f"{base}/memories", params={"limit": 20, "user": f"u{index}"})
-                ok, op = r.status_code == 200, "list"
-            stats.record(op, time.perf_counter() - started, ok, "" if ok else f"{r.status_code} {r.text}")
-        except httpx.HTTPError as exc:
-            stats.record("transport", time.perf_counter() - started, False, repr(exc))
+                op = "list"
+                status, body = await conn.request("GET", f"{base}/memories", params={"limit": 20, "user": f"u{index}"})
+                ok = status == 200
+            stats.record(op, time.perf_counter() - started, ok, "" if ok else f"{status} {body}")
+        except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
+            stats.record(op, time.perf_counter() - started, False, repr(exc))
+    await conn.close()
 
 
-async def _verify(client: httpx.AsyncClient, acked: list[tuple[str, str, str]]) -> list[str]:
+async def _verify(url: str, key: str, acked: list[tuple[str, str, str]]) -> list[str]:
     missing: list[str] = []
+    headers = {"Authorization": f"Bearer {key}"}
     semaphore = asyncio.Semaphore(16)
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as client:
 
-    async def check(namespace: str, item_id: str, content: str) -> None:
-        async with semaphore:
-            r = await client.get(f"/v1/namespaces/{namespace}/memories/{item_id}")
-            if r.status_code != 200 or r.json().get("content") != content:
-                missing.append(item_id)
+        async def check(namespace: str, item_id: str, content: str) -> None:
+            async with semaphore:
+                r = await client.get(f"/v1/namespaces/{namespace}/memories/{item_id}")
+                if r.status_code != 200 or r.json().get("content") != content:
+                    missing.append(item_id)
 
-    await asyncio.gather(*(check(*entry) for entry in acked))
+        await asyncio.gather(*(check(*entry) for entry in acked))
     return missing
 
 
 async def _drive(url: str, key: str, clients: int, duration: float, namespaces: int) -> dict[str, Any]:
     stats = _Stats()
-    limits = httpx.Limits(max_connections=clients + 16, max_keepalive_connections=clients + 16)
-    headers = {"Authorization": f"Bearer {key}"}
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60, limits=limits) as client:
-        started = time.monotonic()
-        stop = started + duration
-        await asyncio.gather(*(_client(i, client, stop, stats, namespaces) for i in range(clients)))
-        elapsed = time.monotonic() - started
-        missing = await _verify(client, stats.acked)
+    parsed = urlsplit(url)
+    host, port = parsed.hostname or "127.0.0.1", parsed.port or 80
+    started = time.monotonic()
+    stop = started + duration
+    await asyncio.gather(*(_client(i, _Connection(host, port, key), stop, stats, namespaces) for i in range(clients)))
+    elapsed = time.monotonic() - started
+    missing = await _verify(url, key, stats.acked)
     all_latencies = [x for values in stats.latencies.values() for x in values]
     per_op = {
         op: {

@@ -10,6 +10,7 @@ docs at ``/docs``; ``/healthz`` needs no key.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
@@ -104,6 +105,12 @@ class BodyLimit:
                 raise
 
 
+def _json_bytes(result: Any) -> bytes:
+    if isinstance(result, BaseModel):
+        return result.model_dump_json().encode()
+    return json.dumps(result).encode()
+
+
 def _camel(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_"))
 
@@ -148,16 +155,20 @@ def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation) -> Non
         marker = Query() if in_query else Body()
         parameters.append(P("payload", P.KEYWORD_ONLY, annotation=Annotated[payload_model, marker]))
 
-    def endpoint(**kwargs: Any) -> Any:
+    def serve(headers: Mapping[str, str], values: dict[str, Any], namespace: str | None) -> Response:
+        result = invoke(mem, op, auth.caller(headers), values, namespace)
+        if isinstance(result, str):
+            return Response(result, media_type=rest.media_type, status_code=rest.status)
+        # Serialised here, in the worker thread, from the operation's own result model.
+        return Response(_json_bytes(result), media_type="application/json", status_code=rest.status)
+
+    async def endpoint(**kwargs: Any) -> Response:
         request: Request = kwargs["request"]
-        caller = auth.caller(request.headers)
         payload = kwargs.get("payload")
         values = payload.model_dump(exclude_unset=True) if payload is not None else {}
         values.update({var: kwargs[var] for var in path_vars})
-        result = invoke(mem, op, caller, values, kwargs.get("namespace"))
-        if isinstance(result, str):
-            return Response(result, media_type=rest.media_type, status_code=rest.status)
-        return result
+        # One hop to a worker thread per request: authentication and the Memory call both block.
+        return await anyio.to_thread.run_sync(serve, request.headers, values, kwargs.get("namespace"))
 
     endpoint.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     endpoint.__name__ = op.name
