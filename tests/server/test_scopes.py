@@ -12,6 +12,7 @@ from memory.server.ops import OPERATIONS
 #: A valid request for each scoped operation (body for POST/PATCH, query for GET/DELETE).
 EXAMPLES: dict[str, dict[str, Any]] = {
     "remember": {"content": "written by a stranger"},
+    "remember_batch": {"items": [{"content": "one"}, {"content": "two", "tags": ["x"]}]},
     "recall": {"query": "secret plans"},
     "get": {},
     "update": {"content": "changed by a stranger"},

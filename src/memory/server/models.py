@@ -17,6 +17,8 @@ __all__ = [
     "Clearance",
     "RememberIn",
     "RememberOut",
+    "RememberBatchIn",
+    "RememberBatchOut",
     "RecallIn",
     "RecallOut",
     "GetIn",
@@ -83,6 +85,18 @@ class RememberOut(_Out):
     """The stored memory's id (an existing id when the same content was already stored in the scope)."""
 
     id: str
+
+
+class RememberBatchIn(_In):
+    """Many memories in one transaction (all stored or none)."""
+
+    items: list[RememberIn] = Field(..., min_length=1, max_length=1000, description="The memories, in order.")
+
+
+class RememberBatchOut(_Out):
+    """The stored ids, in the order given."""
+
+    ids: list[str]
 
 
 class RecallIn(_In):

@@ -153,10 +153,21 @@ _SCOPE = ("user", "agent", "thread")
 
 
 def _remember(mem: Memory, a: m.RememberIn, call: Call) -> m.RememberOut:
-    fields = a.model_dump(exclude={"content", "ttl_seconds"}, exclude_none=True)
+    fields = _remember_fields(a)
+    content = fields.pop("content")
+    return m.RememberOut(id=mem.remember(content, namespace=call.namespace, **fields))
+
+
+def _remember_fields(a: m.RememberIn) -> dict[str, Any]:
+    fields = a.model_dump(exclude={"ttl_seconds"}, exclude_none=True)
     if a.ttl_seconds is not None:
         fields["ttl"] = a.ttl_seconds
-    return m.RememberOut(id=mem.remember(a.content, namespace=call.namespace, **fields))
+    return fields
+
+
+def _remember_batch(mem: Memory, a: m.RememberBatchIn, call: Call) -> m.RememberBatchOut:
+    entries = [_remember_fields(item) for item in a.items]
+    return m.RememberBatchOut(ids=mem.remember_batch(entries, namespace=call.namespace))
 
 
 def _recall(mem: Memory, a: m.RecallIn, call: Call) -> m.RecallOut:
@@ -235,6 +246,12 @@ register(Operation(
     ),
     params=m.RememberIn, result=m.RememberOut, run=_remember, write=True,
     rest=Rest("POST", "/memories", status=201),
+))  # fmt: skip
+register(Operation(
+    name="remember_batch",
+    description="Store many memories at once (up to 1000, one transaction: all or none); returns their ids in order.",
+    params=m.RememberBatchIn, result=m.RememberBatchOut, run=_remember_batch, write=True,
+    rest=Rest("POST", "/memories/batch", status=201),
 ))  # fmt: skip
 register(Operation(
     name="recall",
