@@ -165,6 +165,7 @@ def test_secrets_never_leave_without_clearance(live: Live) -> None:
         assert all("4711" not in i["content"] for i in c.get("/v1/namespaces/a/memories").json()["items"])
         assert "4711" not in c.get("/v1/namespaces/a/export").text
         assert "4711" not in c.get(f"/v1/namespaces/a/memories/{secret}/history").text
+        _problem(c.get(f"/v1/namespaces/a/memories/{secret}/history", params={"clearance": "secret"}), 403)
         _problem(c.patch(f"/v1/namespaces/a/memories/{secret}", json={"tags": ["x"]}), 404)
         _problem(c.delete(f"/v1/namespaces/a/memories/{secret}"), 404)
     with live.client("a_secret") as c:
@@ -174,7 +175,8 @@ def test_secrets_never_leave_without_clearance(live: Live) -> None:
         export = c.get("/v1/namespaces/a/export", params={"clearance": "secret"})
         assert export.headers["content-type"].startswith("application/x-ndjson") and "4711" in export.text
         assert "4711" not in c.get("/v1/namespaces/a/export").text  # clearance is asked for, not implied
-        assert "4711" in c.get(f"/v1/namespaces/a/memories/{secret}/history").text
+        assert "4711" not in c.get(f"/v1/namespaces/a/memories/{secret}/history").text
+        assert "4711" in c.get(f"/v1/namespaces/a/memories/{secret}/history", params={"clearance": "secret"}).text
 
 
 def test_namespaces_listing_is_filtered_by_key(live: Live) -> None:

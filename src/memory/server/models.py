@@ -204,6 +204,7 @@ class HistoryIn(_In):
     """A memory's history."""
 
     id: str = _ID
+    clearance: Clearance = Field("private", description="Snapshots above this sensitivity are redacted.")
 
 
 class HistoryOut(_Out):

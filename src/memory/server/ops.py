@@ -217,7 +217,7 @@ def _redact(entry: LedgerEntry, clearance: str) -> LedgerEntry:
 
 def _history(mem: Memory, a: m.HistoryIn, call: Call) -> m.HistoryOut:
     entries = mem.history(a.id, namespace=call.namespace)
-    return m.HistoryOut(entries=[_redact(e, call.caller.clearance) for e in entries])
+    return m.HistoryOut(entries=[_redact(e, a.clearance) for e in entries])
 
 
 def _stats(mem: Memory, a: m.StatsIn, call: Call) -> Any:
