@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import anyio
 import httpx
 import pytest
-from conftest import ThreadServer
 from mcp import Client
 from pydantic import BaseModel, ConfigDict, Field
 
+from conftest import ThreadServer
 from memory import Memory
 from memory.backends.keys import InMemoryKeyStore
 from memory.server.auth import Authenticator

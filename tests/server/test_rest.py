@@ -60,13 +60,15 @@ def test_memory_lifecycle_over_http(live: Live) -> None:
 
 def test_batch_is_all_or_nothing(live: Live) -> None:
     with live.client("a") as c:
-        r = c.post("/v1/namespaces/a/memories/batch", json={"items": [{"content": "one"}, {"content": "two",
-                                                                                           "user": "u"}]})
+        r = c.post(
+            "/v1/namespaces/a/memories/batch", json={"items": [{"content": "one"}, {"content": "two", "user": "u"}]}
+        )
         assert r.status_code == 201
         ids = r.json()["ids"]
         assert [live.mem.get(i, namespace="a").content for i in ids] == ["one", "two"]
-        bad = _problem(c.post("/v1/namespaces/a/memories/batch", json={"items": [{"content": "three"},
-                                                                                   {"content": " "}]}), 422)
+        bad = _problem(
+            c.post("/v1/namespaces/a/memories/batch", json={"items": [{"content": "three"}, {"content": " "}]}), 422
+        )
         assert "entry 1" in str(bad["detail"])
     assert live.mem.stats(namespace="a").total == 2
 
