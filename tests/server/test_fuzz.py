@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis.errors import Unsatisfiable  # noqa: E402
 from schemathesis.checks import not_a_server_error  # noqa: E402
 from schemathesis.generation.modes import GenerationMode  # noqa: E402
+from server_helpers import ThreadServer, start_rest  # noqa: E402
 
-from conftest import ThreadServer, start_rest  # noqa: E402
 from memory.ids import utcnow  # noqa: E402
 from memory.keys import new_key  # noqa: E402
 

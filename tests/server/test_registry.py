@@ -9,8 +9,8 @@ import httpx
 import pytest
 from mcp import Client
 from pydantic import BaseModel, ConfigDict, Field
+from server_helpers import ThreadServer
 
-from conftest import ThreadServer
 from memory import Memory
 from memory.backends.keys import InMemoryKeyStore
 from memory.server.auth import Authenticator

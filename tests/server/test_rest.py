@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
-
-from conftest import Live, ThreadServer, start_rest
+from server_helpers import Live, ThreadServer, start_rest
 
 PROBLEM = "application/problem+json"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from server_helpers import Live
 
-from conftest import Live
 from memory.server.ops import OPERATIONS
 
 #: A valid request for each scoped operation (body for POST/PATCH, query for GET/DELETE).
