@@ -107,3 +107,13 @@ def test_no_auth_is_refused_off_loopback(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 1 and "loopback" in done.stderr
+
+
+def test_server_settings_come_from_the_config_file(tmp_path: Path) -> None:
+    from memory.config import load_settings
+
+    path = tmp_path / "config.toml"
+    path.write_text('[server]\nport = 9001\ncors_origins = ["http://app.example"]\nrequire_keys = false\n')
+    server = load_settings(path=path).server
+    assert (server.port, server.cors_origins, server.require_keys) == (9001, ("http://app.example",), False)
+    assert server.host == "127.0.0.1" and server.max_body_bytes == 1_048_576

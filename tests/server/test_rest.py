@@ -49,6 +49,11 @@ def test_memory_lifecycle_over_http(live: Live) -> None:
         assert upd.json()["tags"] == ["ui"]  # fields not given are kept
         history = c.get(f"/v1/namespaces/a/memories/{mid}/history").json()["entries"]
         assert [e["op"] for e in history] == ["add", "update"] and history[1]["reason"] == "changed her mind"
+        c.post("/v1/namespaces/a/memories", json={"content": "Bob likes tea", "user": "bob", "kind": "trait"})
+        tagged = c.get("/v1/namespaces/a/memories", params={"tags": ["ui", "nope"], "kinds": ["fact"]}).json()
+        assert [i["id"] for i in tagged["items"]] == [mid]
+        assert len(c.get("/v1/namespaces/a/memories", params={"user": "bob"}).json()["items"]) == 1
+        c.delete("/v1/namespaces/a/memories", params={"user": "bob", "confirm": True})
         stats = c.get("/v1/namespaces/a/stats").json()
         assert stats["total"] == 1 and stats["namespace"] == "a"
         assert c.delete(f"/v1/namespaces/a/memories/{mid}").json() == {"deleted": 1}
