@@ -9,8 +9,11 @@
 
 from memory.aio import AsyncMemory
 from memory.config import Settings, load_settings
+from memory.episodic.summarize import ExtractiveSummarizer, Summarizer
+from memory.episodic.types import Block, BlockChange, Message, MessageHit, ThreadInfo
 from memory.errors import (
     AuthenticationError,
+    BlockLimitError,
     ConfigError,
     EmbedderError,
     EmbeddingMismatchError,
@@ -22,6 +25,7 @@ from memory.errors import (
     ProviderError,
     SchemaError,
     StorageError,
+    StoreUnavailableError,
 )
 from memory.filters import Filter
 from memory.memory import Memory
@@ -56,6 +60,15 @@ __all__ = [
     "SchemaError",
     "ProviderError",
     "EmbedderError",
+    "BlockLimitError",
+    "StoreUnavailableError",
+    "Message",
+    "MessageHit",
+    "ThreadInfo",
+    "Block",
+    "BlockChange",
+    "Summarizer",
+    "ExtractiveSummarizer",
     "AuthenticationError",
     "PermissionDeniedError",
     "__version__",

@@ -6,7 +6,8 @@ file are read when settings are built, never at import time.
 
 Environment variables: ``MEMORY_CONFIG`` (config file path), ``MEMORY_DATABASE``,
 ``MEMORY_NAMESPACE``, ``MEMORY_EMBEDDER`` (provider name),
-``MEMORY_EMBEDDER_OPTIONS`` (JSON object), ``MEMORY_RETRIEVAL`` (preset name).
+``MEMORY_EMBEDDER_OPTIONS`` (JSON object), ``MEMORY_RETRIEVAL`` (preset name),
+``MEMORY_MEDIA_DIR`` (where message media files go).
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ class Settings(BaseModel):
     embedder: ProviderSpec = ProviderSpec(provider="auto")
     retrieval: RetrievalConfig | str = "balanced"
     limits: Limits = Limits()
+    #: Where message media files go; default: ``<database file>.media`` next to a SQLite file.
+    media_dir: str | None = None
     server: ServerSettings = ServerSettings()
 
     def retrieval_config(self) -> RetrievalConfig:
@@ -128,6 +131,8 @@ def _from_env() -> dict[str, Any]:
         env["namespace"] = value
     if value := os.environ.get("MEMORY_RETRIEVAL"):
         env["retrieval"] = value
+    if value := os.environ.get("MEMORY_MEDIA_DIR"):
+        env["media_dir"] = value
     if value := os.environ.get("MEMORY_EMBEDDER"):
         spec: dict[str, Any] = {"provider": value}
         if raw := os.environ.get("MEMORY_EMBEDDER_OPTIONS"):

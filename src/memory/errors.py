@@ -5,12 +5,14 @@ Every error the public API raises derives from :class:`Error`; nothing else
 
     Error
     ├── InvalidInputError        bad content, filters, ids, options or vectors
-    │   └── InvalidVectorError   NaN/inf, wrong length, wrong type
+    │   ├── InvalidVectorError   NaN/inf, wrong length, wrong type
+    │   └── BlockLimitError      a block would grow past its size limit
     ├── NotFoundError            an id that does not exist in this namespace
     ├── AuthenticationError      no API key, or an unknown/revoked one (servers)
     ├── PermissionDeniedError    the caller may not use that namespace/operation (servers)
     ├── ConfigError              unusable configuration or unknown provider
-    │   └── EmbeddingMismatchError  store built with another model/dimension
+    │   ├── EmbeddingMismatchError  store built with another model/dimension
+    │   └── StoreUnavailableError   the backend lacks a storage area (e.g. conversations)
     ├── StorageError             the backend failed (driver errors translated)
     │   └── SchemaError          database newer than this code, or corrupt
     └── ProviderError            an embedder or LLM failed
@@ -32,6 +34,8 @@ __all__ = [
     "SchemaError",
     "ProviderError",
     "EmbedderError",
+    "BlockLimitError",
+    "StoreUnavailableError",
     "AuthenticationError",
     "PermissionDeniedError",
 ]
@@ -75,6 +79,14 @@ class ProviderError(Error):
 
 class EmbedderError(ProviderError):
     """The embedder failed to produce vectors."""
+
+
+class BlockLimitError(InvalidInputError):
+    """A working-memory block would exceed its size limit; nothing was written."""
+
+
+class StoreUnavailableError(ConfigError):
+    """The backend does not provide a storage area a feature needs (e.g. conversations)."""
 
 
 class AuthenticationError(Error):

@@ -7,7 +7,8 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,11 +18,41 @@ from memory.filters import Filter, matches
 from memory.retrieval.text import words
 from memory.types import LedgerEntry, MemoryItem
 
-__all__ = ["InMemoryBackend"]
+if TYPE_CHECKING:
+    from memory.backends.inmemory_episodic import InMemoryEpisodicStore
+
+__all__ = ["InMemoryBackend", "bm25_search"]
 
 _BM25_K1 = 1.2
 _BM25_B = 0.75
 _GROUP_COLUMNS = {"kind", "sensitivity", "embedding_status"}
+
+
+def bm25_search(
+    corpus: dict[str, Counter[str]], wanted: set[str], terms: Sequence[str], k: int
+) -> builtins.list[ChannelHit]:
+    """Okapi BM25 of the documents in ``wanted`` (idf and length over all of ``corpus``), best first, ties by id."""
+    n_docs = len(corpus)
+    if n_docs == 0 or not terms:
+        return []
+    avg_len = sum(sum(tokens.values()) for tokens in corpus.values()) / n_docs or 1.0
+    doc_freq = {t: sum(1 for tokens in corpus.values() if t in tokens) for t in terms}
+    hits: builtins.list[ChannelHit] = []
+    for doc_id in wanted:
+        tokens = corpus[doc_id]
+        length = sum(tokens.values())
+        score = 0.0
+        for term in terms:
+            tf = tokens.get(term, 0)
+            if not tf:
+                continue
+            df = doc_freq[term]
+            idf = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+            score += idf * tf * (_BM25_K1 + 1) / (tf + _BM25_K1 * (1 - _BM25_B + _BM25_B * length / avg_len))
+        if score > 0:
+            hits.append(ChannelHit(doc_id, score))
+    hits.sort(key=lambda h: (-h.score, h.id))
+    return hits[:k]
 
 
 class InMemoryBackend:
@@ -37,6 +68,18 @@ class InMemoryBackend:
         self._spaces: dict[str, int] = {}
         self._ledger: builtins.list[LedgerEntry] = []
         self._lock = threading.RLock()
+        self._claims: dict[str, datetime] = {}
+        self._episodic: InMemoryEpisodicStore | None = None
+
+    @property
+    def episodic(self) -> InMemoryEpisodicStore:
+        """The conversation/blocks/job-state store of this backend (see :mod:`memory.backends.episodic`)."""
+        with self._lock:
+            if self._episodic is None:
+                from memory.backends.inmemory_episodic import InMemoryEpisodicStore
+
+                self._episodic = InMemoryEpisodicStore()
+            return self._episodic
 
     def close(self) -> None:
         """Nothing to release."""
@@ -141,6 +184,7 @@ class InMemoryBackend:
                     update={"embedding_status": "done", "embedding_model": model, "embedding_error": None}
                 )
                 self._vectors[model][item_id] = vector.astype(np.float32)
+                self._claims.pop(item_id, None)
                 count += 1
             return count
 
@@ -155,6 +199,7 @@ class InMemoryBackend:
                 self._items[item_id] = item.model_copy(
                     update={"embedding_status": status, "embedding_error": error}
                 )
+                self._claims.pop(item_id, None)
                 count += 1
             return count
 
@@ -221,35 +266,9 @@ class InMemoryBackend:
         if not terms:
             return []
         with self._lock:
-            corpus = [i for i in self._items.values() if i.namespace == flt.namespace]
-            n_docs = len(corpus)
-            if n_docs == 0:
-                return []
-            avg_len = sum(sum(self._tokens[i.id].values()) for i in corpus) / n_docs or 1.0
-            doc_freq = {t: sum(1 for i in corpus if t in self._tokens[i.id]) for t in terms}
-            hits: builtins.list[ChannelHit] = []
-            for item in corpus:
-                if not matches(flt, item):
-                    continue
-                tokens = self._tokens[item.id]
-                length = sum(tokens.values())
-                score = 0.0
-                for term in terms:
-                    tf = tokens.get(term, 0)
-                    if not tf:
-                        continue
-                    df = doc_freq[term]
-                    idf = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
-                    score += (
-                        idf
-                        * tf
-                        * (_BM25_K1 + 1)
-                        / (tf + _BM25_K1 * (1 - _BM25_B + _BM25_B * length / avg_len))
-                    )
-                if score > 0:
-                    hits.append(ChannelHit(item.id, score))
-        hits.sort(key=lambda h: (-h.score, h.id))
-        return hits[:k]
+            corpus = {i.id: self._tokens[i.id] for i in self._items.values() if i.namespace == flt.namespace}
+            wanted = {i.id for i in self._items.values() if i.id in corpus and matches(flt, i)}
+            return bm25_search(corpus, wanted, terms, k)
 
     def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:
         """Exact cosine KNN over matching items."""
@@ -284,6 +303,26 @@ class InMemoryBackend:
             ]
         pending.sort(key=lambda i: (i.created_at, i.id))
         return pending[:limit]
+
+    def claim_pending_embeddings(
+        self, namespace: str | None, limit: int, worker: str, lease_seconds: float, now: datetime
+    ) -> builtins.list[MemoryItem]:
+        """Claim up to ``limit`` unleased, non-secret items still to embed, oldest first (see base)."""
+        with self._lock:
+            free = [
+                i
+                for i in self._items.values()
+                if i.embedding_status in ("pending", "failed")
+                and i.sensitivity != "secret"
+                and (namespace is None or i.namespace == namespace)
+                and (i.id not in self._claims or self._claims[i.id] <= now)
+            ]
+            free.sort(key=lambda i: (i.created_at, i.id))
+            chosen = free[: max(int(limit), 0)]
+            until = now + timedelta(seconds=lease_seconds)
+            for item in chosen:
+                self._claims[item.id] = until
+            return chosen
 
     def history(self, namespace: str, item_id: str) -> builtins.list[LedgerEntry]:
         """Ledger entries of an item, oldest first."""

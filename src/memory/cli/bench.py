@@ -253,6 +253,48 @@ def speed(
     _emit(report, format_speed(report), as_json=as_json, out=out)
 
 
+@bench.command("sync")
+@click.option(
+    "--messages", type=click.IntRange(min=10), default=1000, show_default=True, help="Messages to append and sync."
+)
+@click.option("--embedder", metavar="NAME", help="Embedder provider (auto, minilm, hashing, …) [default: auto].")
+@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, help="Sync batch size.")
+@click.option("--data", type=_DATA_TYPE, help="LoCoMo JSON file for realistic texts [default: built-in sentences].")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the text generator.")
+@click.option("--rounds", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Interleaved rounds of bare embedder vs sync job.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
+@click.pass_context
+def sync_bench(
+    ctx: click.Context,
+    messages: int,
+    embedder: str | None,
+    batch_size: int,
+    data: Path | None,
+    seed: int,
+    rounds: int,
+    as_json: bool,
+    out: Path | None,
+    quiet: bool,
+) -> None:
+    """Append throughput with the sync worker running alongside, and sync vs the bare embedder.
+
+    The worker is a separate `memory worker --jobs sync` process on the same
+    file; the sync overhead is measured against `embed_texts` on the same texts
+    in the same run.
+    """
+    from memory.bench.sync import format_sync_bench, run_sync_bench
+
+    with _errors():
+        report = run_sync_bench(
+            messages=messages, embedder=embedder or _default_embedder(ctx), batch_size=batch_size,
+            data=_data_path(data, required=False), seed=seed, rounds=rounds, progress=_note(quiet),
+        )  # fmt: skip
+    _emit(report, format_sync_bench(report), as_json=as_json, out=out)
+
+
 @bench.command(
     "embedders",
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
