@@ -81,7 +81,11 @@ def test_stdio_tools_resources_and_errors(tmp_path: Path) -> None:
             resources = [str(r.uri) for r in (await client.list_resources()).resources]
             assert resources == ["memory://namespaces"]
             templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
-            assert "memory://{namespace}/memories/{id}" in templates
+            assert {
+                "memory://{namespace}/memories/{id}",
+                "memory://{namespace}/threads/{thread}",
+                "memory://{namespace}/jobs/sync",
+            } <= templates
             namespaces = json.loads((await client.read_resource("memory://namespaces")).contents[0].text)
             assert namespaces == {"namespaces": ["default", "work"]}
             item = json.loads((await client.read_resource(f"memory://work/memories/{other}")).contents[0].text)
@@ -99,6 +103,18 @@ def test_stdio_tools_resources_and_errors(tmp_path: Path) -> None:
             listed = _data(await client.call_tool("list", {"limit": 100}))
             assert all("9911" not in i["content"] for i in listed["items"])
             assert _data(await client.call_tool("forget", {"id": mid})) == {"deleted": 1}
+
+            said = _data(await client.call_tool("append_message", {"thread": "t9", "content": "I moved to Lyon"}))
+            assert said["turn"] == 1
+            await client.call_tool("append_message", {"thread": "t9", "content": "noted", "role": "assistant"})
+            timeline = json.loads((await client.read_resource("memory://default/threads/t9")).contents[0].text)
+            assert [m["content"] for m in timeline["messages"]] == ["I moved to Lyon", "noted"]
+            status = json.loads((await client.read_resource("memory://default/jobs/sync")).contents[0].text)
+            assert status["status"]["pending"] >= 2
+            synced = _data(await client.call_tool("sync_semantic", {}))
+            assert synced["result"]["messages_done"] == 2
+            found = _data(await client.call_tool("search_conversation", {"query": "where did they move?"}))
+            assert found["hits"][0]["message"]["content"] == "I moved to Lyon"
 
     anyio.run(scenario)
 

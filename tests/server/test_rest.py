@@ -221,3 +221,28 @@ def test_no_auth_mode_serves_the_local_caller(tmp_path: Path) -> None:
         mid = mem.remember("s", namespace="x", sensitivity="secret")
         _problem(c.get(f"/v1/namespaces/x/memories/{mid}", params={"clearance": "secret"}), 403)
     mem.close()
+
+
+def test_conversations_and_sync_over_http(live: Live) -> None:
+    with live.client("a") as c:
+        first = c.post("/v1/namespaces/a/threads/t1/messages", json={"content": "I moved to Berlin", "user": "al"})
+        assert first.status_code == 201 and first.json()["turn"] == 1
+        c.post("/v1/namespaces/a/threads/t1/messages", json={"content": "Nice! When?", "role": "assistant"})
+        c.post("/v1/namespaces/a/threads/t1/messages", json={"content": "my pin is 5150", "sensitivity": "secret"})
+        recent = c.get("/v1/namespaces/a/threads/t1/messages", params={"n": 10}).json()["messages"]
+        assert [(m["turn"], m["role"]) for m in recent] == [(1, "user"), (2, "assistant")]  # the secret stays out
+        _problem(c.get("/v1/namespaces/a/threads/t1/messages", params={"clearance": "secret"}), 403)
+        assert c.get("/v1/namespaces/a/jobs/sync").json()["status"]["pending"] >= 2
+        estimate = c.post("/v1/namespaces/a/jobs/sync", json={"dry_run": True}).json()
+        assert estimate["dry_run"] is True and estimate["result"]["messages"] == 2
+        done = c.post("/v1/namespaces/a/jobs/sync", json={}).json()["result"]
+        assert done["messages_done"] == 2 and done["error"] is None
+        hits = c.post("/v1/namespaces/a/messages/search", json={"query": "where did they move", "thread": "t1"})
+        assert hits.json()["hits"][0]["message"]["content"] == "I moved to Berlin"
+        assert "5150" not in c.post("/v1/namespaces/a/messages/search", json={"query": "pin"}).text
+        threads = c.get("/v1/namespaces/a/threads").json()["threads"]
+        assert [(t["thread"], t["messages"]) for t in threads] == [("t1", 3)]  # a count, not content
+        _problem(c.post("/v1/namespaces/a/threads/t1/messages", json={"content": "x", "role": "Not A Role"}), 422)
+    with live.client("a_secret") as c:
+        secret = c.get("/v1/namespaces/a/threads/t1/messages", params={"clearance": "secret"}).json()["messages"]
+        assert "5150" in secret[-1]["content"]

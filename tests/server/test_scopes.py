@@ -23,6 +23,12 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "stats": {},
     "embed_pending": {},
     "export": {},
+    "append_message": {"content": "a stranger says hi"},
+    "recent_messages": {},
+    "search_conversation": {"query": "plans"},
+    "threads": {},
+    "sync_semantic": {},
+    "sync_status": {},
 }
 SCOPED = [op for op in OPERATIONS.values() if op.rest is not None and op.scoped]
 
@@ -36,7 +42,7 @@ def _request(live: Live, role: str, namespace: str, op_name: str, item_id: str) 
     op = OPERATIONS[op_name]
     assert op.rest is not None
     path = "/v1/namespaces/{namespace}" + op.rest.path
-    url = path.replace("{namespace}", namespace).replace("{id}", item_id)
+    url = path.replace("{namespace}", namespace).replace("{id}", item_id).replace("{thread}", "t1")
     payload = EXAMPLES[op_name]
     with live.client(role) as c:
         if op.rest.method in ("GET", "DELETE"):
@@ -46,13 +52,21 @@ def _request(live: Live, role: str, namespace: str, op_name: str, item_id: str) 
 
 def _snapshot(live: Live, namespace: str) -> tuple[Any, ...]:
     items = live.mem.list(namespace=namespace, clearance="secret", include_expired=True, include_invalid=True)
-    return tuple(i.model_dump_json() for i in items.items), live.mem.stats(namespace=namespace).ledger_entries
+    messages = live.mem.messages.recent("t1", 100, namespace=namespace, clearance="secret")
+    return (
+        tuple(i.model_dump_json() for i in items.items),
+        live.mem.stats(namespace=namespace).ledger_entries,
+        tuple(m.model_dump_json() for m in messages),
+        live.mem.sync_status(namespace=namespace).to_dict()["messages"],
+    )
 
 
 @pytest.mark.parametrize("op_name", [op.name for op in SCOPED])
 def test_key_for_a_cannot_touch_b(live: Live, op_name: str) -> None:
     b_item = live.mem.remember("secret plans of b", namespace="b", tags=["b"])
     a_item = live.mem.remember("plans of a", namespace="a")
+    live.mem.messages.append("t1", "secret plans discussed in b", namespace="b")
+    live.mem.messages.append("t1", "plans discussed in a", namespace="a")
     before = _snapshot(live, "b")
     refused = _request(live, "a", "b", op_name, b_item)
     assert refused.status_code == 403, refused.text

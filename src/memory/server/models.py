@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory.episodic.types import Message, MessageHit, ThreadInfo
 from memory.types import Hit, LedgerEntry, MemoryItem
 
 __all__ = [
@@ -36,6 +37,16 @@ __all__ = [
     "EmbedPendingIn",
     "EmbedPendingOut",
     "ExportIn",
+    "AppendMessageIn",
+    "RecentMessagesIn",
+    "MessagesOut",
+    "SearchConversationIn",
+    "MessageHitsOut",
+    "ThreadsIn",
+    "ThreadsOut",
+    "SyncIn",
+    "SyncOut",
+    "SyncStatusOut",
 ]
 
 Clearance = Literal["normal", "private", "secret"]
@@ -255,3 +266,90 @@ class ExportIn(_In):
     since: datetime | None = None
     until: datetime | None = None
     clearance: Clearance = _CLEARANCE
+
+
+# -- conversations (episodic messages) and the sync job ----------------------
+
+
+class AppendMessageIn(_In):
+    """One text message to add to a thread."""
+
+    thread: str = Field(..., description="The conversation thread or session id.", min_length=1, max_length=256)
+    content: str = Field(..., description="The message text.", min_length=1)
+    role: str = Field("user", description="user | assistant | system | tool | …", max_length=64)
+    speaker: str | None = Field(None, description="Who spoke (a name), when not implied by the role.", max_length=256)
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    sensitivity: Clearance = Field("normal", description="'secret' messages are never embedded or returned.")
+    ttl_seconds: float | None = Field(None, description="Delete automatically after this many seconds.")
+    embed: bool = Field(False, description="Embed now instead of leaving it to the sync job.")
+
+
+class RecentMessagesIn(_In):
+    """The latest messages of a thread."""
+
+    thread: str = Field(..., description="The thread.", min_length=1, max_length=256)
+    n: int = Field(20, ge=1, le=1000, description="How many of the latest messages (returned oldest first).")
+    clearance: Clearance = _CLEARANCE
+
+
+class MessagesOut(_Out):
+    """Messages in turn order."""
+
+    messages: list[Message]
+
+
+class SearchConversationIn(_In):
+    """A search over conversation messages."""
+
+    query: str = Field(..., description="What to look for.", min_length=1)
+    limit: int = Field(10, ge=1, le=1000)
+    thread: str | None = _THREAD
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    roles: list[str] | None = Field(None, description="Only messages with these roles.")
+    since: datetime | None = None
+    until: datetime | None = None
+    clearance: Clearance = _CLEARANCE
+
+
+class MessageHitsOut(_Out):
+    """Messages best first, with scores."""
+
+    hits: list[MessageHit]
+
+
+class ThreadsIn(_In):
+    """Threads of a namespace."""
+
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    limit: int = Field(100, ge=1, le=1000)
+
+
+class ThreadsOut(_Out):
+    """Threads, most recently active first."""
+
+    threads: list[ThreadInfo]
+
+
+class SyncIn(_In):
+    """Run the episodic→semantic sync job (embed pending messages, then pending memories)."""
+
+    dry_run: bool = Field(False, description="Only estimate the work; nothing is claimed or written.")
+    max_batches: int | None = Field(None, ge=1, le=100_000, description="Stop after this many batches.")
+
+
+class SyncOut(_Out):
+    """What the run did (or, for a dry run, would do)."""
+
+    dry_run: bool
+    result: dict[str, Any]
+
+
+class SyncStatusOut(_Out):
+    """Pending counts by embedding status, claims in flight, and the job's cursor and last error."""
+
+    status: dict[str, Any]

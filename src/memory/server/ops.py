@@ -6,24 +6,25 @@ it writes, and a thin ``run`` that calls :class:`~memory.Memory` — no logic
 of its own beyond the caller's policy (namespace scope, read-only keys,
 secret clearance), which :func:`invoke` applies before ``run``.
 
-Adding a facade method to both servers (e.g. ``append_message``)::
+Adding a facade method to both servers (this is how ``append_message`` is done)::
 
-    class AppendIn(BaseModel): thread: str; role: str; content: str      # models.py
-    class AppendOut(BaseModel): id: str
+    class AppendMessageIn(BaseModel): thread: str; content: str; role: str = "user"   # models.py
 
     register(Operation(
-        name="append_message", description="Append a message to a thread …",
-        params=AppendIn, result=AppendOut, write=True,
-        run=lambda mem, a, call: AppendOut(id=mem.messages.append(namespace=call.namespace, **a.model_dump())),
+        name="append_message", description="Append a message to a conversation thread …",
+        params=AppendMessageIn, result=Message, write=True,
+        run=lambda mem, a, call: mem.messages.append(a.thread, a.content, role=a.role, namespace=call.namespace),
         rest=Rest("POST", "/threads/{thread}/messages", status=201),
     ))
 
 Path fields of ``rest.path`` (here ``thread``) are taken from the URL, the
 rest from the query string (GET/DELETE) or the JSON body. Scoped operations
 (the default) live under ``/v1/namespaces/{namespace}``; MCP tools get an
-optional ``namespace`` argument instead. Expose a read as an MCP resource by
-adding a :class:`ResourceSpec` (e.g. ``memory://{namespace}/threads/{thread}``
-→ ``recent_messages``; ``memory://{namespace}/jobs/sync`` → ``sync_status``).
+optional ``namespace`` argument instead. A read becomes an MCP resource with
+a :class:`ResourceSpec` (``memory://{namespace}/threads/{thread}`` →
+``recent_messages``, ``memory://{namespace}/jobs/sync`` → ``sync_status``).
+Add a valid example request to ``tests/server/test_scopes.py`` (the test
+fails until you do): it checks the new route against other namespaces' keys.
 """
 
 from __future__ import annotations
@@ -31,15 +32,19 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from memory.episodic.types import Message
 from memory.errors import InvalidInputError
 from memory.keys import Caller
 from memory.memory import Memory
 from memory.server import models as m
 from memory.types import SENSITIVITY_LEVELS, LedgerEntry, MemoryItem, Stats
+
+if TYPE_CHECKING:
+    from memory.episodic.sync import SyncEstimate, SyncReport
 
 __all__ = ["Call", "Rest", "Operation", "ResourceSpec", "OPERATIONS", "RESOURCES", "register", "invoke", "in_namespace"]
 
@@ -326,8 +331,93 @@ register(Operation(
     rest=Rest("GET", "/export", media_type="application/x-ndjson"),
 ))  # fmt: skip
 
+
+# -- conversations and the sync job (issue 4) -----------------------------------
+
+
+def _append_message(mem: Memory, a: m.AppendMessageIn, call: Call) -> Any:
+    fields = a.model_dump(exclude={"thread", "content", "ttl_seconds", "embed"}, exclude_none=True)
+    if a.ttl_seconds is not None:
+        fields["ttl"] = a.ttl_seconds
+    return mem.messages.append(a.thread, a.content, embed=a.embed, namespace=call.namespace, **fields)
+
+
+def _recent_messages(mem: Memory, a: m.RecentMessagesIn, call: Call) -> m.MessagesOut:
+    found = mem.messages.recent(a.thread, a.n, namespace=call.namespace, clearance=a.clearance)
+    return m.MessagesOut(messages=found)
+
+
+def _search_conversation(mem: Memory, a: m.SearchConversationIn, call: Call) -> m.MessageHitsOut:
+    hits = mem.messages.search(
+        a.query, limit=a.limit, namespace=call.namespace, clearance=a.clearance,
+        **_fields(a, "thread", "user", "agent", "roles", "since", "until"),
+    )  # fmt: skip
+    return m.MessageHitsOut(hits=hits)
+
+
+def _threads(mem: Memory, a: m.ThreadsIn, call: Call) -> m.ThreadsOut:
+    return m.ThreadsOut(threads=mem.messages.threads(namespace=call.namespace, **a.model_dump()))
+
+
+def _sync(mem: Memory, a: m.SyncIn, call: Call) -> m.SyncOut:
+    outcome: SyncReport | SyncEstimate = mem.run_sync(
+        namespace=call.namespace, dry_run=a.dry_run, max_batches=a.max_batches
+    )
+    return m.SyncOut(dry_run=a.dry_run, result=outcome.to_dict())
+
+
+def _sync_status(mem: Memory, a: m.NoArgs, call: Call) -> m.SyncStatusOut:
+    return m.SyncStatusOut(status=mem.sync_status(namespace=call.namespace).to_dict())
+
+
+register(Operation(
+    name="append_message",
+    description=(
+        "Append a message to a conversation thread (episodic memory); returns it with its turn number. "
+        "Save each user and assistant turn so the conversation can be searched and synced later."
+    ),
+    params=m.AppendMessageIn, result=Message, run=_append_message, write=True, tags=("conversations",),
+    rest=Rest("POST", "/threads/{thread}/messages", status=201),
+))  # fmt: skip
+register(Operation(
+    name="recent_messages",
+    description="The latest messages of a thread, oldest first (the thread's episodic timeline).",
+    params=m.RecentMessagesIn, result=m.MessagesOut, run=_recent_messages, tags=("conversations",),
+    rest=Rest("GET", "/threads/{thread}/messages"),
+))  # fmt: skip
+register(Operation(
+    name="search_conversation",
+    description="Search past conversation messages by meaning and keywords, best first (optionally one thread).",
+    params=m.SearchConversationIn, result=m.MessageHitsOut, run=_search_conversation, tags=("conversations",),
+    rest=Rest("POST", "/messages/search"),
+))  # fmt: skip
+register(Operation(
+    name="threads",
+    description="Conversation threads of the namespace, most recently active first, with message counts.",
+    params=m.ThreadsIn, result=m.ThreadsOut, run=_threads, tags=("conversations",),
+    rest=Rest("GET", "/threads"),
+))  # fmt: skip
+register(Operation(
+    name="sync_semantic",
+    description=(
+        "Run the episodic→semantic sync job now: embed pending messages, then pending memories "
+        "(secrets skipped). dry_run=true only estimates the work."
+    ),
+    params=m.SyncIn, result=m.SyncOut, run=_sync, write=True, tags=("jobs",),
+    rest=Rest("POST", "/jobs/sync"),
+))  # fmt: skip
+register(Operation(
+    name="sync_status",
+    description="State of the sync job: pending counts by status, claims in flight, cursor and last error.",
+    params=m.NoArgs, result=m.SyncStatusOut, run=_sync_status, tags=("jobs",),
+    rest=Rest("GET", "/jobs/sync"),
+))  # fmt: skip
+
 RESOURCES.extend([
     ResourceSpec("memory://namespaces", "namespaces", "namespaces", "Namespaces holding memories (JSON)."),
     ResourceSpec("memory://{namespace}/memories/{id}", "get", "memory", "One memory by id (JSON)."),
     ResourceSpec("memory://{namespace}/stats", "stats", "stats", "Counts of a namespace (JSON)."),
+    ResourceSpec("memory://{namespace}/threads/{thread}", "recent_messages", "thread",
+                 "A thread's episodic timeline: its latest messages, oldest first (JSON)."),
+    ResourceSpec("memory://{namespace}/jobs/sync", "sync_status", "sync-status", "The sync job's status (JSON)."),
 ])  # fmt: skip
