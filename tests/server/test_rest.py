@@ -246,3 +246,16 @@ def test_conversations_and_sync_over_http(live: Live) -> None:
     with live.client("a_secret") as c:
         secret = c.get("/v1/namespaces/a/threads/t1/messages", params={"clearance": "secret"}).json()["messages"]
         assert "5150" in secret[-1]["content"]
+
+
+def test_working_memory_blocks(live: Live) -> None:
+    with live.client("a") as c:
+        r = c.put("/v1/namespaces/a/blocks/user_info", json={"value": "Name: Alice.", "user": "al"})
+        assert r.status_code == 200 and r.json()["version"] == 1
+        c.put("/v1/namespaces/a/blocks/user_info", json={"value": "Lives in Berlin.", "mode": "append", "user": "al"})
+        blocks = {b["label"]: b for b in c.get("/v1/namespaces/a/blocks", params={"user": "al"}).json()["blocks"]}
+        assert blocks["user_info"]["value"] == "Name: Alice.\nLives in Berlin."
+        assert "goals_and_status" in blocks  # standard labels, empty
+        limit = blocks["user_info"]["limit"]
+        _problem(c.put("/v1/namespaces/a/blocks/user_info", json={"value": "x" * (limit + 1), "user": "al"}), 422)
+    assert live.mem.blocks.get("user_info", user="al", namespace="a").value.endswith("Berlin.")

@@ -29,6 +29,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "threads": {},
     "sync_semantic": {},
     "sync_status": {},
+    "get_blocks": {},
+    "write_block": {"value": "likes tea", "mode": "append"},
 }
 SCOPED = [op for op in OPERATIONS.values() if op.rest is not None and op.scoped]
 
@@ -42,7 +44,12 @@ def _request(live: Live, role: str, namespace: str, op_name: str, item_id: str) 
     op = OPERATIONS[op_name]
     assert op.rest is not None
     path = "/v1/namespaces/{namespace}" + op.rest.path
-    url = path.replace("{namespace}", namespace).replace("{id}", item_id).replace("{thread}", "t1")
+    url = (
+        path.replace("{namespace}", namespace)
+        .replace("{id}", item_id)
+        .replace("{thread}", "t1")
+        .replace("{label}", "user_info")
+    )
     payload = EXAMPLES[op_name]
     with live.client(role) as c:
         if op.rest.method in ("GET", "DELETE"):
@@ -58,6 +65,7 @@ def _snapshot(live: Live, namespace: str) -> tuple[Any, ...]:
         live.mem.stats(namespace=namespace).ledger_entries,
         tuple(m.model_dump_json() for m in messages),
         live.mem.sync_status(namespace=namespace).to_dict()["messages"],
+        tuple(b.model_dump_json() for b in live.mem.blocks.all(namespace=namespace)),
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory.episodic.types import Message, MessageHit, ThreadInfo
+from memory.episodic.types import Block, Message, MessageHit, ThreadInfo
 from memory.types import Hit, LedgerEntry, MemoryItem
 
 __all__ = [
@@ -47,6 +47,9 @@ __all__ = [
     "SyncIn",
     "SyncOut",
     "SyncStatusOut",
+    "BlocksIn",
+    "BlocksOut",
+    "WriteBlockIn",
 ]
 
 Clearance = Literal["normal", "private", "secret"]
@@ -353,3 +356,30 @@ class SyncStatusOut(_Out):
     """Pending counts by embedding status, claims in flight, and the job's cursor and last error."""
 
     status: dict[str, Any]
+
+
+# -- working-memory blocks ----------------------------------------------------
+
+
+class BlocksIn(_In):
+    """The working-memory blocks of a scope."""
+
+    user: str | None = _USER
+    agent: str | None = _AGENT
+
+
+class BlocksOut(_Out):
+    """Blocks by label (the standard labels included, empty if never written)."""
+
+    blocks: list[Block]
+
+
+class WriteBlockIn(_In):
+    """Replace a block's text, or append to it."""
+
+    label: str = Field(..., description="user_info, goals_and_status, important_context, … or your own label.")
+    value: str = Field(..., description="The text (the whole block, or what to add with mode=append).")
+    mode: Literal["replace", "append"] = "replace"
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    reason: str | None = Field(None, description="Why, recorded in the block's history.")

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from memory.episodic.types import Message
+from memory.episodic.types import Block, Message
 from memory.errors import InvalidInputError
 from memory.keys import Caller
 from memory.memory import Memory
@@ -411,6 +411,35 @@ register(Operation(
     description="State of the sync job: pending counts by status, claims in flight, cursor and last error.",
     params=m.NoArgs, result=m.SyncStatusOut, run=_sync_status, tags=("jobs",),
     rest=Rest("GET", "/jobs/sync"),
+))  # fmt: skip
+
+
+# -- working-memory blocks (issue 4) ---------------------------------------------
+
+
+def _blocks(mem: Memory, a: m.BlocksIn, call: Call) -> m.BlocksOut:
+    return m.BlocksOut(blocks=mem.blocks.all(namespace=call.namespace, **a.model_dump()))
+
+
+def _write_block(mem: Memory, a: m.WriteBlockIn, call: Call) -> Block:
+    write = mem.blocks.append if a.mode == "append" else mem.blocks.replace
+    return write(a.label, a.value, user=a.user, agent=a.agent, namespace=call.namespace, reason=a.reason)
+
+
+register(Operation(
+    name="get_blocks",
+    description=(
+        "The working-memory blocks of a user/agent (user_info, goals_and_status, important_context, "
+        "last_conversation_summary, …): short texts to keep in mind every turn."
+    ),
+    params=m.BlocksIn, result=m.BlocksOut, run=_blocks, tags=("blocks",),
+    rest=Rest("GET", "/blocks"),
+))  # fmt: skip
+register(Operation(
+    name="write_block",
+    description="Rewrite a working-memory block, or append to it (mode=append); each block has a size limit.",
+    params=m.WriteBlockIn, result=Block, run=_write_block, write=True, tags=("blocks",),
+    rest=Rest("PUT", "/blocks/{label}"),
 ))  # fmt: skip
 
 RESOURCES.extend([
