@@ -1,5 +1,5 @@
 # `make demo` and `make test` set everything up themselves (a .venv in this folder).
-.PHONY: setup demo test test-fast bench-locomo bench-speed clean
+.PHONY: setup demo test test-fast bench-locomo bench-speed bench-context clean
 
 VENV := .venv
 STAMP := $(VENV)/.installed
@@ -24,6 +24,9 @@ bench-locomo: $(STAMP)
 
 bench-speed: $(STAMP)
 	$(VENV)/bin/memory bench speed
+
+bench-context: $(STAMP)
+	$(VENV)/bin/memory bench context --data ../shared/bench/locomo_dev.json --budget 4000
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

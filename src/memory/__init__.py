@@ -9,12 +9,15 @@
 
 from memory.aio import AsyncMemory
 from memory.config import Settings, load_settings
+from memory.context import CompiledPrompt, ContextRequest, ContextStrategy, TokenBudget
 from memory.episodic.summarize import ExtractiveSummarizer, Summarizer
 from memory.episodic.types import Block, BlockChange, Message, MessageHit, ThreadInfo
 from memory.errors import (
+    AgentError,
     AuthenticationError,
     BlockLimitError,
     ConfigError,
+    ContextBudgetError,
     EmbedderError,
     EmbeddingMismatchError,
     Error,
@@ -60,6 +63,12 @@ __all__ = [
     "SchemaError",
     "ProviderError",
     "EmbedderError",
+    "ContextBudgetError",
+    "AgentError",
+    "ContextRequest",
+    "ContextStrategy",
+    "TokenBudget",
+    "CompiledPrompt",
     "BlockLimitError",
     "StoreUnavailableError",
     "Message",

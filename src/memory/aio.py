@@ -139,6 +139,14 @@ class AsyncMemory:
         """See :meth:`Memory.import_`."""
         return await self._run(self._sync.import_, stream, **options)
 
+    async def context(self, request: Any = None, /, **options: Any) -> Any:
+        """See :meth:`Memory.context` (returns a CompiledPrompt)."""
+        return await self._run(self._sync.context, request, **options)
+
+    async def get_memory_context(self, query: str, max_tokens: int = 1000, **scope: Any) -> str:
+        """See :meth:`Memory.get_memory_context`."""
+        return await self._run(self._sync.get_memory_context, query, max_tokens, **scope)
+
     @property
     def messages(self) -> AsyncService:
         """Awaitable :attr:`Memory.messages` (``await amem.messages.append(...)``)."""

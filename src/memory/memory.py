@@ -47,6 +47,7 @@ from memory.retrieval.text import query_terms
 from memory.types import SENSITIVITY_LEVELS, Hit, LedgerEntry, MemoryItem, Page, Stats
 
 if TYPE_CHECKING:
+    from memory.context import CompiledPrompt, ContextRequest, ContextSource, Summariser
     from memory.episodic.blocks import Blocks
     from memory.episodic.messages import Messages
     from memory.episodic.prune import PruneReport
@@ -791,3 +792,35 @@ class Memory:
         from memory.transfer import import_jsonl
 
         return import_jsonl(self, stream, on_progress=on_progress)
+
+    # -- context assembly (logic in memory.context) ------------------------
+    def context(
+        self,
+        request: ContextRequest | str | None = None,
+        /,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        summariser: Summariser | None = None,
+        **fields: Any,
+    ) -> CompiledPrompt:
+        """Build the prompt for one model call under a token budget (DESIGN §8).
+
+        ``request`` is a :class:`~memory.context.ContextRequest`, or the
+        observation text with request fields as keywords (user, thread,
+        budget, strategy, system, …). Returns a CompiledPrompt: ``.messages``
+        (OpenAI shape), ``.anthropic()``, ``.trace`` (what went in, what was
+        cut and why). Raises InvalidInputError or ContextBudgetError.
+        """
+        from memory.context.pipeline import as_request, build_context
+
+        return build_context(self, as_request(request, fields), sources=sources, summariser=summariser)
+
+    def get_memory_context(self, query: str, max_tokens: int = 1000, **scope: Any) -> str:
+        """The memories relevant to ``query`` as one text of at most ``max_tokens`` tokens (seed 001).
+
+        Scope keywords: namespace, user, agent, thread, clearance, model
+        (picks the tokenizer), limit (max memories, default 10).
+        """
+        from memory.context.pipeline import memory_context_text
+
+        return memory_context_text(self, query, max_tokens, **scope)
