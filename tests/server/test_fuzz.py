@@ -36,7 +36,7 @@ def fuzz_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
 
 @pytest.mark.slow
 def test_no_server_errors(fuzz_target: tuple[str, str]) -> None:
-    """Every operation of the served OpenAPI schema, positive and negative cases, up to 20 examples each (MEMORY_FUZZ_EXAMPLES)."""
+    """Every operation of the OpenAPI schema, positive and negative cases, 20 examples each (MEMORY_FUZZ_EXAMPLES)."""
     url, token = fuzz_target
     schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
     headers = {"Authorization": f"Bearer {token}"}

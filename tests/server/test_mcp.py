@@ -115,6 +115,12 @@ def test_stdio_tools_resources_and_errors(tmp_path: Path) -> None:
             assert synced["result"]["messages_done"] == 2
             found = _data(await client.call_tool("search_conversation", {"query": "where did they move?"}))
             assert found["hits"][0]["message"]["content"] == "I moved to Lyon"
+            context = _data(
+                await client.call_tool(
+                    "get_context", {"observation": "where do I live now?", "thread": "t9", "budget_tokens": 400}
+                )
+            )
+            assert "Lyon" in json.dumps(context["messages"]) and context["trace"]["sections"]
 
     anyio.run(scenario)
 

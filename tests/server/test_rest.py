@@ -259,3 +259,26 @@ def test_working_memory_blocks(live: Live) -> None:
         limit = blocks["user_info"]["limit"]
         _problem(c.put("/v1/namespaces/a/blocks/user_info", json={"value": "x" * (limit + 1), "user": "al"}), 422)
     assert live.mem.blocks.get("user_info", user="al", namespace="a").value.endswith("Berlin.")
+
+
+def test_context_for_the_next_model_call(live: Live) -> None:
+    live.mem.remember("Alice lives in Berlin", namespace="a", user="al")
+    live.mem.remember("the vault code is 4711", namespace="a", user="al", sensitivity="secret")
+    live.mem.messages.append("t1", "I need a restaurant for tonight", namespace="a", user="al")
+    with live.client("a") as c:
+        r = c.post(
+            "/v1/namespaces/a/context",
+            json={
+                "observation": "where does alice live? what is the vault code?",
+                "user": "al",
+                "thread": "t1",
+                "budget_tokens": 500,
+            },
+        )
+        assert r.status_code == 200, r.text
+        body = r.json()
+        text = " ".join(str(m["content"]) for m in body["messages"])
+        assert "Berlin" in text and "restaurant" in text and "4711" not in text
+        assert body["trace"]["sections"]
+        _problem(c.post("/v1/namespaces/a/context", json={"observation": "x", "clearance": "secret"}), 403)
+        _problem(c.post("/v1/namespaces/a/context", json={"observation": "x", "budget_tokens": 1}), 422)

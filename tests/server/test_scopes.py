@@ -31,6 +31,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "sync_status": {},
     "get_blocks": {},
     "write_block": {"value": "likes tea", "mode": "append"},
+    "get_context": {"observation": "what are the plans?"},
 }
 SCOPED = [op for op in OPERATIONS.values() if op.rest is not None and op.scoped]
 

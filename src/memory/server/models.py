@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory.context.types import Trace
 from memory.episodic.types import Block, Message, MessageHit, ThreadInfo
 from memory.types import Hit, LedgerEntry, MemoryItem
 
@@ -50,6 +51,8 @@ __all__ = [
     "BlocksIn",
     "BlocksOut",
     "WriteBlockIn",
+    "GetContextIn",
+    "GetContextOut",
 ]
 
 Clearance = Literal["normal", "private", "secret"]
@@ -383,3 +386,27 @@ class WriteBlockIn(_In):
     user: str | None = _USER
     agent: str | None = _AGENT
     reason: str | None = Field(None, description="Why, recorded in the block's history.")
+
+
+# -- context assembly ----------------------------------------------------------
+
+
+class GetContextIn(_In):
+    """What the next model call is about; the context is built for it under a token budget."""
+
+    observation: str = Field(..., description="The current user input (what the model must answer).", min_length=1)
+    goal: str | None = Field(None, description="What the agent is trying to achieve, if known.")
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    thread: str | None = Field(None, description="The conversation thread: its recent turns are included.")
+    system: str | None = Field(None, description="The system prompt to put first.")
+    budget_tokens: int = Field(2000, ge=64, le=1_000_000, description="Token budget of the whole context.")
+    model: str | None = Field(None, description="Model name; picks the tokenizer used to count tokens.")
+    clearance: Clearance = _CLEARANCE
+
+
+class GetContextOut(_Out):
+    """Chat messages ready for the model (OpenAI shape) and the trace of what went in, what was cut and why."""
+
+    messages: list[dict[str, Any]]
+    trace: Trace

@@ -442,6 +442,27 @@ register(Operation(
     rest=Rest("PUT", "/blocks/{label}"),
 ))  # fmt: skip
 
+
+# -- context assembly (issue 7) -----------------------------------------------------
+
+
+def _get_context(mem: Memory, a: m.GetContextIn, call: Call) -> m.GetContextOut:
+    fields = a.model_dump(exclude={"observation", "budget_tokens"}, exclude_none=True)
+    compiled = mem.context(a.observation, namespace=call.namespace, budget={"total": a.budget_tokens}, **fields)
+    return m.GetContextOut(messages=compiled.messages, trace=compiled.trace)
+
+
+register(Operation(
+    name="get_context",
+    description=(
+        "Build the context for the next model call under a token budget: system prompt, working-memory "
+        "blocks, recent turns of the thread, relevant memories; returns chat messages and a trace of "
+        "what went in and what was cut."
+    ),
+    params=m.GetContextIn, result=m.GetContextOut, run=_get_context, tags=("context",),
+    rest=Rest("POST", "/context"),
+))  # fmt: skip
+
 RESOURCES.extend([
     ResourceSpec("memory://namespaces", "namespaces", "namespaces", "Namespaces holding memories (JSON)."),
     ResourceSpec("memory://{namespace}/memories/{id}", "get", "memory", "One memory by id (JSON)."),
