@@ -94,7 +94,10 @@ def _ttl_to_expiry(ttl: object, now: datetime) -> datetime | None:
         raise InvalidInputError("ttl must be seconds (a number) or a timedelta")
     if not seconds > 0 or seconds != seconds or seconds == float("inf"):
         raise InvalidInputError("ttl must be a positive, finite number of seconds")
-    return now + timedelta(seconds=seconds)
+    try:
+        return now + timedelta(seconds=seconds)
+    except OverflowError:
+        raise InvalidInputError(f"ttl of {seconds:g} seconds is too large; give an expiry before year 9999") from None
 
 
 def _check_limit(limit: object, what: str = "limit") -> int:

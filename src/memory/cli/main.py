@@ -27,6 +27,7 @@ from memory.cli.episodic import blocks, end_conversation, messages, namespaces, 
 from memory.cli.graph import extract, graph, link
 from memory.cli.memories import forget, get, history, list_memories, recall, remember, stats
 from memory.cli.migrate import migrate
+from memory.cli.servers import keys, mcp, serve
 from memory.cli.setup import init
 from memory.cli.transfer import export, import_memories
 from memory.errors import Error
@@ -98,6 +99,8 @@ Examples:
   memory recall "what does alice like?" --user alice
   memory list --user alice --json
   memory export --out backup.jsonl && memory import backup.jsonl
+  memory mcp                      (MCP server on stdio, for Claude Desktop)
+  memory serve                    (REST API; keys: memory keys create)
 
 Settings come from flags, then MEMORY_* environment variables, then the
 config file (`memory init` writes it), then defaults.
@@ -140,6 +143,8 @@ bench.add_command(bench_context)
 for command in (messages, tail, threads, namespaces, blocks, end_conversation, sync, prune, worker):
     cli.add_command(command)
 for command in (doctor, migrate):
+    cli.add_command(command)
+for command in (serve, mcp, keys):
     cli.add_command(command)
 
 
