@@ -63,6 +63,7 @@ from memory.types import LedgerEntry, MemoryItem
 if TYPE_CHECKING:
     from memory.backends.postgres.episodic import PostgresEpisodicStore
     from memory.backends.postgres.graph import PostgresGraph
+    from memory.backends.postgres.keys import PostgresKeyStore
 
 __all__ = ["PostgresBackend"]
 
@@ -814,6 +815,12 @@ class PostgresBackend:
 
                 self._graph = PostgresGraph(self)
             return self._graph
+
+    def key_store(self) -> PostgresKeyStore:
+        """The API key store in this schema (see :mod:`memory.backends.keys`)."""
+        from memory.backends.postgres.keys import PostgresKeyStore
+
+        return PostgresKeyStore(self)
 
     # -- administration ----------------------------------------------------
     def server_info(self) -> dict[str, Any]:
