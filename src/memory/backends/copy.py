@@ -4,7 +4,9 @@ Unlike export/import (which works through the facade, one namespace, no
 ledger), this copies below the facade: every namespace, every item with all
 its fields (ids, times, access statistics, sensitivity including secrets,
 embedding status), the vector of each item in its model's space, and the
-whole ledger (also the history of deleted items) in the order recorded.
+whole ledger (also the history of deleted items) in the order recorded,
+then the conversations (messages, archive, blocks; :mod:`.copy_episodic`)
+when both backends have a conversation store.
 
 The destination must be empty: a copy never merges into an existing store.
 Each item is written together with its own ``add`` ledger entry (the
@@ -57,6 +59,8 @@ class CopyReport:
     namespaces: int
     vector_spaces: int
     synthesised_add_entries: int
+    messages: int = 0
+    blocks: int = 0
 
 
 def _everything(namespace: str, now: datetime) -> Filter:
@@ -88,6 +92,9 @@ def copy_store(src: Backend, dst: Backend, *, on_progress: ProgressCallback | No
     assert isinstance(src, LedgerTransfer) and isinstance(dst, LedgerTransfer)
     if dst.namespaces() or next(iter(dst.iter_ledger(batch_size=1)), None) is not None:
         raise ConfigError("the destination store is not empty; migrate copies into a new, empty store only")
+    from memory.backends.copy_episodic import copy_episodic, episodic_stores
+
+    conversations = episodic_stores(src, dst)  # checked before anything is written
     now = datetime.now(UTC)
     spaces = src.vector_spaces()
     for space in spaces:
@@ -134,4 +141,5 @@ def copy_store(src: Backend, dst: Backend, *, on_progress: ProgressCallback | No
             pending = []
     dst.write_ledger(pending)
     ledger += len(pending)
-    return CopyReport(done, vectors, ledger, len(namespaces), len(spaces), synthesised)
+    messages, blocks = copy_episodic(*conversations) if conversations is not None else (0, 0)
+    return CopyReport(done, vectors, ledger, len(namespaces), len(spaces), synthesised, messages, blocks)
