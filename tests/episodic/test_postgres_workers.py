@@ -127,3 +127,31 @@ def test_four_workers_share_the_sync_work_and_nothing_is_embedded_twice(pg_url: 
     with Memory(pg_url, embedder=OpenAIEmbedder(**server.options())) as mem:
         hits = mem.messages.search("topic 3 message 10", limit=3)
         assert hits and all(h.message.embedding_status == "done" for h in hits)
+
+
+def test_sync_killed_midway_on_postgres_then_rerun_embeds_the_rest_once(pg_url: str, server: EmbedServer) -> None:
+    texts = [f"kill test message {i} on topic {i % 5}" for i in range(50)]
+    with Memory(pg_url, embedder=OpenAIEmbedder(**server.options())) as mem:
+        mem.messages.append_many([{"thread": f"t{i % 3}", "content": t} for i, t in enumerate(texts)])
+    server.block_at = 3  # the third batch hangs; the job is killed while waiting for it
+    env = cli_env(server, timeout=60)
+    proc = subprocess.Popen(
+        [str(SCRIPT), "--db", pg_url, "sync", "--batch-size", "10"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert server.reached.wait(60), "the sync job never reached its third batch"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    messages, _, claimed = _status(pg_url, server)
+    assert messages == {"done": 20, "pending": 30} and list(claimed.values()) == [10]
+    assert list(claimed)[0].split(":")[1] == str(proc.pid)
+    server.block_at = None
+    rerun = subprocess.run(
+        [str(SCRIPT), "--db", pg_url, "sync", "--batch-size", "10", "--json"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr
+    report = json.loads(rerun.stdout)
+    assert (report["messages_done"], report["released"]) == (30, 10)
+    assert _status(pg_url, server)[0] == {"done": 50}
+    assert server.delivered == {t: 1 for t in texts}  # the killed batch was never answered; now once
