@@ -124,6 +124,9 @@ def test_four_workers_share_the_sync_work_and_nothing_is_embedded_twice(pg_url: 
     assert all(n > 0 for n in done), f"every worker took part: {done}"
     # the embedder answered every text exactly once: no message or memory was embedded twice
     assert server.delivered == {t: 1 for t in [*texts, *memories]}
+    with Memory(pg_url, embedder=OpenAIEmbedder(**server.options())) as mem:  # no counter update lost
+        state = mem.backend.episodic.get_job_state("semantic_sync")  # type: ignore[attr-defined]
+        assert state is not None and state.processed == MESSAGES + MEMORIES and state.failed == 0
     with Memory(pg_url, embedder=OpenAIEmbedder(**server.options())) as mem:
         hits = mem.messages.search("topic 3 message 10", limit=3)
         assert hits and all(h.message.embedding_status == "done" for h in hits)

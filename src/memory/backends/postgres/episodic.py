@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -778,7 +778,18 @@ class PostgresEpisodicStore:
             return None
         with self._b._read() as conn:
             row = conn.execute("SELECT data FROM job_state WHERE name = %s", (name,)).fetchone()
-        return None if row is None else JobState.model_validate_json(row[0])
+        return None if row is None or not row[0] else JobState.model_validate_json(row[0])
+
+    def update_job_state(self, name: str, change: Callable[[JobState | None], JobState]) -> JobState:
+        """Apply ``change`` to the job's state in one transaction holding its row (``FOR UPDATE``)."""
+        with self._b._tx() as conn:
+            conn.execute(  # make sure the row exists, so FOR UPDATE has something to hold
+                "INSERT INTO job_state (name, data) VALUES (%s, '') ON CONFLICT (name) DO NOTHING", (name,)
+            )
+            (data,) = conn.execute("SELECT data FROM job_state WHERE name = %s FOR UPDATE", (name,)).fetchone()
+            state = change(JobState.model_validate_json(data) if data else None)
+            conn.execute("UPDATE job_state SET data = %s WHERE name = %s", (state.model_dump_json(), name))
+            return state
 
     def put_job_state(self, state: JobState) -> None:
         """Replace the job's state."""
