@@ -68,8 +68,8 @@ def copy_episodic(source: EpisodicStore, target: EpisodicStore) -> tuple[int, in
                     for message_id, vector in source.get_message_vectors(namespace, model, ids).items():
                         found[message_id] = (model, vector)
                 for message in batch:
-                    model, vector = found.get(message.id, (None, None))
-                    entries.append((message, model, vector))
+                    hit = found.get(message.id)
+                    entries.append((message, hit[0], hit[1]) if hit is not None else (message, None, None))
                 messages += target.import_messages(entries)
                 after = batch[-1].turn
             archived = list(source.iter_archived(namespace, thread.thread))
