@@ -162,7 +162,10 @@ class Messages:
         if fields.get("ttl") is not None:
             if expires_at is not None:
                 raise InvalidInputError("give ttl or expires_at, not both")
-            expires_at = now + timedelta(seconds=_seconds(fields["ttl"], "ttl"))
+            try:
+                expires_at = now + timedelta(seconds=_seconds(fields["ttl"], "ttl"))
+            except OverflowError as exc:  # beyond datetime's range (year 9999)
+                raise InvalidInputError(f"ttl is too large: {fields['ttl']!r} seconds") from exc
         speaker = fields.get("speaker")
         return Message(
             id=new_id(),
