@@ -35,7 +35,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from memory.context.tokens import TokenCounter, counter_for
 from memory.context.types import ContextRequest, PromptIR, PromptMeta, Section, SectionSource, SourceNote
-from memory.errors import Error, InvalidInputError, NotFoundError
+from memory.errors import Error, InvalidInputError
 from memory.types import SENSITIVITY_LEVELS
 
 __all__ = [
@@ -394,11 +394,7 @@ class GraphSource:
         out: list[Section] = []
         seen: set[str] = set()
         for name in names:
-            try:  # the graph is per namespace (GraphView.facts_about takes no user/agent)
-                facts = graph.facts_about(name, namespace=ctx.request.namespace)
-            except NotFoundError:
-                continue
-            for fact in facts:
+            for fact in graph.facts_about(name, **ctx.scope()):
                 text = _text_of(fact)
                 if not text.strip() or text in seen or not ctx.visible(fact):
                     continue
