@@ -225,11 +225,25 @@ def test_migrate_copies_conversations_sqlite_postgres_sqlite(run: Runner, pg_url
     first = f"sqlite:///{tmp_path / 'c.db'}"
     back = f"sqlite:///{tmp_path / 'd.db'}"
     _fill_conversations(first)
+    from memory.backends.keys import open_key_store
+    from memory.keys import new_key
+
+    source = open_backend(first)
+    try:
+        key, _ = new_key("ops", ["alpha"], now=datetime(2026, 2, 1, tzinfo=UTC), read_only=True)
+        open_key_store(source).add(key)
+    finally:
+        source.close()
     report = run.json("migrate", "--from", first, "--to", pg_url)
-    assert (report["messages"], report["blocks"]) == (15, 1)
+    assert (report["messages"], report["blocks"], report["api_keys"]) == (15, 1, 1)
     assert run.json("migrate", "--from", pg_url, "--to", back)["messages"] == 15
     original, via_pg, returned = _conversations(first), _conversations(pg_url), _conversations(back)
     assert original == via_pg
     assert original == returned
+    target = open_backend(back)
+    try:
+        assert open_key_store(target).list() == [key]  # the hash and every field survive both copies
+    finally:
+        target.close()
     assert len(original["archived:alpha"]) == 5 and len(original["vectors:alpha"]) == 7  # type: ignore[arg-type]
     assert len(original["blocks:alpha"][0][1]) == 2  # type: ignore[index]
