@@ -57,7 +57,7 @@ def test_four_workers_share_the_sync_work_and_nothing_is_embedded_twice(pg_url: 
             mem.remember(text)
     assert _status(pg_url, server)[1] == {"pending": MEMORIES}
     assert not server.delivered
-    server.default = "delay:0.3"  # every batch takes a while: all four workers are busy at once
+    server.default = "delay:0.5"  # every batch takes a while: all four workers are busy at once
     env = cli_env(server, timeout=60)
     procs = [
         subprocess.Popen(
