@@ -4,7 +4,8 @@ Precedence: objects passed to ``Memory(...)`` > explicit settings > ``MEMORY_*``
 environment variables > the config file > defaults. The environment and the
 file are read when settings are built, never at import time.
 
-Environment variables: ``MEMORY_CONFIG`` (config file path), ``MEMORY_DATABASE``,
+Environment variables: ``MEMORY_CONFIG`` (config file path), ``MEMORY_DATABASE``
+(alias ``MEMORY_DSN``),
 ``MEMORY_NAMESPACE``, ``MEMORY_EMBEDDER`` (provider name),
 ``MEMORY_EMBEDDER_OPTIONS`` (JSON object), ``MEMORY_RETRIEVAL`` (preset name),
 ``MEMORY_CHAT_URL`` and ``MEMORY_CHAT_MODEL`` (the chat endpoint of ``memory chat``;
@@ -144,8 +145,8 @@ def _from_file(path: Path) -> dict[str, Any]:
 
 def _from_env() -> dict[str, Any]:
     env: dict[str, Any] = {}
-    if value := os.environ.get("MEMORY_DATABASE"):
-        env["database"] = value
+    if value := os.environ.get("MEMORY_DATABASE") or os.environ.get("MEMORY_DSN"):
+        env["database"] = value  # MEMORY_DSN is an alias (e.g. postgresql://...); MEMORY_DATABASE wins
     if value := os.environ.get("MEMORY_NAMESPACE"):
         env["namespace"] = value
     if value := os.environ.get("MEMORY_RETRIEVAL"):

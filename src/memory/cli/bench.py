@@ -83,6 +83,13 @@ def bench() -> None:
     """
 
 
+_DSN_OPTION = click.option(
+    "--dsn", metavar="URL", envvar="MEMORY_BENCH_DSN",
+    help="PostgreSQL server for --backend postgres (a scratch database is created there and dropped) "
+    "[env: MEMORY_BENCH_DSN].",
+)  # fmt: skip
+
+
 @bench.command("locomo")
 @click.option("--data", type=_DATA_TYPE, help=f"LoCoMo JSON file [default: {_DEFAULT_DATA} if it exists].")
 @click.option("--embedder", metavar="NAME", help="Embedder provider (auto, minilm, hashing, …) [default: auto].")
@@ -94,9 +101,11 @@ def bench() -> None:
     help="Override the preset's RRF constant (e.g. to sweep it).",
 )  # fmt: skip
 @click.option(
-    "--backend", type=click.Choice(["sqlite", "inmemory"]), default="sqlite", show_default=True,
-    help="Store per conversation: a SQLite file in a temp dir, or in process memory.",
+    "--backend", type=click.Choice(["sqlite", "inmemory", "postgres"]), default="sqlite", show_default=True,
+    help="Store per conversation: a SQLite file in a temp dir, in process memory, or a scratch PostgreSQL "
+    "database on --dsn's server.",
 )  # fmt: skip
+@_DSN_OPTION
 @click.option(
     "--limit-conversations", type=click.IntRange(min=1), metavar="N", help="Use only the first N conversations."
 )
@@ -112,6 +121,7 @@ def locomo(
     rrf_k: float | None,
     backend: str,
     limit_conversations: int | None,
+    dsn: str | None,
     as_json: bool,
     out: Path | None,
     quiet: bool,
@@ -136,6 +146,7 @@ def locomo(
             preset=preset,
             rrf_k=rrf_k,
             limit_conversations=limit_conversations,
+            dsn=dsn,
             progress=lambda done, total, name: note(f"conversation {done + 1}/{total}: {name}") if name else None,
         )
     report = result.to_json()
@@ -161,9 +172,11 @@ def _sizes(ctx: click.Context | None, param: click.Parameter | None, value: str)
     help="Store sizes to measure, comma-separated.",
 )
 @click.option(
-    "--backend", type=click.Choice(["sqlite", "inmemory"]), default="sqlite", show_default=True,
-    help="Backend of the measured store (a SQLite file in a temp dir, or in process memory).",
+    "--backend", type=click.Choice(["sqlite", "inmemory", "postgres"]), default="sqlite", show_default=True,
+    help="Backend of the measured store (a SQLite file in a temp dir, in process memory, or a scratch "
+    "PostgreSQL database on --dsn's server).",
 )  # fmt: skip
+@_DSN_OPTION
 @click.option(
     "--peer", type=click.Choice(["chroma", "lancedb", "none"]),
     help="Peer vector store run on the same texts, vectors and queries (needs its package) "
@@ -195,6 +208,10 @@ def _sizes(ctx: click.Context | None, param: click.Parameter | None, value: str)
     help="Where corpus embeddings are cached [default: the user cache dir, memory/bench].",
 )  # fmt: skip
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the text generator.")
+@click.option(
+    "--index-after-load", is_flag=True,
+    help="postgres: drop the HNSW index before each bulk load and rebuild it after (build time reported).",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
@@ -203,6 +220,7 @@ def speed(
     ctx: click.Context,
     sizes: list[int],
     backend: str,
+    dsn: str | None,
     peer: str | None,
     queries: int,
     k: int,
@@ -213,6 +231,7 @@ def speed(
     data: Path | None,
     cache_dir: Path | None,
     seed: int,
+    index_after_load: bool,
     as_json: bool,
     out: Path | None,
     quiet: bool,
@@ -249,6 +268,8 @@ def speed(
             cache_dir=cache_dir or Path(platformdirs.user_cache_dir("memory")) / "bench",
             seed=seed,
             progress=note,
+            dsn=dsn,
+            index_after_load=index_after_load,
         )
     _emit(report, format_speed(report), as_json=as_json, out=out)
 
