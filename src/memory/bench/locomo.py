@@ -246,8 +246,8 @@ def run_locomo(
     rrf_k: float | None = None,
     limit_conversations: int | None = None,
     progress: Callable[[int, int, str], None] | None = None,
-    dsn: str | None = None,
     extract: bool = False,
+    dsn: str | None = None,
 ) -> LocomoResult:
     """Run the benchmark; returns per-question metrics and latencies.
 

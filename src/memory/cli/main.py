@@ -142,9 +142,7 @@ for command in (context, chat):
 bench.add_command(bench_context)
 for command in (messages, tail, threads, namespaces, blocks, end_conversation, sync, prune, worker):
     cli.add_command(command)
-for command in (doctor, migrate):
-    cli.add_command(command)
-for command in (serve, mcp, keys):
+for command in (serve, mcp, keys, doctor, migrate):
     cli.add_command(command)
 
 

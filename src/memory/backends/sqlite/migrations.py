@@ -320,8 +320,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0004_vector_spaces", _VECTORS),
     Migration("0005_item_claims", _ITEM_CLAIMS),
     Migration("0006_episodic", _EPISODIC),
-    Migration("0007_graph", _GRAPH),
-    Migration("0008_api_keys", API_KEYS_MIGRATION),
+    Migration("0007_api_keys", API_KEYS_MIGRATION),
+    Migration("0008_graph", _GRAPH),
 )
 
 
