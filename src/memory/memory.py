@@ -44,7 +44,9 @@ from memory.records import (
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, rank
 from memory.retrieval.text import query_terms
+from memory.retrieval.window import window_model
 from memory.types import SENSITIVITY_LEVELS, Hit, LedgerEntry, MemoryItem, Page, Stats
+from memory.windows import Anchor, anchor_of, refresh_windows
 
 if TYPE_CHECKING:
     from memory.transfer import ImportReport
@@ -203,6 +205,28 @@ class Memory:
         value = check_name(namespace, "namespace", optional=False)
         assert value is not None
         return value
+
+    def _refresh_windows(self, namespace: str, anchors: Iterable[Anchor]) -> None:
+        """Recompute the context windows around ``anchors`` (see :mod:`memory.windows`)."""
+        anchors = builtins.list(anchors)
+        if not anchors:
+            return
+        model = space = None
+        if self._ensure_space(strict=False):
+            model = self._embedder.model_name
+            space = window_model(model)
+            self._backend.ensure_vector_space(space, self._embedder.dimension)
+        refresh_windows(
+            self._backend,
+            namespace,
+            anchors,
+            size=self.settings.context_window,
+            model=model,
+            window_space=space,
+            scope_filter=lambda thread: self.filter(
+                namespace, thread=thread, clearance="secret", include_expired=True, include_invalid=True
+            ),
+        )
 
     def filter(
         self,
@@ -404,7 +428,16 @@ class Memory:
             for item, vector in embedded
         ]
         results = self._backend.add(records)
+        self._windows_after_add([r.item for r, res in zip(records, results, strict=True) if res.created])
         return [r.id for r in results]
+
+    def _windows_after_add(self, items: Iterable[MemoryItem]) -> None:
+        """Compute the context windows of newly stored ``items`` and of their thread neighbours."""
+        by_ns: dict[str, builtins.list[Anchor]] = {}
+        for item in items:
+            by_ns.setdefault(item.namespace, []).append(anchor_of(item))
+        for ns, anchors in by_ns.items():
+            self._refresh_windows(ns, anchors)
 
     def update(
         self, memory_id: str, *, namespace: str | None = None, reason: str | None = None, **changes: Any
@@ -459,6 +492,7 @@ class Memory:
             ((candidate, vector),) = self._embed_items([candidate], [None])
         entry = ledger_entry("update", old.id, old.namespace, now, before=old, after=candidate, reason=reason)
         self._backend.replace(candidate, vector, entry)
+        self._refresh_windows(candidate.namespace, [anchor_of(candidate)])
         return candidate
 
     def forget(self, memory_id: str | Sequence[str], *, namespace: str | None = None, reason: str | None = None) -> int:
@@ -476,7 +510,9 @@ class Memory:
             raise NotFoundError(f"no memory {memory_id!r} in namespace {ns!r}")
         now = self._clock()
         ledger = [ledger_entry("delete", i.id, ns, now, before=i, reason=reason) for i in items]
-        return self._backend.delete(ns, [i.id for i in items], ledger)
+        deleted = self._backend.delete(ns, [i.id for i in items], ledger)
+        self._refresh_windows(ns, [anchor_of(i) for i in items if i.thread is not None])
+        return deleted
 
     def forget_all(
         self,
@@ -502,6 +538,7 @@ class Memory:
                 ledger_entry("delete", i.id, i.namespace, now, before=i, reason=reason or "forget_all") for i in batch
             ]
             total += self._backend.delete(flt.namespace, [i.id for i in batch], ledger)
+            self._refresh_windows(flt.namespace, [anchor_of(i) for i in batch if i.thread is not None])
 
     def embed_pending(self, *, namespace: str | None = None, limit: int = 1000) -> int:
         """Embed memories left pending (e.g. after an embedder outage); returns how many got vectors."""
@@ -525,6 +562,7 @@ class Memory:
                 done += self._backend.set_vectors(
                     ns, self._embedder.model_name, [(i.id, matrix[j]) for j, i in enumerate(group)]
                 )
+                self._refresh_windows(ns, [anchor_of(i) for i in group])
         return done
 
     # -- reads -------------------------------------------------------------
@@ -582,12 +620,12 @@ class Memory:
         k = max(config.candidates, limit)
         results = {}
         if "lexical" in config.channels:
-            results["lexical"] = self._backend.search_lexical(flt, query_terms(text), k)
+            results["lexical"] = self._backend.search_lexical(flt, query_terms(text), k, fields=config.fields)
         if "vector" in config.channels:
             try:
                 if self._ensure_space(strict=True):
                     vector = embed_query(self._embedder, text)
-                    results["vector"] = self._backend.search_vector(flt, self._embedder.model_name, vector, k)
+                    results["vector"] = self._backend.search_vector(flt, self._vector_space(config), vector, k)
             except ProviderError as exc:
                 log.warning("vector channel skipped, embedder failed: %s", exc)
         fused = fuse(results, config.weights, config.rrf_k)
@@ -600,6 +638,15 @@ class Memory:
         if hits:
             self._backend.record_access(flt.namespace, [h.id for h in hits], flt.now)
         return hits
+
+    def _vector_space(self, config: RetrievalConfig) -> str:
+        """The space the vector channel searches: window vectors when configured and present."""
+        model = self._embedder.model_name
+        if config.window_vectors and self.settings.context_window > 0:
+            space = window_model(model)
+            if any(s.model == space for s in self._backend.vector_spaces()):
+                return space
+        return model
 
     def _retrieval_config(self, retrieval: RetrievalConfig | str | None) -> RetrievalConfig:
         if retrieval is None:

@@ -26,7 +26,7 @@ Rules every implementation follows (the contract suite in
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -137,6 +137,18 @@ class Backend(Protocol):
         """Set embedding_status (and error) on items; returns rows updated."""
         ...
 
+    def set_windows(
+        self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]
+    ) -> int:
+        """Store library-computed context windows: (id, window text, window vector or None).
+
+        The text becomes the lexical ``window`` field (kept when the item is
+        replaced); the vector replaces the item's vector in ``model``'s space
+        (None removes it; ``model=None`` leaves vectors alone). Embedding
+        status is not changed. Returns rows updated.
+        """
+        ...
+
     def delete(self, namespace: str, ids: Sequence[str], ledger: Sequence[LedgerEntry]) -> int:
         """Delete items with their index entries and vectors; record ``ledger``; returns rows deleted."""
         ...
@@ -162,8 +174,15 @@ class Backend(Protocol):
         """Number of items matching ``flt``."""
         ...
 
-    def search_lexical(self, flt: Filter, terms: Sequence[str], k: int) -> builtins.list[ChannelHit]:
-        """BM25-ranked items containing any of ``terms`` (already normalised words), best first."""
+    def search_lexical(
+        self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
+    ) -> builtins.list[ChannelHit]:
+        """BM25-ranked items containing any of ``terms`` (already normalised words), best first.
+
+        ``fields`` weighs the indexed fields ``content``, ``window`` (the text
+        given to :meth:`set_windows`) and ``time`` (``retrieval.window.time_words``
+        of created_at); None means content only. A field of weight 0 does not match.
+        """
         ...
 
     def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:

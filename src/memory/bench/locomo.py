@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from memory.embedders import create_embedder
 from memory.embedders.base import Embedder
 from memory.errors import InvalidInputError
 from memory.memory import Memory
+from memory.retrieval.window import MONTHS
 
 __all__ = [
     "DEFAULT_DATA",
@@ -59,6 +61,8 @@ BASELINES: dict[str, dict[str, float]] = {
 }
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
+_SESSION_TIME = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.IGNORECASE)
+_MONTH_NUMBERS = {name.lower(): number for number, name in enumerate(MONTHS, 1)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,13 +197,42 @@ def database_url(backend: str, directory: Path, name: str) -> str:
     raise InvalidInputError(f"unknown backend {backend!r}; use 'sqlite' or 'inmemory'")
 
 
-def _store_conversation(mem: Memory, conv: Conversation, namespace: str) -> dict[str, list[str]]:
-    """Remember every turn; returns memory id -> dia_ids (several if the store deduplicated)."""
+def session_time(text: str | None) -> datetime | None:
+    """The UTC datetime of a LoCoMo session stamp like ``"1:56 pm on 8 May, 2023"`` (None if unparsable)."""
+    if not text:
+        return None
+    match = _SESSION_TIME.fullmatch(text.strip())
+    if match is None:
+        return None
+    hour, minute, half, day, month, year = match.groups()
+    try:
+        month_number = _MONTH_NUMBERS[month.lower()]
+        hour24 = int(hour) % 12 + (12 if half.lower() == "pm" else 0)
+        return datetime(int(year), month_number, int(day), hour24, int(minute), tzinfo=UTC)
+    except (KeyError, ValueError):
+        return None
+
+
+def thread_of(conv: Conversation, turn: Turn, threads: str = "session") -> str:
+    """The thread a turn is stored in: one per chat session (default), or one per conversation."""
+    return f"{conv.sample_id}/session-{turn.session}" if threads == "session" else conv.sample_id
+
+
+def _store_conversation(
+    mem: Memory, conv: Conversation, namespace: str, threads: str = "session"
+) -> dict[str, list[str]]:
+    """Remember every turn; returns memory id -> dia_ids (several if the store deduplicated).
+
+    Each turn is stored as a user of the library would: its text, its chat
+    session as the thread, the session's date and time as ``created_at``,
+    and the LoCoMo ids in metadata (used only to score the answers).
+    """
     entries = [
         {
             "content": turn.content,
             "kind": "conversation",
-            "thread": conv.sample_id,
+            "thread": thread_of(conv, turn, threads),
+            **({"created_at": when} if (when := session_time(turn.session_date)) is not None else {}),
             "metadata": {
                 "dia_id": turn.dia_id,
                 "session": turn.session,

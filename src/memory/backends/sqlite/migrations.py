@@ -11,7 +11,8 @@ Schema (times are REAL epoch seconds, UTC; list/dict fields are JSON text):
 
 * ``items`` — one row per memory; ``rid`` links the index tables.
 * ``item_tags`` — (namespace, tag, rid) for tag filters with ``=`` comparisons.
-* ``items_fts`` — FTS5 over ``items.content`` (external content, kept in sync by triggers).
+* ``items_fts`` — FTS5 over ``items.content``, ``items.index_window`` (the context window
+  the library writes) and the time words of ``created_at``, kept in sync by triggers.
 * ``ledger`` — every change, kept after the item is deleted.
 * ``vector_spaces`` — one row per embedding model; each space has the tables
   ``vectors_<id>`` (float32 vectors) and ``vcodes_<id>`` (sign bits, for the
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory.errors import SchemaError
+from memory.retrieval.window import MONTHS
 
 __all__ = ["Migration", "MIGRATIONS", "apply_migrations", "applied_migrations", "create_space_tables"]
 
@@ -138,12 +140,55 @@ _VECTORS = [
     ) WITHOUT ROWID""",
 ]
 
+
+def _month_name(epoch: str) -> str:
+    """SQL for the English month name of an epoch-seconds expression (UTC)."""
+    months = " ".join(f"WHEN {n} THEN '{name}'" for n, name in enumerate(MONTHS, 1))
+    return f"CASE CAST(strftime('%m', {epoch}, 'unixepoch') AS INTEGER) {months} END"
+
+
+def time_words_sql(epoch: str) -> str:
+    """SQL giving ``retrieval.window.time_words`` of an epoch-seconds expression: ``'8 May 2023'``."""
+    day = f"CAST(strftime('%d', {epoch}, 'unixepoch') AS INTEGER)"
+    return f"({day} || ' ' || {_month_name(epoch)} || ' ' || strftime('%Y', {epoch}, 'unixepoch'))"
+
+
+# The lexical index gets two more fields (retrieval.window): the context window text that
+# the library writes to items.index_window, and the time words of created_at. FTS5 cannot
+# take an expression as an external-content column, so the index keeps its own copy and
+# triggers fill it.
+_INDEX_WINDOW = [
+    "ALTER TABLE items ADD COLUMN index_window TEXT NOT NULL DEFAULT ''",
+    "DROP TRIGGER items_fts_insert",
+    "DROP TRIGGER items_fts_delete",
+    "DROP TRIGGER items_fts_update",
+    "DROP TABLE items_fts",
+    """CREATE VIRTUAL TABLE items_fts USING fts5 (
+        content, window, time, tokenize='porter unicode61 remove_diacritics 2'
+    )""",
+    f"""CREATE TRIGGER items_fts_insert AFTER INSERT ON items BEGIN
+        INSERT INTO items_fts (rowid, content, window, time)
+        VALUES (new.rid, new.content, new.index_window, {time_words_sql('new.created_at')});
+    END""",
+    """CREATE TRIGGER items_fts_delete AFTER DELETE ON items BEGIN
+        DELETE FROM items_fts WHERE rowid = old.rid;
+    END""",
+    f"""CREATE TRIGGER items_fts_update AFTER UPDATE OF content, index_window, created_at ON items BEGIN
+        DELETE FROM items_fts WHERE rowid = old.rid;
+        INSERT INTO items_fts (rowid, content, window, time)
+        VALUES (new.rid, new.content, new.index_window, {time_words_sql('new.created_at')});
+    END""",
+    f"""INSERT INTO items_fts (rowid, content, window, time)
+        SELECT rid, content, index_window, {time_words_sql('created_at')} FROM items""",
+]
+
 #: Every migration this code knows, in the order they are applied.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_items", _ITEMS),
     Migration("0002_lexical_fts5", _LEXICAL),
     Migration("0003_ledger", _LEDGER),
     Migration("0004_vector_spaces", _VECTORS),
+    Migration("0005_index_window", _INDEX_WINDOW),
 )
 
 
