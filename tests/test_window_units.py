@@ -69,3 +69,14 @@ def test_presets_and_config_validation() -> None:
     for bad in ({"title": 1.0}, {"content": 0.0}, {"content": float("inf")}, {"content": -0.5}):
         with pytest.raises(ValidationError):
             RetrievalConfig(fields=bad)
+
+
+def test_feedback_terms_prefer_top_texts_and_skip_the_query() -> None:
+    from memory.retrieval.text import feedback_terms
+
+    texts = ["Ann: the kiln fired my vase", "Bob: a kiln and a wheel", "Cid: the wheel of pottery"]
+    assert feedback_terms(texts, ["pottery"], 3) == ["kiln", "ann", "fired"]
+    assert feedback_terms(texts, ["pottery"], 0) == []
+    assert feedback_terms([], ["x"], 5) == []
+    with pytest.raises(ValidationError):
+        RetrievalConfig(channels=("vector", "feedback"))

@@ -43,7 +43,7 @@ from memory.records import (
 )
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, rank
-from memory.retrieval.text import query_terms
+from memory.retrieval.text import feedback_terms, query_terms
 from memory.retrieval.window import window_model
 from memory.types import SENSITIVITY_LEVELS, Hit, LedgerEntry, MemoryItem, Page, Stats
 from memory.windows import Anchor, anchor_of, refresh_windows
@@ -620,7 +620,14 @@ class Memory:
         k = max(config.candidates, limit)
         results = {}
         if "lexical" in config.channels:
-            results["lexical"] = self._backend.search_lexical(flt, query_terms(text), k, fields=config.fields)
+            terms = query_terms(text)
+            results["lexical"] = self._backend.search_lexical(flt, terms, k, fields=config.fields)
+            if "feedback" in config.channels and results["lexical"]:
+                top = [h.id for h in results["lexical"][: config.feedback_docs]]
+                texts = [i.content for i in self._backend.get(flt.namespace, top)]
+                extra = feedback_terms(texts, terms, config.feedback_terms)
+                if extra:
+                    results["feedback"] = self._backend.search_lexical(flt, terms + extra, k, fields=config.fields)
         if "vector" in config.channels:
             try:
                 if self._ensure_space(strict=True):

@@ -218,3 +218,19 @@ def test_context_window_zero_writes_no_windows(make_memory: Callable[..., Memory
     mem.remember(TURNS, thread="t")
     assert _window_hits(mem, "pixel") == set()
     assert mem.recall("pixel kitten")[0].content == TURNS[0]
+
+
+def test_best_preset_adds_a_feedback_channel(mem: Memory) -> None:
+    ids = mem.remember(
+        [
+            "Ann: I fired a vase in the kiln at pottery class",
+            "Ann: the kiln reached 1200 degrees overnight",
+            "Bob: my cat sleeps all day",
+        ]
+    )
+    hits = mem.recall("pottery", limit=3, retrieval="best")
+    by_id = {h.id: h for h in hits}
+    # "kiln" comes from the top lexical hit; the second memory is found through it
+    assert "feedback" in by_id[ids[1]].channels and "lexical" not in by_id[ids[1]].channels
+    assert hits[0].id == ids[0]
+    assert all("feedback" not in h.channels for h in mem.recall("pottery", limit=3))

@@ -61,8 +61,11 @@ STEPS: tuple[Step, ...] = (
          "time": 1.0}}), "dropped"),  # fmt: skip
     Step("thread = whole conversation", _BALANCED, "dropped", threads="conversation"),
     Step("rrf_k 60 (customary)", _BALANCED.model_copy(update={"rrf_k": 60.0}), "dropped"),
+    Step("+ pseudo-relevance feedback (w=0.5)", _BALANCED.model_copy(update={
+         "channels": ("vector", "lexical", "feedback"), "weights": PRESETS["best"].weights}), "in best"),  # fmt: skip
+    Step("100 candidates per channel", _BALANCED.model_copy(update={"candidates": 100}), "in best"),
     Step("preset fast (20 candidates)", PRESETS["fast"], "preset"),
-    Step("preset best (100 candidates)", PRESETS["best"], "preset"),
+    Step("preset best (feedback + 100 candidates)", PRESETS["best"], "preset"),
     Step("lexical channel only", PRESETS["lexical"], "reference"),
     Step("vector channel only", PRESETS["vector"], "reference"),
     Step("plain, content-only lexical", PRESETS["plain"].model_copy(update={"channels": ("lexical",),

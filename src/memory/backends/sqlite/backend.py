@@ -391,10 +391,10 @@ class SQLiteBackend:
                 rid = int(row[0])
                 if row[1] != text:
                     conn.execute("UPDATE items SET index_window = ? WHERE rid = ?", (text, rid))
-                if space is not None:
+                if space is not None and vector is not None:
+                    vectors.write_vector(conn, space, namespace, rid, vector)  # replaces the old one
+                elif space is not None:
                     vectors.delete_vectors(conn, space, namespace, [rid])
-                    if vector is not None:
-                        vectors.write_vector(conn, space, namespace, rid, vector)
                 count += 1
             return count
 
