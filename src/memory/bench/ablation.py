@@ -74,7 +74,11 @@ STEPS: tuple[Step, ...] = (
 
 
 class CachedEmbedder:
-    """Wraps an embedder so each distinct text is embedded once (same model name and vectors)."""
+    """Wraps an embedder so each text stored is embedded once (same model name and vectors).
+
+    Only batches of several texts (the stores' ingestion) are cached; a single
+    text (a query) is always embedded, so measured recall latency includes it.
+    """
 
     def __init__(self, inner: Embedder) -> None:
         """Wrap ``inner``."""
@@ -89,6 +93,8 @@ class CachedEmbedder:
 
     def embed_batch(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed the texts not seen before; return every row from the cache."""
+        if len(texts) == 1:
+            return np.asarray(self.inner.embed_batch(list(texts)), dtype=np.float32)
         todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if todo:
             rows = np.asarray(self.inner.embed_batch(todo), dtype=np.float32)
