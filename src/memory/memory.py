@@ -209,13 +209,18 @@ class Memory:
     def _refresh_windows(self, namespace: str, anchors: Iterable[Anchor]) -> None:
         """Recompute the context windows around ``anchors`` (see :mod:`memory.windows`)."""
         anchors = builtins.list(anchors)
-        if not anchors:
+        if not anchors or self.settings.context_window <= 0:
             return
         model = space = None
         if self._ensure_space(strict=False):
             model = self._embedder.model_name
             space = window_model(model)
-            self._backend.ensure_vector_space(space, self._embedder.dimension)
+            if all(s.model != space for s in self._backend.vector_spaces()):
+                # First windows in this store (new, or written before windows existed): index
+                # every memory, so the vector channel never searches a partial window space.
+                self._backend.ensure_vector_space(space, self._embedder.dimension)
+                self._rebuild_windows()
+                return
         refresh_windows(
             self._backend,
             namespace,
@@ -227,6 +232,14 @@ class Memory:
                 namespace, thread=thread, clearance="secret", include_expired=True, include_invalid=True
             ),
         )
+
+    def _rebuild_windows(self) -> None:
+        """Compute the context window of every memory in every namespace (once per store)."""
+        for ns in self._backend.namespaces():
+            flt = self.filter(ns, clearance="secret", include_expired=True, include_invalid=True)
+            anchors = [anchor_of(item) for item in self._backend.iter_items(flt)]
+            for start in range(0, len(anchors), 5000):
+                self._refresh_windows(ns, anchors[start : start + 5000])
 
     def filter(
         self,
