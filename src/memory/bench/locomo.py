@@ -323,11 +323,11 @@ def evaluate_conversations(
                 ingest = time.perf_counter() - started
                 if conv.questions:  # warm caches, so the first config timed is not penalised
                     mem.recall(conv.questions[0].question, limit=RECALL_LIMIT, namespace=namespace)
-                for config, result in runs.values():
+                for _, result in runs.values():
                     result.ingest_seconds += ingest
                     result.turns += len(conv.turns)
-                    _ask(mem, conv, namespace, turns_of, config, result)
                     result.conversations += 1
+                _ask(mem, conv, namespace, turns_of, list(runs.values()))
     if progress is not None:
         progress(len(conversations), len(conversations), "")
 
@@ -337,30 +337,34 @@ def _ask(
     conv: Conversation,
     namespace: str,
     turns_of: dict[str, list[str]],
-    config: RetrievalConfig,
-    result: LocomoResult,
+    runs: list[tuple[RetrievalConfig, LocomoResult]],
 ) -> None:
-    """Recall every scored question of ``conv`` with ``config``; record metrics and latency."""
+    """Recall every scored question of ``conv`` with each run's config; record metrics and latency.
+
+    Configs take turns question by question, so a change in machine load
+    during the run weighs on every config's latency alike.
+    """
     for question in conv.questions:
         if question.category not in CATEGORIES:
             continue
-        result.dropped.extend((conv.sample_id, piece) for piece in question.dropped)
-        if not question.evidence:
-            continue
-        started = time.perf_counter()
-        hits = mem.recall(question.question, limit=RECALL_LIMIT, namespace=namespace, retrieval=config)
-        result.latencies_ms.append((time.perf_counter() - started) * 1000.0)
-        ranked = [turn for hit in hits for turn in _hit_turns(hit.item.metadata, turns_of.get(hit.id))]
-        result.rows.append(
-            {
-                "conversation": conv.sample_id,
-                "category": question.category,
-                "question": question.question,
-                "evidence": list(question.evidence),
-                "ranked": ranked,
-                **question_metrics(ranked, question.evidence),
-            }
-        )
+        for config, result in runs:
+            result.dropped.extend((conv.sample_id, piece) for piece in question.dropped)
+            if not question.evidence:
+                continue
+            started = time.perf_counter()
+            hits = mem.recall(question.question, limit=RECALL_LIMIT, namespace=namespace, retrieval=config)
+            result.latencies_ms.append((time.perf_counter() - started) * 1000.0)
+            ranked = [turn for hit in hits for turn in _hit_turns(hit.item.metadata, turns_of.get(hit.id))]
+            result.rows.append(
+                {
+                    "conversation": conv.sample_id,
+                    "category": question.category,
+                    "question": question.question,
+                    "evidence": list(question.evidence),
+                    "ranked": ranked,
+                    **question_metrics(ranked, question.evidence),
+                }
+            )
 
 
 def _hit_turns(metadata: dict[str, Any], stored_as: list[str] | None) -> list[str]:
