@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING, Any, overload
 import numpy as np
 
 from memory.backends import open_backend
-from memory.backends.base import Backend, ListOrder, NewRecord, Vector
+from memory.backends.base import Backend, ChannelHit, ListOrder, NewRecord, Vector
 from memory.config import Settings, load_settings
 from memory.embedders import create_embedder
 from memory.embedders.base import Embedder, embed_query, embed_texts
@@ -645,7 +645,7 @@ class Memory:
             try:
                 if self._ensure_space(strict=True):
                     vector = embed_query(self._embedder, text)
-                    results["vector"] = self._backend.search_vector(flt, self._vector_space(config), vector, k)
+                    results["vector"] = self._search_vectors(flt, config, vector, k)
             except ProviderError as exc:
                 log.warning("vector channel skipped, embedder failed: %s", exc)
         fused = fuse(results, config.weights, config.rrf_k)
@@ -667,6 +667,26 @@ class Memory:
             if any(s.model == space for s in self._backend.vector_spaces()):
                 return space
         return model
+
+    def _search_vectors(self, flt: Filter, config: RetrievalConfig, vector: Vector, k: int) -> builtins.list[ChannelHit]:
+        """The vector channel: window vectors, and own vectors of memories that have no window vector.
+
+        Only memories with a thread get a window vector (for the others it would
+        equal their own), so both spaces are searched and a memory found by its
+        own vector counts only if it has no window vector: the same ranking as a
+        window space holding every memory, without storing vectors twice.
+        """
+        model = self._embedder.model_name
+        space = self._vector_space(config)
+        if space == model:
+            return self._backend.search_vector(flt, model, vector, k)
+        windowed = self._backend.search_vector(flt, space, vector, k)
+        found = {h.id for h in windowed}
+        own = [h for h in self._backend.search_vector(flt, model, vector, k) if h.id not in found]
+        has_window = set(self._backend.get_vectors(flt.namespace, space, [h.id for h in own]))
+        merged = windowed + [h for h in own if h.id not in has_window]
+        merged.sort(key=lambda h: (-h.score, h.id))
+        return merged[:k]
 
     def _retrieval_config(self, retrieval: RetrievalConfig | str | None) -> RetrievalConfig:
         if retrieval is None:

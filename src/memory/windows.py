@@ -74,7 +74,7 @@ def refresh_windows(
     ``window_space`` the space for window vectors, ``scope_filter(thread)``
     a filter over every memory of the namespace in that thread (secret,
     expired and closed ones included). Memories without a thread have a
-    window of their own context and their own vector.
+    window of their own context and no window vector (recall uses their own).
     """
     by_thread: dict[str | None, list[tuple[datetime, str]]] = {}
     for thread, created_at, item_id in anchors:
@@ -100,12 +100,12 @@ def refresh_windows(
         return 0
     vectors = {}
     if model is not None and window_space is not None:
-        wanted = {i.id for item, near in affected.values() for i in (item, *near)}
-        vectors = backend.get_vectors(namespace, model, sorted(wanted))
+        wanted = {i.id for item, near in affected.values() if item.thread is not None for i in (item, *near)}
+        vectors = backend.get_vectors(namespace, model, sorted(wanted)) if wanted else {}
     updates = []
     for item_id, (item, near) in affected.items():
         vector = None
-        if item_id in vectors:
+        if item_id in vectors and item.thread is not None:  # thread-less: its own vector serves
             vector = window_vector(vectors[item_id], [vectors[n.id] for n in near if n.id in vectors])
         updates.append((item_id, window_text(item, near), vector))
     return backend.set_windows(namespace, window_space if model is not None else None, updates)

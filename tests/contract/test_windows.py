@@ -129,12 +129,27 @@ def test_window_vector_is_the_blend_of_stored_vectors(mem: Memory) -> None:
     own = [mem.vector_of(i) for i in ids]
     stored = mem.backend.get_vectors(mem.namespace, window_model(mem.embedder.model_name), ids)
     np.testing.assert_allclose(stored[ids[0]], window_vector(own[0], [own[1], own[2]]), atol=1e-6)
-    lone = mem.remember("no thread here")
-    np.testing.assert_allclose(
-        mem.backend.get_vectors(mem.namespace, window_model(mem.embedder.model_name), [lone])[lone],
-        mem.vector_of(lone),
-        atol=1e-6,
-    )
+    lone = mem.remember("no thread here")  # no window vector: recall uses its own
+    assert mem.backend.get_vectors(mem.namespace, window_model(mem.embedder.model_name), [lone]) == {}
+    hits = mem.recall("no thread here", limit=4)
+    assert hits[0].id == lone and hits[0].channels["vector"].raw == pytest.approx(1.0, abs=1e-5)
+
+
+def test_vector_channel_ranks_as_one_full_window_space(mem: Memory) -> None:
+    """Threaded memories by window vector, thread-less ones by their own: one list, cosine order."""
+    ids = mem.remember(TURNS, thread="t") + mem.remember(["Ann: kittens are grey", "Bob: sourdough needs time"])
+    config = PRESETS["balanced"].model_copy(update={"channels": ("vector",)})
+    query = mem.embedder.embed_batch(["grey kitten sourdough"])[0]
+    query = query / np.linalg.norm(query)
+    space = window_model(mem.embedder.model_name)
+    expected = {}
+    for memory_id in ids:
+        stored = mem.backend.get_vectors(mem.namespace, space, [memory_id]).get(memory_id)
+        vector = stored if stored is not None else mem.vector_of(memory_id)
+        expected[memory_id] = float(vector @ query)
+    hits = mem.recall("grey kitten sourdough", limit=len(ids), retrieval=config)
+    assert [h.id for h in hits] == sorted(ids, key=lambda i: (-expected[i], i))
+    assert [h.channels["vector"].raw for h in hits] == pytest.approx(sorted(expected.values(), reverse=True), abs=1e-5)
 
 
 def test_forget_and_update_rewrite_the_neighbours(mem: Memory) -> None:
@@ -243,7 +258,7 @@ def test_first_windows_in_an_existing_store_index_every_memory(make_memory: Call
 
     embedder = HashingEmbedder()
     old = make_memory(embedder=embedder, settings=Settings(database="memory://", context_window=0))
-    ids = old.remember(TURNS, thread="t") + [old.remember("elsewhere", namespace="other")]
+    ids = old.remember(TURNS, thread="t") + [old.remember("elsewhere", namespace="other", thread="x")]
     space = window_model(embedder.model_name)
     assert space not in [s.model for s in old.backend.vector_spaces()]
     assert old._vector_space(PRESETS["balanced"]) == embedder.model_name  # no window space: content vectors
