@@ -82,7 +82,7 @@ PRESETS: dict[str, RetrievalConfig] = {
     # Hybrid over the memories' index keys: content, context window, time words (the default).
     "balanced": RetrievalConfig(),
     "fast": RetrievalConfig(candidates=20),
-    # + pseudo-relevance feedback and more candidates: a little better, about twice the latency.
+    # + pseudo-relevance feedback and more candidates: a little better, ~1.4x the latency.
     "best": RetrievalConfig(
         channels=("vector", "lexical", "feedback"),
         weights={"vector": 1.0, "lexical": 1.0, "feedback": 0.5},
