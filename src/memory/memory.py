@@ -209,7 +209,7 @@ class Memory:
     def _refresh_windows(self, namespace: str, anchors: Iterable[Anchor]) -> None:
         """Recompute the context windows around ``anchors`` (see :mod:`memory.windows`)."""
         anchors = builtins.list(anchors)
-        if not anchors or self.settings.context_window <= 0:
+        if not anchors or not self._windows_on():
             return
         model = space = None
         if self._ensure_space(strict=False):
@@ -232,6 +232,10 @@ class Memory:
                 namespace, thread=thread, clearance="secret", include_expired=True, include_invalid=True
             ),
         )
+
+    def _windows_on(self) -> bool:
+        """Whether this store keeps context windows (configured, and the backend can store them)."""
+        return self.settings.context_window > 0 and callable(getattr(self._backend, "set_windows", None))
 
     def _rebuild_windows(self) -> None:
         """Compute the context window of every memory in every namespace (once per store)."""
@@ -448,6 +452,8 @@ class Memory:
         """Compute the context windows of newly stored ``items`` and of their thread neighbours."""
         by_ns: dict[str, builtins.list[Anchor]] = {}
         for item in items:
+            if item.thread is None and not item.context:
+                continue  # stored with an empty window and no window vector: nothing to compute
             by_ns.setdefault(item.namespace, []).append(anchor_of(item))
         for ns, anchors in by_ns.items():
             self._refresh_windows(ns, anchors)
@@ -634,13 +640,13 @@ class Memory:
         results = {}
         if "lexical" in config.channels:
             terms = query_terms(text)
-            results["lexical"] = self._backend.search_lexical(flt, terms, k, fields=config.fields)
+            results["lexical"] = self._search_lexical(flt, terms, k, config)
             if "feedback" in config.channels and results["lexical"]:
                 top = [h.id for h in results["lexical"][: config.feedback_docs]]
                 texts = [i.content for i in self._backend.get(flt.namespace, top)]
                 extra = feedback_terms(texts, terms, config.feedback_terms)
                 if extra:
-                    results["feedback"] = self._backend.search_lexical(flt, terms + extra, k, fields=config.fields)
+                    results["feedback"] = self._search_lexical(flt, terms + extra, k, config)
         if "vector" in config.channels:
             try:
                 if self._ensure_space(strict=True):
@@ -659,10 +665,18 @@ class Memory:
             self._backend.record_access(flt.namespace, [h.id for h in hits], flt.now)
         return hits
 
+    def _search_lexical(
+        self, flt: Filter, terms: builtins.list[str], k: int, config: RetrievalConfig
+    ) -> builtins.list[ChannelHit]:
+        """BM25 over the index key's fields; content only on a backend without windows."""
+        if self._windows_on():
+            return self._backend.search_lexical(flt, terms, k, fields=config.fields)
+        return self._backend.search_lexical(flt, terms, k)
+
     def _vector_space(self, config: RetrievalConfig) -> str:
         """The space the vector channel searches: window vectors when configured and present."""
         model = self._embedder.model_name
-        if config.window_vectors and self.settings.context_window > 0:
+        if config.window_vectors and self._windows_on():
             space = window_model(model)
             if any(s.model == space for s in self._backend.vector_spaces()):
                 return space
