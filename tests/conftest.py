@@ -18,10 +18,15 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     monkeypatch.setenv("MEMORY_CONFIG", str(home / "config" / "memory" / "config.toml"))
     for name in (
         "MEMORY_DATABASE",
+        "MEMORY_DSN",
         "MEMORY_NAMESPACE",
         "MEMORY_EMBEDDER",
         "MEMORY_EMBEDDER_OPTIONS",
         "MEMORY_RETRIEVAL",
+        "MEMORY_CHAT_URL",
+        "MEMORY_CHAT_MODEL",
+        "MEMORY_CHAT_API_KEY",
+        "MEMORY_MEDIA_DIR",
     ):
         monkeypatch.delenv(name, raising=False)
 

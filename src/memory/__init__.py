@@ -9,17 +9,26 @@
 
 from memory.aio import AsyncMemory
 from memory.config import Settings, load_settings
+from memory.context import CompiledPrompt, ContextRequest, ContextStrategy, TokenBudget
+from memory.episodic.summarize import ExtractiveSummarizer, Summarizer
+from memory.episodic.types import Block, BlockChange, Message, MessageHit, ThreadInfo
 from memory.errors import (
+    AgentError,
+    AuthenticationError,
+    BlockLimitError,
     ConfigError,
+    ContextBudgetError,
     EmbedderError,
     EmbeddingMismatchError,
     Error,
     InvalidInputError,
     InvalidVectorError,
     NotFoundError,
+    PermissionDeniedError,
     ProviderError,
     SchemaError,
     StorageError,
+    StoreUnavailableError,
 )
 from memory.filters import Filter
 from memory.memory import Memory
@@ -54,5 +63,22 @@ __all__ = [
     "SchemaError",
     "ProviderError",
     "EmbedderError",
+    "ContextBudgetError",
+    "AgentError",
+    "ContextRequest",
+    "ContextStrategy",
+    "TokenBudget",
+    "CompiledPrompt",
+    "BlockLimitError",
+    "StoreUnavailableError",
+    "Message",
+    "MessageHit",
+    "ThreadInfo",
+    "Block",
+    "BlockChange",
+    "Summarizer",
+    "ExtractiveSummarizer",
+    "AuthenticationError",
+    "PermissionDeniedError",
     "__version__",
 ]

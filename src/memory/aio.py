@@ -22,10 +22,36 @@ from memory.memory import Memory
 from memory.transfer import ImportReport
 from memory.types import Hit, LedgerEntry, MemoryItem, Page, Stats
 
-__all__ = ["AsyncMemory"]
+__all__ = ["AsyncMemory", "AsyncService"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+class AsyncService:
+    """Awaitable view of a service object (``mem.messages``, ``mem.blocks``): every public method is awaitable.
+
+    Calls run on the AsyncMemory's single worker thread, like its own methods.
+    """
+
+    def __init__(self, service: Any, run: Callable[..., Any]) -> None:
+        """Wrap ``service``; ``run`` is the AsyncMemory's executor adapter."""
+        self._service = service
+        self._runner = run
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        target = getattr(self._service, name)
+        if not callable(target):
+            return target
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await self._runner(target, *args, **kwargs)
+
+        call.__doc__ = target.__doc__
+        call.__name__ = name
+        return call
 
 
 class AsyncMemory:
@@ -112,6 +138,40 @@ class AsyncMemory:
     async def import_(self, stream: IO[str], **options: Any) -> ImportReport:
         """See :meth:`Memory.import_`."""
         return await self._run(self._sync.import_, stream, **options)
+
+    async def context(self, request: Any = None, /, **options: Any) -> Any:
+        """See :meth:`Memory.context` (returns a CompiledPrompt)."""
+        return await self._run(self._sync.context, request, **options)
+
+    async def get_memory_context(self, query: str, max_tokens: int = 1000, **scope: Any) -> str:
+        """See :meth:`Memory.get_memory_context`."""
+        return await self._run(self._sync.get_memory_context, query, max_tokens, **scope)
+
+    @property
+    def messages(self) -> AsyncService:
+        """Awaitable :attr:`Memory.messages` (``await amem.messages.append(...)``)."""
+        return AsyncService(self._sync.messages, self._run)
+
+    @property
+    def blocks(self) -> AsyncService:
+        """Awaitable :attr:`Memory.blocks`."""
+        return AsyncService(self._sync.blocks, self._run)
+
+    async def end_conversation(self, thread: str, **options: Any) -> Any:
+        """See :meth:`Memory.end_conversation`."""
+        return await self._run(self._sync.end_conversation, thread, **options)
+
+    async def run_sync(self, **options: Any) -> Any:
+        """See :meth:`Memory.run_sync`."""
+        return await self._run(self._sync.run_sync, **options)
+
+    async def sync_status(self, **options: Any) -> Any:
+        """See :meth:`Memory.sync_status`."""
+        return await self._run(self._sync.sync_status, **options)
+
+    async def prune(self, **options: Any) -> Any:
+        """See :meth:`Memory.prune`."""
+        return await self._run(self._sync.prune, **options)
 
     async def close(self) -> None:
         """Close the store and stop the worker thread."""

@@ -4,9 +4,14 @@ Precedence: objects passed to ``Memory(...)`` > explicit settings > ``MEMORY_*``
 environment variables > the config file > defaults. The environment and the
 file are read when settings are built, never at import time.
 
-Environment variables: ``MEMORY_CONFIG`` (config file path), ``MEMORY_DATABASE``,
+Environment variables: ``MEMORY_CONFIG`` (config file path), ``MEMORY_DATABASE``
+(alias ``MEMORY_DSN``),
 ``MEMORY_NAMESPACE``, ``MEMORY_EMBEDDER`` (provider name),
-``MEMORY_EMBEDDER_OPTIONS`` (JSON object), ``MEMORY_RETRIEVAL`` (preset name).
+``MEMORY_EMBEDDER_OPTIONS`` (JSON object), ``MEMORY_RETRIEVAL`` (preset name),
+``MEMORY_CHAT_URL`` and ``MEMORY_CHAT_MODEL`` (the chat endpoint of ``memory chat``;
+its API key is read from the variable named by ``chat.api_key_env``,
+``MEMORY_CHAT_API_KEY`` by default, and never stored in the config file),
+``MEMORY_MEDIA_DIR`` (where message media files go).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from memory.retrieval.window import WINDOW
 __all__ = [
     "ProviderSpec",
     "Limits",
+    "ChatSettings",
+    "ServerSettings",
     "Settings",
     "load_settings",
     "config_path",
@@ -57,6 +64,38 @@ class Limits(BaseModel):
     embed_batch_size: int = Field(64, ge=1)
 
 
+class ChatSettings(BaseModel):
+    """The OpenAI-compatible chat endpoint ``memory chat`` and MemoryAgent use (``[chat]`` in the config)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str = "http://127.0.0.1:11434/v1"
+    model: str | None = None
+    api_key_env: str = "MEMORY_CHAT_API_KEY"
+    timeout: float = Field(60.0, gt=0)
+    budget: int = Field(4000, ge=64)
+    max_steps: int = Field(8, ge=1)
+    system: str | None = None
+
+
+class ServerSettings(BaseModel):
+    """Settings shared by ``memory serve`` (REST) and ``memory mcp --http`` (the ``[server]`` table).
+
+    ``require_keys`` False is for local development only (the CLI refuses it
+    on a non-loopback host). ``cors_origins`` empty means no CORS headers.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=0, le=65535)
+    mcp_port: int = Field(8766, ge=0, le=65535)
+    require_keys: bool = True
+    max_body_bytes: int = Field(1_048_576, ge=1024)
+    cors_origins: tuple[str, ...] = ()
+    threads: int = Field(8, ge=1, le=256)
+
+
 class Settings(BaseModel):
     """Everything a Memory needs to open a store."""
 
@@ -67,6 +106,10 @@ class Settings(BaseModel):
     embedder: ProviderSpec = ProviderSpec(provider="auto")
     retrieval: RetrievalConfig | str = "balanced"
     limits: Limits = Limits()
+    chat: ChatSettings = ChatSettings()
+    #: Where message media files go; default: ``<database file>.media`` next to a SQLite file.
+    media_dir: str | None = None
+    server: ServerSettings = ServerSettings()
     #: Memories on each side in a thread that form a memory's context window (0: none);
     #: see memory.retrieval.window.
     context_window: int = Field(WINDOW, ge=0, le=10)
@@ -106,12 +149,14 @@ def _from_file(path: Path) -> dict[str, Any]:
 
 def _from_env() -> dict[str, Any]:
     env: dict[str, Any] = {}
-    if value := os.environ.get("MEMORY_DATABASE"):
-        env["database"] = value
+    if value := os.environ.get("MEMORY_DATABASE") or os.environ.get("MEMORY_DSN"):
+        env["database"] = value  # MEMORY_DSN is an alias (e.g. postgresql://...); MEMORY_DATABASE wins
     if value := os.environ.get("MEMORY_NAMESPACE"):
         env["namespace"] = value
     if value := os.environ.get("MEMORY_RETRIEVAL"):
         env["retrieval"] = value
+    if value := os.environ.get("MEMORY_MEDIA_DIR"):
+        env["media_dir"] = value
     if value := os.environ.get("MEMORY_EMBEDDER"):
         spec: dict[str, Any] = {"provider": value}
         if raw := os.environ.get("MEMORY_EMBEDDER_OPTIONS"):
@@ -120,6 +165,13 @@ def _from_env() -> dict[str, Any]:
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"MEMORY_EMBEDDER_OPTIONS is not valid JSON: {exc}") from exc
         env["embedder"] = spec
+    chat = {
+        key: value
+        for key, name in (("base_url", "MEMORY_CHAT_URL"), ("model", "MEMORY_CHAT_MODEL"))
+        if (value := os.environ.get(name))
+    }
+    if chat:
+        env["chat"] = chat
     return env
 
 
@@ -131,7 +183,11 @@ def load_settings(overrides: dict[str, Any] | None = None, *, path: Path | None 
     merged: dict[str, Any] = {}
     for layer in (_from_file(path or config_path()), _from_env(), overrides or {}):
         for key, value in layer.items():
-            if value is not None:
+            if value is None:
+                continue
+            if key == "chat" and isinstance(value, dict) and isinstance(merged.get(key), dict):
+                merged[key] = {**merged[key], **value}  # a [chat] table and MEMORY_CHAT_* combine
+            else:
                 merged[key] = value
     try:
         return Settings(**merged)

@@ -5,14 +5,20 @@ Every error the public API raises derives from :class:`Error`; nothing else
 
     Error
     ├── InvalidInputError        bad content, filters, ids, options or vectors
-    │   └── InvalidVectorError   NaN/inf, wrong length, wrong type
+    │   ├── InvalidVectorError   NaN/inf, wrong length, wrong type
+    │   ├── BlockLimitError      a block would grow past its size limit
+    │   └── ContextBudgetError   a token budget too small to hold a prompt
     ├── NotFoundError            an id that does not exist in this namespace
+    ├── AuthenticationError      no API key, or an unknown/revoked one (servers)
+    ├── PermissionDeniedError    the caller may not use that namespace/operation (servers)
     ├── ConfigError              unusable configuration or unknown provider
-    │   └── EmbeddingMismatchError  store built with another model/dimension
+    │   ├── EmbeddingMismatchError  store built with another model/dimension
+    │   └── StoreUnavailableError   the backend lacks a storage area (e.g. conversations)
     ├── StorageError             the backend failed (driver errors translated)
     │   └── SchemaError          database newer than this code, or corrupt
-    └── ProviderError            an embedder or LLM failed
-        └── EmbedderError
+    ├── ProviderError            an embedder or LLM failed
+    │   └── EmbedderError
+    └── AgentError               an agent loop could not finish (step limit, bad tool call)
 
 Messages say what was wrong and what to do about it.
 """
@@ -30,6 +36,12 @@ __all__ = [
     "SchemaError",
     "ProviderError",
     "EmbedderError",
+    "ContextBudgetError",
+    "AgentError",
+    "BlockLimitError",
+    "StoreUnavailableError",
+    "AuthenticationError",
+    "PermissionDeniedError",
 ]
 
 
@@ -71,3 +83,27 @@ class ProviderError(Error):
 
 class EmbedderError(ProviderError):
     """The embedder failed to produce vectors."""
+
+
+class ContextBudgetError(InvalidInputError):
+    """The token budget cannot hold even the fixed parts of a prompt; raise the budget."""
+
+
+class AgentError(Error):
+    """An agent loop could not finish: too many steps, or a malformed reply from the model."""
+
+
+class BlockLimitError(InvalidInputError):
+    """A working-memory block would exceed its size limit; nothing was written."""
+
+
+class StoreUnavailableError(ConfigError):
+    """The backend does not provide a storage area a feature needs (e.g. conversations)."""
+
+
+class AuthenticationError(Error):
+    """A server request carried no API key, or an unknown or revoked one."""
+
+
+class PermissionDeniedError(Error, PermissionError):
+    """The caller is not allowed to do this (another namespace, a write with a read-only key, secrets)."""

@@ -49,6 +49,12 @@ from memory.types import SENSITIVITY_LEVELS, Hit, LedgerEntry, MemoryItem, Page,
 from memory.windows import Anchor, anchor_of, refresh_windows
 
 if TYPE_CHECKING:
+    from memory.context import CompiledPrompt, ContextRequest, ContextSource, Summariser
+    from memory.episodic.blocks import Blocks
+    from memory.episodic.messages import Messages
+    from memory.episodic.prune import PruneReport
+    from memory.episodic.summarize import ConversationEnd, Summarizer
+    from memory.episodic.sync import SyncEstimate, SyncReport, SyncStatus
     from memory.transfer import ImportReport
 
 __all__ = ["Memory"]
@@ -85,7 +91,10 @@ def _ttl_to_expiry(ttl: object, now: datetime) -> datetime | None:
         raise InvalidInputError("ttl must be seconds (a number) or a timedelta")
     if not seconds > 0 or seconds != seconds or seconds == float("inf"):
         raise InvalidInputError("ttl must be a positive, finite number of seconds")
-    return now + timedelta(seconds=seconds)
+    try:
+        return now + timedelta(seconds=seconds)
+    except OverflowError:
+        raise InvalidInputError(f"ttl of {seconds:g} seconds is too large; give an expiry before year 9999") from None
 
 
 def _check_limit(limit: object, what: str = "limit") -> int:
@@ -111,6 +120,7 @@ class Memory:
         retrieval: RetrievalConfig | str | None = None,
         settings: Settings | None = None,
         clock: Callable[[], datetime] | None = None,
+        summarizer: Summarizer | None = None,
     ) -> None:
         """Open a store.
 
@@ -118,7 +128,9 @@ class Memory:
         path; ``embedder`` an Embedder instance or a provider name; ``backend``
         an open Backend instance (overrides ``database``). Unset values come
         from the environment, the config file and defaults (see
-        :mod:`memory.config`). Raises ConfigError or EmbeddingMismatchError.
+        :mod:`memory.config`). ``summarizer`` turns finished conversations into
+        block updates (default: :class:`~memory.episodic.summarize.ExtractiveSummarizer`).
+        Raises ConfigError or EmbeddingMismatchError.
         """
         overrides: dict[str, Any] = {"database": database, "namespace": namespace}
         if isinstance(retrieval, str):
@@ -129,6 +141,8 @@ class Memory:
         check_name(self.settings.namespace, "namespace", optional=False)
         self._retrieval = retrieval if isinstance(retrieval, RetrievalConfig) else self.settings.retrieval_config()
         self._clock = clock or utcnow
+        self._summarizer = summarizer
+        self._messages: Messages | None = None
         self._backend: Backend = backend or open_backend(self.settings.database)
         try:
             self._owns_embedder = isinstance(embedder, str) or embedder is None
@@ -560,29 +574,98 @@ class Memory:
             self._refresh_windows(flt.namespace, [anchor_of(i) for i in batch if i.thread is not None])
 
     def embed_pending(self, *, namespace: str | None = None, limit: int = 1000) -> int:
-        """Embed memories left pending (e.g. after an embedder outage); returns how many got vectors."""
-        if not self._ensure_space(strict=False):
-            return 0
-        items = self._backend.pending_embeddings(namespace, limit)
-        done = 0
-        for start in range(0, len(items), self.settings.limits.embed_batch_size):
-            batch = items[start : start + self.settings.limits.embed_batch_size]
-            by_ns: dict[str, list[MemoryItem]] = {}
-            for item in batch:
-                by_ns.setdefault(item.namespace, []).append(item)
-            for ns, group in by_ns.items():
-                try:
-                    matrix = embed_texts(
-                        self._embedder, [i.content for i in group], batch_size=self.settings.limits.embed_batch_size
-                    )
-                except ProviderError as exc:
-                    self._backend.mark_embedding(ns, [i.id for i in group], "pending", str(exc))
-                    return done
-                done += self._backend.set_vectors(
-                    ns, self._embedder.model_name, [(i.id, matrix[j]) for j, i in enumerate(group)]
-                )
-                self._refresh_windows(ns, [anchor_of(i) for i in group])
+        """Embed memories left pending (e.g. after an embedder outage); returns how many got vectors.
+
+        Work is claimed in batches through the backend (a lease), so several
+        processes can run this at once without embedding the same memory twice.
+        On an embedder failure the batch stays pending with the error.
+        """
+        from memory.episodic.sync import embed_item_batch, worker_id
+
+        ns = None if namespace is None else self._ns(namespace)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
+        worker = worker_id()
+        done, remaining = 0, limit
+        while remaining > 0:
+            size = min(remaining, self.settings.limits.embed_batch_size)
+            claimed, embedded, error = embed_item_batch(
+                self, namespace=ns, limit=size, worker=worker, failed_status="pending"
+            )
+            done += embedded
+            remaining -= claimed
+            if error is not None or claimed == 0:
+                break
         return done
+
+    # -- conversations, blocks, jobs (issue 4; code in memory.episodic) -----
+    @property
+    def messages(self) -> Messages:
+        """Conversation history: ``mem.messages.append(thread, content, role=...)``, recent, search, archive."""
+        if self._messages is None:
+            from memory.episodic.messages import Messages
+
+            self._messages = Messages(self)
+        return self._messages
+
+    @property
+    def blocks(self) -> Blocks:
+        """Working-memory blocks: ``mem.blocks.get/replace/append/history(label, user=...)``."""
+        from memory.episodic.blocks import Blocks
+
+        return Blocks(self)
+
+    def end_conversation(
+        self,
+        thread: str,
+        *,
+        namespace: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        summarizer: Summarizer | None = None,
+    ) -> ConversationEnd:
+        """Update the working-memory blocks (summary, user info, goals) from a finished thread.
+
+        Uses ``summarizer``, else the one given to Memory, else the extractive default.
+        """
+        from memory.episodic.summarize import ExtractiveSummarizer, end_conversation
+
+        chosen = summarizer or self._summarizer or ExtractiveSummarizer()
+        return end_conversation(self, thread, summarizer=chosen, namespace=namespace, user=user, agent=agent)
+
+    def run_sync(
+        self,
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
+        max_batches: int | None = None,
+        batch_size: int | None = None,
+        lease_seconds: float | None = None,
+    ) -> SyncReport | SyncEstimate:
+        """Run the episodic→semantic sync job now (see :mod:`memory.episodic.sync`).
+
+        Returns a SyncReport, or with ``dry_run`` a SyncEstimate (nothing claimed or written).
+        """
+        from memory.episodic.sync import DEFAULT_LEASE_SECONDS, SyncJob
+
+        job = SyncJob(
+            self, namespace=namespace, batch_size=batch_size,
+            lease_seconds=DEFAULT_LEASE_SECONDS if lease_seconds is None else lease_seconds,
+        )  # fmt: skip
+        return job.estimate() if dry_run else job.run(max_batches=max_batches)
+
+    def sync_status(self, *, namespace: str | None = None) -> SyncStatus:
+        """Pending counts by status and the sync job's cursor and last error."""
+        from memory.episodic.sync import SyncJob
+
+        return SyncJob(self, namespace=namespace).status()
+
+    def prune(self, *, namespace: str | None = None, media_grace_seconds: float | None = None) -> PruneReport:
+        """Delete expired messages and memories (TTL); everywhere also unreferenced media files. Returns counts."""
+        from memory.episodic.prune import MEDIA_GRACE_SECONDS, prune
+
+        grace = MEDIA_GRACE_SECONDS if media_grace_seconds is None else media_grace_seconds
+        return prune(self, namespace=namespace, media_grace_seconds=grace)
 
     # -- reads -------------------------------------------------------------
     def get(self, memory_id: str, *, namespace: str | None = None, clearance: str = "private") -> MemoryItem:
@@ -779,8 +862,12 @@ class Memory:
         )
 
     def namespaces(self) -> builtins.list[str]:
-        """Namespaces that hold memories."""
-        return self._backend.namespaces()
+        """Namespaces that hold memories, messages or blocks."""
+        found = set(self._backend.namespaces())
+        store = getattr(self._backend, "episodic", None)
+        if store is not None:
+            found.update(store.message_namespaces())
+        return sorted(found)
 
     def vector_of(self, memory_id: str, *, namespace: str | None = None) -> np.ndarray | None:
         """The stored embedding of a memory in the current embedder's space, or None."""
@@ -805,3 +892,35 @@ class Memory:
         from memory.transfer import import_jsonl
 
         return import_jsonl(self, stream, on_progress=on_progress)
+
+    # -- context assembly (logic in memory.context) ------------------------
+    def context(
+        self,
+        request: ContextRequest | str | None = None,
+        /,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        summariser: Summariser | None = None,
+        **fields: Any,
+    ) -> CompiledPrompt:
+        """Build the prompt for one model call under a token budget (DESIGN §8).
+
+        ``request`` is a :class:`~memory.context.ContextRequest`, or the
+        observation text with request fields as keywords (user, thread,
+        budget, strategy, system, …). Returns a CompiledPrompt: ``.messages``
+        (OpenAI shape), ``.anthropic()``, ``.trace`` (what went in, what was
+        cut and why). Raises InvalidInputError or ContextBudgetError.
+        """
+        from memory.context.pipeline import as_request, build_context
+
+        return build_context(self, as_request(request, fields), sources=sources, summariser=summariser)
+
+    def get_memory_context(self, query: str, max_tokens: int = 1000, **scope: Any) -> str:
+        """The memories relevant to ``query`` as one text of at most ``max_tokens`` tokens (seed 001).
+
+        Scope keywords: namespace, user, agent, thread, clearance, model
+        (picks the tokenizer), limit (max memories, default 10).
+        """
+        from memory.context.pipeline import memory_context_text
+
+        return memory_context_text(self, query, max_tokens, **scope)

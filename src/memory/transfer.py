@@ -8,6 +8,10 @@ The first line is a header, then one line per memory::
     {"type": "memory", "item": {...every MemoryItem field...},
      "embedding": {"model": "...", "dim": 384, "vector": [0.01, ...]} | null}
 
+Conversation messages (hot and archived) and working-memory blocks follow
+the memories as ``"type": "message"`` and ``"type": "block"`` lines (see
+:mod:`memory.episodic.transfer`).
+
 The round trip is lossless: ids, timestamps, access statistics, every field,
 and the vectors (float32 -> JSON float -> float32 is exact) with their model.
 Import works one layer below the facade (it must keep ids), in three steps:
@@ -79,6 +83,8 @@ class ImportReport:
     the file's vectors came from another model (or were missing).
     ``pending``: memories stored without a vector because that embedding failed
     (``Memory.embed_pending`` retries them).
+    ``messages``/``blocks``: conversation messages and working-memory blocks
+    written (see :mod:`memory.episodic.transfer`).
     """
 
     imported: int = 0
@@ -86,6 +92,8 @@ class ImportReport:
     skipped_existing: int = 0
     reembedded: int = 0
     pending: int = 0
+    messages: int = 0
+    blocks: int = 0
 
 
 def _dumps(obj: Any) -> str:
@@ -189,6 +197,9 @@ def export_jsonl(
         written += len(batch)
         if on_progress is not None:
             on_progress(written, max(total, written))
+    from memory.episodic.transfer import export_episodic
+
+    export_episodic(mem, stream, flt, memory_only_filters=bool(kinds or tags or tags_all or metadata))
     stream.flush()
     return written
 
@@ -294,7 +305,9 @@ def _parse_memory(obj: Any, line: int, max_chars: int) -> _Entry:
     return _Entry(line, item, model, vector)
 
 
-def _read_entries(stream: Iterable[str], max_chars: int) -> list[_Entry]:
+def _read_entries(stream: Iterable[str], max_chars: int, extras: list[Any] | None = None) -> list[_Entry]:
+    from memory.episodic.transfer import EPISODIC_TYPES, parse_episodic
+
     entries: list[_Entry] = []
     first_line: dict[str, int] = {}
     header_seen = False
@@ -315,6 +328,9 @@ def _read_entries(stream: Iterable[str], max_chars: int) -> list[_Entry]:
         if not header_seen:
             _check_header(obj, line)
             header_seen = True
+            continue
+        if extras is not None and isinstance(obj, dict) and obj.get("type") in EPISODIC_TYPES:
+            extras.append(parse_episodic(obj, line))
             continue
         entry = _parse_memory(obj, line, max_chars)
         if entry.item.id in first_line:
@@ -400,7 +416,12 @@ def import_jsonl(mem: Memory, stream: Iterable[str], *, on_progress: ProgressCal
     nothing is written. Raises StorageError if the backend fails while writing
     (batches written before the failure stay; re-running skips them).
     """
-    entries = _read_entries(stream, mem.settings.limits.max_content_chars)
+    extras: list[Any] = []
+    entries = _read_entries(stream, mem.settings.limits.max_content_chars, extras)
+    if extras:
+        from memory.episodic.messages import episodic_store
+
+        episodic_store(mem.backend)  # a store without conversations refuses before anything is written
     embedder = mem.embedder
     store_model = embedder.model_name
     plans = [_plan(entry, store_model, lambda: embedder.dimension) for entry in entries]
@@ -436,4 +457,7 @@ def import_jsonl(mem: Memory, stream: Iterable[str], *, on_progress: ProgressCal
                 duplicates += 1
         if on_progress is not None:
             on_progress(min(start + IMPORT_BATCH, total), total)
-    return ImportReport(imported, duplicates, skipped, reembedded, pending)
+    from memory.episodic.transfer import import_episodic
+
+    messages, blocks = import_episodic(mem, extras)
+    return ImportReport(imported, duplicates, skipped, reembedded, pending, messages, blocks)

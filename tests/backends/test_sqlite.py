@@ -648,13 +648,14 @@ def test_lexical_search_falls_back_when_the_filter_is_selective(backend: SQLiteB
 
 
 def test_index_window_migration_keeps_old_rows_searchable(db_path: Path) -> None:
-    """A store written before 0005 is re-indexed: content, and the time words of created_at."""
+    """A store written before the index_window migration is re-indexed: content, and time words."""
     from memory.backends.sqlite.backend import _INSERT_ITEM
     from memory.backends.sqlite.codec import item_values
 
     conn = raw_connect(db_path)
     try:
-        apply_migrations(conn, MIGRATIONS[:4])
+        before = next(i for i, m in enumerate(MIGRATIONS) if m.name.endswith("_index_window"))
+        apply_migrations(conn, MIGRATIONS[:before])
         old = make_item("the old heron", model=None, created_at=datetime(2023, 5, 8, 13, 56, tzinfo=UTC))
         conn.execute(_INSERT_ITEM, item_values(old))
     finally:

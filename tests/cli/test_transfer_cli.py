@@ -44,7 +44,10 @@ def test_export_import_between_databases_is_lossless(run: Runner, tmp_path: Path
     assert run.json("export", "--out", str(out), "--include-secret") == {"exported": 3, "out": str(out)}
     copy = f"sqlite:///{tmp_path / 'copy.db'}"
     report = run.json("import", str(out), db=copy)
-    assert report == {"imported": 3, "duplicates": 0, "skipped_existing": 0, "reembedded": 0, "pending": 0}
+    assert report == {
+        "imported": 3, "duplicates": 0, "skipped_existing": 0, "reembedded": 0, "pending": 0,
+        "messages": 0, "blocks": 0,
+    }  # fmt: skip
     with Memory(run.db, embedder="hashing") as a, Memory(copy, embedder="hashing") as b:
         before, after = _everything(a), _everything(b)
     assert after[0] == before[0]  # every field of every item

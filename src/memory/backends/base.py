@@ -197,6 +197,16 @@ class Backend(Protocol):
         """Items whose embedding_status is 'pending' or 'failed', oldest first (any namespace if None)."""
         ...
 
+    def claim_pending_embeddings(
+        self, namespace: str | None, limit: int, worker: str, lease_seconds: float, now: datetime
+    ) -> builtins.list[MemoryItem]:
+        """Claim up to `limit` items whose embedding_status is 'pending' or 'failed', that are
+        not secret, and that no live lease holds (claimed_until unset or <= now); oldest first.
+        Sets claimed_by=worker, claimed_until=now+lease atomically (Postgres: FOR UPDATE SKIP
+        LOCKED; SQLite: inside BEGIN IMMEDIATE). `set_vectors` and `mark_embedding` clear
+        the claim. Two concurrent callers never get the same item."""
+        ...
+
     def history(self, namespace: str, item_id: str) -> builtins.list[LedgerEntry]:
         """Ledger entries of an item, oldest first (also after deletion)."""
         ...

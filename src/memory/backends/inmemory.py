@@ -7,7 +7,8 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,11 +19,41 @@ from memory.retrieval.text import words
 from memory.retrieval.window import field_weights, time_words
 from memory.types import LedgerEntry, MemoryItem
 
-__all__ = ["InMemoryBackend"]
+if TYPE_CHECKING:
+    from memory.backends.inmemory_episodic import InMemoryEpisodicStore
+
+__all__ = ["InMemoryBackend", "bm25_search"]
 
 _BM25_K1 = 1.2
 _BM25_B = 0.75
 _GROUP_COLUMNS = {"kind", "sensitivity", "embedding_status"}
+
+
+def bm25_search(
+    corpus: dict[str, Counter[str]], wanted: set[str], terms: Sequence[str], k: int
+) -> builtins.list[ChannelHit]:
+    """Okapi BM25 of the documents in ``wanted`` (idf and length over all of ``corpus``), best first, ties by id."""
+    n_docs = len(corpus)
+    if n_docs == 0 or not terms:
+        return []
+    avg_len = sum(sum(tokens.values()) for tokens in corpus.values()) / n_docs or 1.0
+    doc_freq = {t: sum(1 for tokens in corpus.values() if t in tokens) for t in terms}
+    hits: builtins.list[ChannelHit] = []
+    for doc_id in wanted:
+        tokens = corpus[doc_id]
+        length = sum(tokens.values())
+        score = 0.0
+        for term in terms:
+            tf = tokens.get(term, 0)
+            if not tf:
+                continue
+            df = doc_freq[term]
+            idf = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+            score += idf * tf * (_BM25_K1 + 1) / (tf + _BM25_K1 * (1 - _BM25_B + _BM25_B * length / avg_len))
+        if score > 0:
+            hits.append(ChannelHit(doc_id, score))
+    hits.sort(key=lambda h: (-h.score, h.id))
+    return hits[:k]
 
 
 class InMemoryBackend:
@@ -39,6 +70,18 @@ class InMemoryBackend:
         self._spaces: dict[str, int] = {}
         self._ledger: builtins.list[LedgerEntry] = []
         self._lock = threading.RLock()
+        self._claims: dict[str, datetime] = {}
+        self._episodic: InMemoryEpisodicStore | None = None
+
+    @property
+    def episodic(self) -> InMemoryEpisodicStore:
+        """The conversation/blocks/job-state store of this backend (see :mod:`memory.backends.episodic`)."""
+        with self._lock:
+            if self._episodic is None:
+                from memory.backends.inmemory_episodic import InMemoryEpisodicStore
+
+                self._episodic = InMemoryEpisodicStore()
+            return self._episodic
 
     def close(self) -> None:
         """Nothing to release."""
@@ -143,6 +186,7 @@ class InMemoryBackend:
                     update={"embedding_status": "done", "embedding_model": model, "embedding_error": None}
                 )
                 self._vectors[model][item_id] = vector.astype(np.float32)
+                self._claims.pop(item_id, None)
                 count += 1
             return count
 
@@ -181,6 +225,7 @@ class InMemoryBackend:
                 self._items[item_id] = item.model_copy(
                     update={"embedding_status": status, "embedding_error": error}
                 )
+                self._claims.pop(item_id, None)
                 count += 1
             return count
 
@@ -328,6 +373,26 @@ class InMemoryBackend:
         pending.sort(key=lambda i: (i.created_at, i.id))
         return pending[:limit]
 
+    def claim_pending_embeddings(
+        self, namespace: str | None, limit: int, worker: str, lease_seconds: float, now: datetime
+    ) -> builtins.list[MemoryItem]:
+        """Claim up to ``limit`` unleased, non-secret items still to embed, oldest first (see base)."""
+        with self._lock:
+            free = [
+                i
+                for i in self._items.values()
+                if i.embedding_status in ("pending", "failed")
+                and i.sensitivity != "secret"
+                and (namespace is None or i.namespace == namespace)
+                and (i.id not in self._claims or self._claims[i.id] <= now)
+            ]
+            free.sort(key=lambda i: (i.created_at, i.id))
+            chosen = free[: max(int(limit), 0)]
+            until = now + timedelta(seconds=lease_seconds)
+            for item in chosen:
+                self._claims[item.id] = until
+            return chosen
+
     def history(self, namespace: str, item_id: str) -> builtins.list[LedgerEntry]:
         """Ledger entries of an item, oldest first."""
         with self._lock:
@@ -355,3 +420,16 @@ class InMemoryBackend:
         with self._lock:
             items = sorted(self._matching(flt), key=lambda i: (i.created_at, i.id))
         yield from items
+
+    # -- ledger transfer (memory migrate) ------------------------------------
+    def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
+        """Every ledger entry of every namespace, in the order recorded."""
+        del batch_size
+        with self._lock:
+            entries = builtins.list(self._ledger)
+        yield from entries
+
+    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
+        """Append ledger entries as they are (copying a store's history)."""
+        with self._lock:
+            self._ledger.extend(entries)

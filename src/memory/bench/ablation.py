@@ -110,6 +110,7 @@ def run_ablation(
     steps: Sequence[Step] = STEPS,
     limit_conversations: int | None = None,
     progress: Callable[[str], None] | None = None,
+    dsn: str | None = None,
 ) -> list[tuple[Step, LocomoResult]]:
     """Run every step; returns (step, result) in step order. Raises as :func:`run_locomo`."""
     conversations = list(data) if isinstance(data, Sequence) and not isinstance(data, str) else load_conversations(data)
@@ -127,7 +128,7 @@ def run_ablation(
         if progress is not None:
             progress(f"store: context window {window}, threads per {threads}; {len(runs)} configs")
         settings = Settings(database="memory://", context_window=window)
-        evaluate_conversations(conversations, model, backend, settings, runs, threads=threads)
+        evaluate_conversations(conversations, model, backend, settings, runs, threads=threads, dsn=dsn)
     return results
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,6 +47,9 @@ from memory.filters import Filter
 from memory.ids import to_epoch
 from memory.retrieval.window import LEXICAL_FIELDS, field_weights
 from memory.types import LedgerEntry, MemoryItem
+
+if TYPE_CHECKING:
+    from memory.backends.sqlite.episodic import SQLiteEpisodicStore
 
 __all__ = ["SQLiteBackend"]
 
@@ -96,6 +99,7 @@ class SQLiteBackend:
         self._spaces: dict[str, vectors.Space] = {}
         self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout)
         self._added_since_optimize = 0
+        self._episodic: SQLiteEpisodicStore | None = None
         try:
             with self._errors():
                 apply_migrations(self._conn)
@@ -356,8 +360,8 @@ class SQLiteBackend:
                 if row is None:
                     continue
                 conn.execute(
-                    "UPDATE items SET embedding_status = 'done', embedding_model = ?, embedding_error = NULL "
-                    "WHERE rid = ?",
+                    "UPDATE items SET embedding_status = 'done', embedding_model = ?, embedding_error = NULL, "
+                    "claimed_by = NULL, claimed_until = NULL WHERE rid = ?",
                     (model, row[0]),
                 )
                 vectors.write_vector(conn, space, namespace, int(row[0]), vector)
@@ -406,7 +410,8 @@ class SQLiteBackend:
             return 0
         with self._write() as conn:
             cursor = conn.executemany(
-                "UPDATE items SET embedding_status = ?, embedding_error = ? WHERE namespace = ? AND id = ?",
+                "UPDATE items SET embedding_status = ?, embedding_error = ?, claimed_by = NULL, claimed_until = NULL "
+                "WHERE namespace = ? AND id = ?",
                 [(status, error, namespace, item_id) for item_id in ids],
             )
             return max(int(cursor.rowcount), 0)
@@ -602,6 +607,43 @@ class SQLiteBackend:
             rows = conn.execute(sql, [*params, max(int(limit), 0)]).fetchall()
         return [row_to_item(r) for r in rows]
 
+    def claim_pending_embeddings(
+        self, namespace: str | None, limit: int, worker: str, lease_seconds: float, now: datetime
+    ) -> builtins.list[MemoryItem]:
+        """Claim up to ``limit`` unleased, non-secret items still to embed, oldest first.
+
+        Inside one ``BEGIN IMMEDIATE`` transaction, so two processes never
+        claim the same item; the lease ends at ``now + lease_seconds``.
+        """
+        stamp = to_epoch(now)
+        sql = (
+            f"SELECT {ITEM_SELECT}, i.rid FROM items i WHERE i.embedding_status IN ('pending', 'failed') "
+            "AND i.sensitivity != 'secret' AND (i.claimed_until IS NULL OR i.claimed_until <= ?)"
+        )
+        params: list[Any] = [stamp]
+        if namespace is not None:
+            sql += " AND i.namespace = ?"
+            params.append(namespace)
+        sql += " ORDER BY i.created_at, i.id LIMIT ?"
+        params.append(max(int(limit), 0))
+        with self._write() as conn:
+            rows = conn.execute(sql, params).fetchall()
+            conn.execute(
+                f"UPDATE items SET claimed_by = ?, claimed_until = ? WHERE rid IN {_IDS}",
+                (worker, stamp + float(lease_seconds), json_list([row[-1] for row in rows])),
+            )
+        return [row_to_item(r) for r in rows]
+
+    @property
+    def episodic(self) -> SQLiteEpisodicStore:
+        """The conversation/blocks/job-state store in this file (see :mod:`memory.backends.episodic`)."""
+        with self._lock:
+            if self._episodic is None:
+                from memory.backends.sqlite.episodic import SQLiteEpisodicStore
+
+                self._episodic = SQLiteEpisodicStore(self)
+            return self._episodic
+
     def history(self, namespace: str, item_id: str) -> builtins.list[LedgerEntry]:
         """Ledger entries of an item, oldest first (also after deletion)."""
         with self._read() as conn:
@@ -655,3 +697,25 @@ class SQLiteBackend:
             if len(rows) < batch_size:
                 return
             after = (float(rows[-1][-1]), str(rows[-1][0]))
+
+    # -- ledger transfer (memory migrate) ------------------------------------
+    def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
+        """Every ledger entry of every namespace, in the order recorded, read in batches."""
+        after = 0
+        while True:
+            with self._read() as conn:
+                rows = conn.execute(
+                    f"SELECT {', '.join(LEDGER_COLUMNS)}, seq FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?",
+                    (after, batch_size),
+                ).fetchall()
+            for row in rows:
+                yield row_to_ledger(row[:-1])
+            if len(rows) < batch_size:
+                return
+            after = int(rows[-1][-1])
+
+    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
+        """Append ledger entries as they are, in one transaction (copying a store's history)."""
+        if entries:
+            with self._write() as conn:
+                conn.executemany(_INSERT_LEDGER, [ledger_values(entry) for entry in entries])

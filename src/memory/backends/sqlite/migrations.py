@@ -20,6 +20,7 @@ Schema (times are REAL epoch seconds, UTC; list/dict fields are JSON text):
 * ``vector_counters`` — per (space, namespace) sequence and deletion count,
   which lets each process refresh its in-memory copy of the sign bits.
 * ``meta`` — key/value facts about the store.
+* ``api_keys`` — hashed API keys of the servers (see :mod:`memory.backends.sqlite.keys`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory.backends.sqlite.keys import API_KEYS_MIGRATION
 from memory.errors import SchemaError
 from memory.retrieval.window import MONTHS
 
@@ -140,6 +142,97 @@ _VECTORS = [
     ) WITHOUT ROWID""",
 ]
 
+# Issue 4: embedding claims on items (leases, so several sync workers share the work).
+_ITEM_CLAIMS = [
+    "ALTER TABLE items ADD COLUMN claimed_by TEXT",
+    "ALTER TABLE items ADD COLUMN claimed_until REAL",
+]
+
+# Issue 4: conversations (hot messages + archive), thread turn counters, blocks, job state.
+_EPISODIC = [
+    """CREATE TABLE messages (
+        rid INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        namespace TEXT NOT NULL,
+        thread TEXT NOT NULL,
+        turn INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        speaker TEXT,
+        user TEXT,
+        agent TEXT,
+        content TEXT NOT NULL,
+        content_type TEXT NOT NULL,
+        media TEXT,
+        tags TEXT NOT NULL DEFAULT '[]',
+        metadata TEXT NOT NULL DEFAULT '{}',
+        sensitivity TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL,
+        embedding_status TEXT NOT NULL,
+        embedding_model TEXT,
+        embedding_error TEXT,
+        claimed_by TEXT,
+        claimed_until REAL,
+        UNIQUE (namespace, thread, turn)
+    )""",
+    "CREATE INDEX messages_pending ON messages (embedding_status, created_at, id)",
+    "CREATE INDEX messages_ns_created ON messages (namespace, created_at)",
+    "CREATE INDEX messages_ns_user ON messages (namespace, user, thread)",
+    "CREATE INDEX messages_expires ON messages (expires_at) WHERE expires_at IS NOT NULL",
+    """CREATE VIRTUAL TABLE messages_fts USING fts5 (
+        content, content='messages', content_rowid='rid',
+        tokenize='porter unicode61 remove_diacritics 2'
+    )""",
+    """CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts (rowid, content) VALUES (new.rid, new.content);
+    END""",
+    """CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, content) VALUES ('delete', old.rid, old.content);
+    END""",
+    """CREATE TABLE message_archive (
+        id TEXT PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        thread TEXT NOT NULL,
+        turn INTEGER NOT NULL,
+        expires_at REAL,
+        archived_at REAL NOT NULL,
+        data TEXT NOT NULL
+    )""",
+    "CREATE INDEX message_archive_thread ON message_archive (namespace, thread, turn)",
+    """CREATE TABLE message_threads (
+        namespace TEXT NOT NULL,
+        thread TEXT NOT NULL,
+        last_turn INTEGER NOT NULL,
+        PRIMARY KEY (namespace, thread)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE msg_vector_counters (
+        space_id INTEGER NOT NULL REFERENCES vector_spaces (space_id),
+        namespace TEXT NOT NULL,
+        last_seq INTEGER NOT NULL DEFAULT 0,
+        deletions INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (space_id, namespace)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE blocks (
+        namespace TEXT NOT NULL,
+        user_key TEXT NOT NULL,
+        agent_key TEXT NOT NULL,
+        label TEXT NOT NULL,
+        data TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        PRIMARY KEY (namespace, user_key, agent_key, label)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE block_history (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        namespace TEXT NOT NULL,
+        user_key TEXT NOT NULL,
+        agent_key TEXT NOT NULL,
+        label TEXT NOT NULL,
+        data TEXT NOT NULL
+    )""",
+    "CREATE INDEX block_history_key ON block_history (namespace, user_key, agent_key, label, seq)",
+    "CREATE TABLE job_state (name TEXT PRIMARY KEY, data TEXT NOT NULL)",
+]
+
 
 def _month_name(epoch: str) -> str:
     """SQL for the English month name of an epoch-seconds expression (UTC)."""
@@ -188,7 +281,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0002_lexical_fts5", _LEXICAL),
     Migration("0003_ledger", _LEDGER),
     Migration("0004_vector_spaces", _VECTORS),
-    Migration("0005_index_window", _INDEX_WINDOW),
+    Migration("0005_item_claims", _ITEM_CLAIMS),
+    Migration("0006_episodic", _EPISODIC),
+    Migration("0007_api_keys", API_KEYS_MIGRATION),
+    Migration("0008_index_window", _INDEX_WINDOW),
 )
 
 

@@ -33,7 +33,7 @@ results: every candidate is re-read and filtered in SQL.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -67,16 +67,34 @@ class Space:
     space_id: int
     model: str
     dim: int
+    #: The table whose rows the vectors belong to: ``items`` or ``messages``.
+    owner: str = "items"
+
+    def for_messages(self) -> Space:
+        """The same space holding vectors of ``messages`` rows (tables ``msg_vectors_<id>``…)."""
+        return replace(self, owner="messages")
 
     @property
     def vectors_table(self) -> str:
         """Table of float32 vectors."""
-        return space_tables(self.space_id)[0]
+        name = space_tables(self.space_id)[0]
+        return name if self.owner == "items" else f"msg_{name}"
 
     @property
     def codes_table(self) -> str:
         """Table of sign-bit codes."""
-        return space_tables(self.space_id)[1]
+        name = space_tables(self.space_id)[1]
+        return name if self.owner == "items" else f"msg_{name}"
+
+    @property
+    def counters_table(self) -> str:
+        """Table of per-namespace code sequence numbers and deletion counts."""
+        return "vector_counters" if self.owner == "items" else "msg_vector_counters"
+
+    @property
+    def owner_table(self) -> str:
+        """The table the vectors' ``rid`` refers to."""
+        return self.owner
 
     @property
     def words(self) -> int:
@@ -199,7 +217,7 @@ class CodeCache:
 
     def __init__(self, float_budget: int = DEFAULT_FLOAT_CACHE_BYTES) -> None:
         """Create an empty cache; ``float_budget`` bytes of float32 vectors per namespace copy."""
-        self._indexes: dict[tuple[int, str], CodeIndex] = {}
+        self._indexes: dict[tuple[str, int, str], CodeIndex] = {}
         self.float_budget = float_budget
 
     def clear(self) -> None:
@@ -208,9 +226,9 @@ class CodeCache:
 
     def refresh(self, conn: Any, space: Space, namespace: str) -> CodeIndex:
         """Bring the copy of ``namespace`` in ``space`` up to date and return it."""
-        key = (space.space_id, namespace)
+        key = (space.owner, space.space_id, namespace)
         row = conn.execute(
-            "SELECT last_seq, deletions FROM vector_counters WHERE space_id = ? AND namespace = ?",
+            f"SELECT last_seq, deletions FROM {space.counters_table} WHERE space_id = ? AND namespace = ?",
             (space.space_id, namespace),
         ).fetchone()
         index = self._indexes.get(key)
@@ -238,7 +256,7 @@ class CodeCache:
 
 def _counter(conn: Any, space: Space, namespace: str, seq: int, deletions: int) -> int:
     row = conn.execute(
-        "INSERT INTO vector_counters (space_id, namespace, last_seq, deletions) VALUES (?, ?, ?, ?) "
+        f"INSERT INTO {space.counters_table} (space_id, namespace, last_seq, deletions) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (space_id, namespace) DO UPDATE SET last_seq = last_seq + excluded.last_seq, "
         "deletions = deletions + excluded.deletions RETURNING last_seq",
         (space.space_id, namespace, seq, deletions),
@@ -274,7 +292,7 @@ def write_vector(conn: Any, space: Space, namespace: str, rid: int, vector: Vect
 def _exact(conn: Any, space: Space, where: str, params: list[Any], query: bytes, k: int) -> list[ChannelHit]:
     rows = conn.execute(
         f"SELECT i.id, 1.0 - vec_distance_cosine(v.embedding, ?) AS score "
-        f"FROM items i JOIN {space.vectors_table} v ON v.rid = i.rid "
+        f"FROM {space.owner_table} i JOIN {space.vectors_table} v ON v.rid = i.rid "
         f"WHERE {where} ORDER BY score DESC, i.id LIMIT ?",
         [query, *params, k],
     ).fetchall()
@@ -299,7 +317,8 @@ def _rescore(
         position += len(batch)
         allowed = dict(
             conn.execute(
-                f"SELECT i.rid, i.id FROM json_each(?) AS j CROSS JOIN items i ON i.rid = j.value WHERE {where}",
+                f"SELECT i.rid, i.id FROM json_each(?) AS j CROSS JOIN {space.owner_table} i ON i.rid = j.value "
+                f"WHERE {where}",
                 [json.dumps([row[0] for row in batch]), *params],
             ).fetchall()
         )
@@ -342,7 +361,8 @@ def search(
     where, params = predicate
     query = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
     in_scope = conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM items i WHERE {scope[0]} LIMIT ?)", [*scope[1], exact_limit + 1]
+        f"SELECT count(*) FROM (SELECT 1 FROM {space.owner_table} i WHERE {scope[0]} LIMIT ?)",
+        [*scope[1], exact_limit + 1],
     ).fetchone()[0]
     if in_scope <= exact_limit:
         return _exact(conn, space, where, params, query, k)

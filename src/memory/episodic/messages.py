@@ -1,0 +1,431 @@
+"""`mem.messages`: threads and messages — append, read, search, archive, clear.
+
+Appending never waits for the embedder (messages arrive ``pending``; the sync
+job embeds them) unless ``embed=True`` is given. Search is hybrid like
+recall: the messages' own BM25 index and vectors, fused by the same weighted
+RRF (:mod:`memory.retrieval.fusion`), blended with recency.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import os
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory.backends.episodic import EpisodicStore
+from memory.embedders.base import embed_query
+from memory.episodic.media import MediaStore
+from memory.episodic.types import CONTENT_TYPES, MediaRef, Message, MessageHit, MessageQuery, ThreadInfo
+from memory.errors import InvalidInputError, NotFoundError, ProviderError, StoreUnavailableError
+from memory.ids import new_id
+from memory.records import (
+    check_datetime,
+    check_encodable,
+    check_metadata,
+    check_name,
+    check_sensitivity,
+    check_tags,
+    normalise_content,
+)
+from memory.retrieval.config import RetrievalConfig, preset
+from memory.retrieval.fusion import fuse, recency_factor
+from memory.retrieval.text import query_terms
+
+if TYPE_CHECKING:
+    from memory.backends.base import Backend
+    from memory.memory import Memory
+
+__all__ = ["Messages", "episodic_store", "default_media_dir", "ROLE_PATTERN"]
+
+log = logging.getLogger(__name__)
+
+ROLE_PATTERN = re.compile(r"^[a-z][a-z0-9_\-]{0,31}$")
+MAX_RECENT = 10_000
+_FIELDS = {
+    "role", "speaker", "user", "agent", "namespace", "content_type", "media", "media_name", "mime", "uri",
+    "tags", "metadata", "sensitivity", "ttl", "expires_at", "created_at",
+}  # fmt: skip
+
+
+def episodic_store(backend: Backend) -> EpisodicStore:
+    """The backend's conversation store. Raises StoreUnavailableError when it has none."""
+    store = getattr(backend, "episodic", None)
+    if store is None:
+        raise StoreUnavailableError(
+            f"the {getattr(backend, 'name', type(backend).__name__)} backend has no conversation store yet "
+            "(messages, blocks, sync); use the sqlite or inmemory backend for these features"
+        )
+    return store  # type: ignore[no-any-return]
+
+
+def default_media_dir(backend: Backend, configured: str | None) -> Path:
+    """``configured``, else ``<database file>.media`` next to a file database, else the user data dir."""
+    if configured:
+        return Path(configured).expanduser()
+    path = getattr(backend, "path", None)
+    if isinstance(path, (str, os.PathLike)):
+        base = Path(path)
+        return base.with_name(base.name + ".media")
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("memory")) / "media"
+
+
+def _seconds(value: object, what: str) -> float:
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        raise InvalidInputError(f"{what} must be seconds (a number) or a timedelta")
+    if not seconds > 0 or seconds == float("inf"):
+        raise InvalidInputError(f"{what} must be a positive, finite number of seconds")
+    return seconds
+
+
+def _positive(value: object, what: str, maximum: int = MAX_RECENT) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise InvalidInputError(f"{what} must be an integer from 1 to {maximum}, got {value!r}")
+    return value
+
+
+class Messages:
+    """Conversation history of a :class:`~memory.Memory` (``mem.messages``)."""
+
+    def __init__(self, mem: Memory) -> None:
+        """Bind to ``mem``'s backend, embedder, clock and settings."""
+        self._mem = mem
+        self._media: MediaStore | None = None
+
+    @property
+    def store(self) -> EpisodicStore:
+        """The backend's episodic store (StoreUnavailableError if it has none)."""
+        return episodic_store(self._mem.backend)
+
+    @property
+    def media_store(self) -> MediaStore:
+        """Where media files go: ``media_dir`` from settings, else next to the database."""
+        if self._media is None:
+            configured = getattr(self._mem.settings, "media_dir", None)
+            self._media = MediaStore(default_media_dir(self._mem.backend, configured))
+        return self._media
+
+    def _ns(self, namespace: str | None) -> str:
+        return self._mem._ns(namespace)
+
+    # -- writing -----------------------------------------------------------
+    def _build(self, thread: object, content: object, fields: Mapping[str, Any], now: datetime) -> Message:
+        unknown = set(fields) - _FIELDS
+        if unknown:
+            raise InvalidInputError(f"unknown field(s) {sorted(unknown)} for a message")
+        thread_name = check_name(thread, "thread", optional=False)
+        role = fields.get("role", "user")
+        if not isinstance(role, str) or not ROLE_PATTERN.match(role):
+            raise InvalidInputError(f"role {role!r} is not valid: use a lowercase word like user, assistant, system")
+        content_type = fields.get("content_type", "text")
+        if content_type not in CONTENT_TYPES:
+            raise InvalidInputError(f"content_type must be one of {', '.join(CONTENT_TYPES)}; got {content_type!r}")
+        limit = self._mem.settings.limits.max_content_chars
+        media: MediaRef | None = None
+        raw_media = fields.get("media")
+        uri = fields.get("uri")
+        if content_type == "text":
+            if raw_media is not None or uri is not None:
+                raise InvalidInputError(
+                    "a text message takes no media; set content_type to image, audio, file or snapshot"
+                )
+            text = normalise_content(content, max_chars=limit)
+        else:
+            if content is None or (isinstance(content, str) and not content.strip()):
+                text = ""
+            else:
+                text = normalise_content(content, max_chars=limit)
+            if isinstance(raw_media, MediaRef):
+                media = raw_media
+            elif raw_media is not None:
+                media = self.media_store.put(raw_media, name=fields.get("media_name"), mime=fields.get("mime"))
+            if uri is not None:
+                if not isinstance(uri, str) or not uri.strip():
+                    raise InvalidInputError("uri must be a non-empty string")
+                check_encodable(uri, "uri")
+                media = (media or MediaRef(name=fields.get("media_name"), mime=fields.get("mime"))).model_copy(
+                    update={"uri": uri}
+                )
+            if media is None:
+                raise InvalidInputError(f"a {content_type} message needs media (bytes or a file path) or a uri")
+        expires_at = check_datetime(fields.get("expires_at"), "expires_at")
+        if fields.get("ttl") is not None:
+            if expires_at is not None:
+                raise InvalidInputError("give ttl or expires_at, not both")
+            expires_at = now + timedelta(seconds=_seconds(fields["ttl"], "ttl"))
+        speaker = fields.get("speaker")
+        return Message(
+            id=new_id(),
+            namespace=self._ns(fields.get("namespace")),
+            thread=thread_name,
+            role=role,
+            speaker=check_name(speaker, "speaker"),
+            user=check_name(fields.get("user"), "user"),
+            agent=check_name(fields.get("agent"), "agent"),
+            content=text,
+            content_type=content_type,
+            media=media,
+            tags=check_tags(fields.get("tags")),
+            metadata=check_metadata(fields.get("metadata")),
+            sensitivity=check_sensitivity(fields.get("sensitivity", "normal")),
+            created_at=check_datetime(fields.get("created_at"), "created_at") or now,
+            expires_at=expires_at,
+            embedding_status="pending",
+        )
+
+    def append(self, thread: str, content: str | None = None, *, embed: bool = False, **fields: Any) -> Message:
+        """Add a message to ``thread`` and return it with its turn number.
+
+        Fields: role ('user'), speaker, user, agent, namespace, content_type
+        (text | image | audio | file | snapshot), media (bytes, a file path or
+        a MediaRef; stored by content hash), media_name, mime, uri (an
+        external/durable reference, e.g. a snapshot), tags, metadata,
+        sensitivity, ttl or expires_at, created_at. The message is stored
+        ``pending`` for the sync job; ``embed=True`` embeds it now (an
+        embedder failure still stores it, ``failed`` with the error, and the
+        sync job retries it). Raises InvalidInputError.
+        """
+        return self.append_many([{"thread": thread, "content": content, **fields}], embed=embed)[0]
+
+    def append_many(
+        self, entries: Sequence[Mapping[str, Any]], *, embed: bool = False, **defaults: Any
+    ) -> builtins.list[Message]:
+        """Append several messages in one transaction (each a mapping with thread, content and fields)."""
+        if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
+            raise InvalidInputError("entries must be a list of mappings with thread and content")
+        now = self._mem.now()
+        built = []
+        for entry in entries:
+            if not isinstance(entry, Mapping):
+                raise InvalidInputError("each entry must be a mapping with thread and content")
+            fields = {**defaults, **entry}
+            thread = fields.pop("thread", None)
+            content = fields.pop("content", None)
+            built.append(self._build(thread, content, fields, now))
+        store = self.store
+        stored = store.append_messages(built)
+        if embed and stored:
+            from memory.episodic.sync import embed_messages
+
+            embed_messages(self._mem, store, stored)
+            stored = [store.get_messages(m.namespace, [m.id])[0] for m in stored]
+        return stored
+
+    # -- reading -----------------------------------------------------------
+    def query(
+        self,
+        *,
+        namespace: str | None = None,
+        thread: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        roles: Sequence[str] | None = None,
+        after_turn: int | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        clearance: str = "private",
+        include_expired: bool = False,
+    ) -> MessageQuery:
+        """A validated :class:`MessageQuery` with this store's defaults and clock."""
+        if after_turn is not None and (isinstance(after_turn, bool) or not isinstance(after_turn, int)):
+            raise InvalidInputError(f"after_turn must be an integer, got {after_turn!r}")
+        if roles is not None:
+            roles = [roles] if isinstance(roles, str) else list(roles)
+            for role in roles:
+                if not isinstance(role, str) or not ROLE_PATTERN.match(role):
+                    raise InvalidInputError(f"role {role!r} is not valid")
+        return MessageQuery(
+            namespace=self._ns(namespace),
+            thread=check_name(thread, "thread"),
+            user=check_name(user, "user"),
+            agent=check_name(agent, "agent"),
+            roles=tuple(roles) if roles is not None else None,
+            after_turn=after_turn,
+            created_after=check_datetime(since, "since"),
+            created_before=check_datetime(until, "until"),
+            clearance=check_sensitivity(clearance),
+            include_expired=bool(include_expired),
+            now=self._mem.now(),
+        )
+
+    def recent(
+        self, thread: str, n: int = 20, *, namespace: str | None = None, clearance: str = "private"
+    ) -> builtins.list[Message]:
+        """The last ``n`` visible messages of ``thread``, oldest first."""
+        n = _positive(n, "n")
+        query = self.query(
+            namespace=namespace, thread=check_name(thread, "thread", optional=False), clearance=clearance
+        )
+        return list(reversed(self.store.list_messages(query, n, newest_first=True)))
+
+    def get_thread(
+        self,
+        thread: str,
+        *,
+        namespace: str | None = None,
+        after_turn: int | None = None,
+        limit: int = 1000,
+        clearance: str = "private",
+    ) -> builtins.list[Message]:
+        """The visible hot messages of ``thread`` in turn order (after ``after_turn``), at most ``limit``."""
+        limit = _positive(limit, "limit")
+        query = self.query(
+            namespace=namespace, thread=check_name(thread, "thread", optional=False), after_turn=after_turn,
+            clearance=clearance,
+        )  # fmt: skip
+        return self.store.list_messages(query, limit)
+
+    def get(self, message_id: str, *, namespace: str | None = None, clearance: str = "private") -> Message:
+        """One message (hot or archived). Raises NotFoundError (also when expired, or secret without clearance)."""
+        check_name(message_id, "message id", optional=False)
+        ns = self._ns(namespace)
+        found = self.store.get_messages(ns, [message_id], include_archived=True)
+        query = self.query(namespace=ns, clearance=clearance)
+        from memory.episodic.query import message_matches
+
+        if not found or not message_matches(query, found[0]):
+            raise NotFoundError(f"no message {message_id!r} in namespace {ns!r}")
+        return found[0]
+
+    def threads(
+        self, *, namespace: str | None = None, user: str | None = None, agent: str | None = None, limit: int = 100
+    ) -> builtins.list[ThreadInfo]:
+        """Threads of the namespace, most recently active first."""
+        return self.store.threads(
+            self._ns(namespace), user=check_name(user, "user"), agent=check_name(agent, "agent"),
+            limit=_positive(limit, "limit"),
+        )  # fmt: skip
+
+    def archived(self, thread: str | None = None, *, namespace: str | None = None) -> builtins.list[Message]:
+        """Archived messages (one thread, or all), in (thread, turn) order."""
+        return list(self.store.iter_archived(self._ns(namespace), check_name(thread, "thread")))
+
+    def media(self, message: Message) -> bytes:
+        """The bytes of a message's stored media file. Raises NotFoundError."""
+        if message.media is None:
+            raise NotFoundError(f"message {message.id} has no media")
+        return self.media_store.read(message.media)
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        namespace: str | None = None,
+        thread: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        roles: Sequence[str] | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        clearance: str = "private",
+        retrieval: RetrievalConfig | str | None = None,
+    ) -> builtins.list[MessageHit]:
+        """Messages most relevant to ``query``, best first: BM25 + vectors fused by weighted RRF, plus recency.
+
+        Only embedded messages take part in the vector channel; an embedder
+        failure leaves the lexical results. Raises InvalidInputError.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("query is empty: give the text to search for")
+        text = query.strip()
+        check_encodable(text, "query")
+        limit = _positive(limit, "limit", 1000)
+        if retrieval is None:
+            config = self._mem._retrieval
+        elif isinstance(retrieval, RetrievalConfig):
+            config = retrieval
+        else:
+            config = preset(retrieval)
+        q = self.query(
+            namespace=namespace, thread=thread, user=user, agent=agent, roles=roles, since=since, until=until,
+            clearance=clearance,
+        )  # fmt: skip
+        k = max(config.candidates, limit)
+        store = self.store
+        results = {}
+        if "lexical" in config.channels:
+            results["lexical"] = store.search_messages_lexical(q, query_terms(text), k)
+        if "vector" in config.channels:
+            try:
+                if self._mem._ensure_space(strict=True):
+                    vector = embed_query(self._mem.embedder, text)
+                    results["vector"] = store.search_messages_vector(q, self._mem.embedder.model_name, vector, k)
+            except ProviderError as exc:
+                log.warning("vector channel skipped, embedder failed: %s", exc)
+        fused = fuse(results, config.weights, config.rrf_k)
+        found = {m.id: m for m in store.get_messages(q.namespace, [c.id for c in fused])}
+        hits = []
+        for position, candidate in enumerate(fused):
+            message = found.get(candidate.id)
+            if message is None:
+                continue
+            recency = recency_factor(message.created_at, q.now, config.recency_half_life_days)
+            score = (1.0 - config.recency_weight) * candidate.fusion + config.recency_weight * recency
+            hits.append((score, position, MessageHit(message=message, score=score, channels=candidate.channels)))
+        hits.sort(key=lambda h: (-round(h[0], 12), h[1]))
+        return [hit for _, _, hit in hits[:limit] if hit.score >= config.min_score]
+
+    # -- retention ---------------------------------------------------------
+    def _selection(
+        self, ns: str, thread: str, keep_last: int | None, older_than: object
+    ) -> tuple[int | None, datetime | None]:
+        if keep_last is None and older_than is None:
+            raise InvalidInputError(
+                "say what to select: keep_last=N and/or older_than=(seconds | timedelta | datetime)"
+            )
+        before_turn: int | None = None
+        if keep_last is not None:
+            if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
+                raise InvalidInputError(f"keep_last must be a non-negative integer, got {keep_last!r}")
+            query = MessageQuery(
+                namespace=ns, thread=thread, clearance="secret", include_expired=True, now=self._mem.now()
+            )
+            if keep_last == 0:
+                before_turn = 2**62
+            else:
+                newest = self.store.list_messages(query, keep_last, newest_first=True)
+                before_turn = newest[-1].turn if len(newest) == keep_last else None
+        cutoff: datetime | None = None
+        if older_than is not None:
+            if isinstance(older_than, (datetime, str)):
+                cutoff = check_datetime(older_than, "older_than")
+            else:
+                cutoff = self._mem.now() - timedelta(seconds=_seconds(older_than, "older_than"))
+        return before_turn, cutoff
+
+    def archive(
+        self, thread: str, *, keep_last: int | None = None, older_than: object = None, namespace: str | None = None
+    ) -> int:
+        """Move older messages of ``thread`` out of the hot tables (kept for export); returns how many.
+
+        ``keep_last=N`` keeps the newest N; ``older_than`` (seconds, timedelta
+        or a datetime) archives messages created before it; both: either rule.
+        """
+        ns = self._ns(namespace)
+        name = check_name(thread, "thread", optional=False)
+        before_turn, cutoff = self._selection(ns, name, keep_last, older_than)  # type: ignore[arg-type]
+        if before_turn is None and cutoff is None:
+            return 0
+        return self.store.archive_messages(ns, name, before_turn=before_turn, older_than=cutoff, at=self._mem.now())  # type: ignore[arg-type]
+
+    def clear(
+        self, thread: str, *, keep_last: int | None = None, older_than: object = None, namespace: str | None = None
+    ) -> int:
+        """Delete older messages of ``thread`` for good (hot and archived); same selection as :meth:`archive`."""
+        ns = self._ns(namespace)
+        name = check_name(thread, "thread", optional=False)
+        before_turn, cutoff = self._selection(ns, name, keep_last, older_than)  # type: ignore[arg-type]
+        if before_turn is None and cutoff is None:
+            return 0
+        return self.store.delete_messages(ns, name, before_turn=before_turn, older_than=cutoff)  # type: ignore[arg-type]

@@ -1,0 +1,439 @@
+"""The episodic→semantic sync job (DESIGN §9, seed 004).
+
+Each batch is *claimed* through the store (a lease: ``claimed_by`` /
+``claimed_until``), embedded, and written with ``set_message_vectors`` /
+``set_vectors``, which mark the rows ``done`` and release the claim in one
+transaction. So:
+
+* several workers (processes, or machines on Postgres) share the work and
+  never embed the same row at the same time;
+* a worker killed mid-batch leaves its rows claimed; the next run on the
+  same host releases the claims of workers whose process is gone (others'
+  leases run out) and embeds them — nothing is lost, and nothing that was
+  committed is embedded again;
+* an embedder that fails or times out marks the batch ``failed`` with the
+  error (retried by the next run); the rows not tried yet are released.
+
+Secret and expired messages are marked ``skipped`` and never sent to the
+embedder. Messages longer than ``CHUNK_CHARS`` are split into chunks; their
+vector is the normalised mean of the chunk vectors. Memories (items) left
+pending are embedded by the same job after the messages.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memory.backends.episodic import EpisodicStore
+from memory.embedders.base import embed_texts
+from memory.episodic.types import JobState, Message
+from memory.errors import EmbeddingMismatchError, InvalidInputError, ProviderError
+from memory.types import MemoryItem
+from memory.windows import anchor_of
+
+if TYPE_CHECKING:
+    from memory.memory import Memory
+
+__all__ = [
+    "SyncJob",
+    "SyncReport",
+    "SyncEstimate",
+    "SyncStatus",
+    "embed_messages",
+    "embed_item_batch",
+    "chunk_text",
+    "worker_id",
+    "JOB_NAME",
+    "CHUNK_CHARS",
+    "DEFAULT_LEASE_SECONDS",
+]
+
+JOB_NAME = "semantic_sync"
+#: Longest text embedded in one piece; longer messages are chunked.
+CHUNK_CHARS = 2_000
+#: How long a claim holds before another worker may take the rows.
+DEFAULT_LEASE_SECONDS = 300.0
+
+
+def worker_id() -> str:
+    """A name for this worker: host, process id and a random suffix."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def dead_local_workers(workers: Sequence[str]) -> list[str]:
+    """The workers named like :func:`worker_id` on this host whose process no longer exists.
+
+    Conservative: names from other hosts, unparsable names, this process and
+    live (or unknowable) processes are left out — their leases simply run out.
+    """
+    host = socket.gethostname()
+    dead = []
+    for name in workers:
+        parts = name.rsplit(":", 2)
+        if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
+            continue
+        pid = int(parts[1])
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            dead.append(name)
+        except OSError:
+            continue  # exists but not ours (EPERM), or unknowable
+    return dead
+
+
+def chunk_text(text: str, size: int = CHUNK_CHARS) -> list[str]:
+    """Split ``text`` into pieces of at most ``size`` characters, at whitespace where possible."""
+    if size < 1:
+        raise InvalidInputError("chunk size must be positive")
+    chunks: list[str] = []
+    rest = text.strip()
+    while len(rest) > size:
+        cut = rest.rfind(" ", 0, size + 1)
+        if cut <= size // 2:
+            cut = size
+        chunks.append(rest[:cut].strip())
+        rest = rest[cut:].strip()
+    if rest:
+        chunks.append(rest)
+    return chunks
+
+
+def _message_text(message: Message) -> str:
+    """What is embedded for a message: its text, else its media's name."""
+    if message.content:
+        return message.content
+    if message.media is not None and message.media.name:
+        return f"{message.content_type}: {message.media.name}"
+    return ""
+
+
+def _embed_chunked(mem: Memory, texts: Sequence[str]) -> np.ndarray:
+    """Embed texts (long ones as the mean of their chunks); raises ProviderError."""
+    pieces: list[str] = []
+    owners: list[int] = []
+    for index, text in enumerate(texts):
+        for chunk in chunk_text(text):
+            pieces.append(chunk)
+            owners.append(index)
+    matrix = embed_texts(mem.embedder, pieces, batch_size=mem.settings.limits.embed_batch_size)
+    if len(pieces) == len(texts):
+        return matrix
+    out = np.zeros((len(texts), matrix.shape[1]), dtype=np.float32)
+    np.add.at(out, np.asarray(owners), matrix)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    pooled: np.ndarray = (out / norms).astype(np.float32)
+    return pooled
+
+
+@dataclass
+class _Outcome:
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    error: str | None = None
+    last: Message | None = None
+
+
+def embed_messages(mem: Memory, store: EpisodicStore, messages: Sequence[Message]) -> _Outcome:
+    """Embed claimed (or just appended) messages and store the result; never raises ProviderError.
+
+    Secret, expired and textless messages are marked skipped. On an embedder
+    failure the messages are marked failed with the error.
+    """
+    outcome = _Outcome()
+    now = mem.now()
+    by_ns: dict[str, list[Message]] = {}
+    for message in messages:
+        reason = None
+        if message.sensitivity == "secret":
+            reason = "secret: never embedded"
+        elif message.expires_at is not None and message.expires_at <= now:
+            reason = "expired"
+        elif not _message_text(message):
+            reason = "no text to embed"
+        if reason is not None:
+            outcome.skipped += store.mark_messages(message.namespace, [message.id], "skipped", reason)
+            continue
+        by_ns.setdefault(message.namespace, []).append(message)
+    if messages:
+        outcome.last = max(messages, key=lambda m: (m.created_at, m.id))
+    if not by_ns:
+        return outcome
+    try:
+        mem._ensure_space(strict=True)
+    except ProviderError as exc:
+        outcome.error = str(exc)
+    for namespace, group in by_ns.items():
+        ids = [m.id for m in group]
+        if outcome.error is not None:
+            outcome.failed += store.mark_messages(namespace, ids, "failed", outcome.error)
+            continue
+        try:
+            matrix = _embed_chunked(mem, [_message_text(m) for m in group])
+        except EmbeddingMismatchError:
+            store.mark_messages(namespace, ids, None, None)
+            raise
+        except ProviderError as exc:
+            outcome.error = str(exc)
+            outcome.failed += store.mark_messages(namespace, ids, "failed", outcome.error)
+            continue
+        outcome.done += store.set_message_vectors(
+            namespace, mem.embedder.model_name, [(m.id, matrix[j]) for j, m in enumerate(group)]
+        )
+    return outcome
+
+
+def embed_item_batch(
+    mem: Memory,
+    *,
+    namespace: str | None,
+    limit: int,
+    worker: str,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    failed_status: str = "failed",
+) -> tuple[int, int, str | None]:
+    """Claim and embed up to ``limit`` memories still pending; returns (claimed, embedded, error).
+
+    On an embedder failure the claimed memories get ``failed_status`` and the error.
+    """
+    backend = mem.backend
+    if not mem._ensure_space(strict=False):
+        try:
+            mem._ensure_space(strict=True)
+        except ProviderError as exc:
+            return 0, 0, str(exc)
+    items: list[MemoryItem] = backend.claim_pending_embeddings(namespace, limit, worker, lease_seconds, mem.now())
+    done = 0
+    by_ns: dict[str, list[MemoryItem]] = {}
+    for item in items:
+        by_ns.setdefault(item.namespace, []).append(item)
+    groups = list(by_ns.items())
+    for position, (ns, group) in enumerate(groups):
+        try:
+            matrix = _embed_chunked(mem, [i.content for i in group])
+        except ProviderError as exc:
+            for rest_ns, rest in groups[position:]:
+                backend.mark_embedding(rest_ns, [i.id for i in rest], failed_status, str(exc))
+            return len(items), done, str(exc)
+        done += backend.set_vectors(ns, mem.embedder.model_name, [(i.id, matrix[j]) for j, i in enumerate(group)])
+        mem._refresh_windows(ns, [anchor_of(i) for i in group])  # window vectors need the new vectors
+    return len(items), done, None
+
+
+@dataclass
+class SyncReport:
+    """What one sync run did."""
+
+    messages_done: int = 0
+    messages_failed: int = 0
+    messages_skipped: int = 0
+    items_done: int = 0
+    items_failed: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+    stopped: bool = False
+    released: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass
+class SyncEstimate:
+    """What a sync run would do now (``--dry-run``): nothing is claimed or written."""
+
+    messages: int
+    message_chars: int
+    items: int
+    item_chars: int
+    batches: int
+    approx_tokens: int
+    embedder: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass
+class SyncStatus:
+    """Counts by embedding status plus the job's persisted state."""
+
+    messages: dict[str, int]
+    items: dict[str, int]
+    state: JobState | None
+    pending: int = field(default=0)
+    claimed: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "messages": self.messages,
+            "items": self.items,
+            "pending": self.pending,
+            "claimed": self.claimed,
+            "state": None if self.state is None else self.state.model_dump(mode="json"),
+        }
+
+
+class SyncJob:
+    """Embeds pending messages (then pending memories) in claimed batches; see the module docstring."""
+
+    def __init__(
+        self,
+        mem: Memory,
+        *,
+        namespace: str | None = None,
+        batch_size: int | None = None,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        worker: str | None = None,
+        include_items: bool = True,
+    ) -> None:
+        """Configure a run over ``namespace`` (all when None). Raises InvalidInputError."""
+        if batch_size is not None and (
+            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+        ):
+            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float)) or not lease_seconds > 0:
+            raise InvalidInputError(f"lease_seconds must be a positive number, got {lease_seconds!r}")
+        self.mem = mem
+        self.namespace = None if namespace is None else mem._ns(namespace)
+        self.batch_size = batch_size or mem.settings.limits.embed_batch_size
+        self.lease_seconds = float(lease_seconds)
+        self.worker = worker or worker_id()
+        self.include_items = include_items
+        from memory.episodic.messages import episodic_store
+
+        self.store = episodic_store(mem.backend)
+
+    @property
+    def state_name(self) -> str:
+        """The job-state key: ``semantic_sync`` or ``semantic_sync:<namespace>``."""
+        return JOB_NAME if self.namespace is None else f"{JOB_NAME}:{self.namespace}"
+
+    def _state(self) -> JobState:
+        return self.store.get_job_state(self.state_name) or JobState(name=self.state_name)
+
+    def _save(self, **changes: Any) -> None:
+        state = self._state()
+        update = dict(changes)
+        for counter in ("processed", "failed", "skipped", "runs"):
+            if counter in update:
+                update[counter] = getattr(state, counter) + update[counter]
+        self.store.put_job_state(state.model_copy(update=update))
+
+    def run(self, *, max_batches: int | None = None, should_stop: Callable[[], bool] | None = None) -> SyncReport:
+        """Work until nothing is pending, an embedder error, ``max_batches`` or ``should_stop()``.
+
+        ``should_stop`` is checked between batches (a batch in flight always
+        finishes). Returns a SyncReport; the job state is updated after each batch.
+        """
+        started = time.perf_counter()
+        report = SyncReport()
+        # Rows claimed by a worker of this host that was killed go back now, not when the lease ends.
+        report.released = self.store.release_claims(dead_local_workers(list(self.store.message_claims(self.namespace))))
+        self._save(runs=1, last_started_at=self.mem.now(), worker=self.worker)
+        messages_left = True
+        while True:
+            if should_stop is not None and should_stop():
+                report.stopped = True
+                break
+            if max_batches is not None and report.batches >= max_batches:
+                break
+            if messages_left:
+                claimed = self.store.claim_pending_messages(
+                    self.namespace, self.batch_size, self.worker, self.lease_seconds, self.mem.now()
+                )
+                if not claimed:
+                    messages_left = False
+                    continue
+                outcome = embed_messages(self.mem, self.store, claimed)
+                report.batches += 1
+                report.messages_done += outcome.done
+                report.messages_failed += outcome.failed
+                report.messages_skipped += outcome.skipped
+                changes: dict[str, Any] = {
+                    "processed": outcome.done, "failed": outcome.failed, "skipped": outcome.skipped,
+                }  # fmt: skip
+                if outcome.last is not None:
+                    changes["cursor"] = f"{outcome.last.created_at.isoformat()}/{outcome.last.id}"
+                if outcome.error is not None:
+                    changes.update(last_error=outcome.error, last_error_at=self.mem.now())
+                self._save(**changes)
+                if outcome.error is not None:
+                    report.error = outcome.error
+                    break
+                continue
+            if not self.include_items:
+                break
+            claimed_items, done, error = embed_item_batch(
+                self.mem, namespace=self.namespace, limit=self.batch_size, worker=self.worker,
+                lease_seconds=self.lease_seconds,
+            )  # fmt: skip
+            if claimed_items == 0 and error is None:
+                break
+            report.batches += 1
+            report.items_done += done
+            report.items_failed += claimed_items - done if error else 0
+            if error is not None:
+                report.error = error
+                self._save(processed=done, failed=claimed_items - done, last_error=error, last_error_at=self.mem.now())
+                break
+            self._save(processed=done)
+        report.seconds = time.perf_counter() - started
+        self._save(last_finished_at=self.mem.now())
+        return report
+
+    def estimate(self) -> SyncEstimate:
+        """What a run would embed now; claims and writes nothing."""
+        messages, message_chars = self.store.pending_message_volume(self.namespace, self.mem.now())
+        items = item_chars = 0
+        if self.include_items:
+            namespaces = [self.namespace] if self.namespace is not None else self.mem.backend.namespaces()
+            for ns in namespaces:
+                for item in self.mem.backend.pending_embeddings(ns, 1_000_000):
+                    if item.sensitivity != "secret":
+                        items += 1
+                        item_chars += len(item.content)
+        total = messages + items
+        return SyncEstimate(
+            messages=messages,
+            message_chars=message_chars,
+            items=items,
+            item_chars=item_chars,
+            batches=-(-total // self.batch_size) if total else 0,
+            approx_tokens=(message_chars + item_chars) // 4,
+            embedder=self.mem.embedder.model_name,
+        )
+
+    def status(self) -> SyncStatus:
+        """Messages and memories by embedding status, plus the persisted job state."""
+        messages = self.store.message_status_counts(self.namespace)
+        items: dict[str, int] = {}
+        namespaces = [self.namespace] if self.namespace is not None else self.mem.backend.namespaces()
+        for ns in namespaces:
+            flt = self.mem.filter(ns, clearance="secret", include_expired=True, include_invalid=True)
+            for key, count in self.mem.backend.group_counts(flt, "embedding_status").items():
+                items[key] = items.get(key, 0) + count
+        pending = sum(messages.get(s, 0) + items.get(s, 0) for s in ("pending", "failed"))
+        return SyncStatus(
+            messages=messages,
+            items=items,
+            state=self.store.get_job_state(self.state_name),
+            pending=pending,
+            claimed=self.store.message_claims(self.namespace),
+        )

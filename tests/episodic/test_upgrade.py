@@ -1,0 +1,29 @@
+"""A store written before conversations existed upgrades in place: items keep working and get claims."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memory import Memory
+from memory.backends.sqlite.connection import connect
+from memory.backends.sqlite.migrations import MIGRATIONS, apply_migrations
+from memory.embedders.hashing import HashingEmbedder
+
+
+def test_a_pre_episodic_database_upgrades(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    first_new = next(i for i, m in enumerate(MIGRATIONS) if m.name.endswith("_item_claims"))
+    before = MIGRATIONS[:first_new]  # everything up to the claims/conversations migrations
+    conn = connect(db)
+    try:
+        apply_migrations(conn, before)
+    finally:
+        conn.close()
+    with Memory(str(db), embedder=HashingEmbedder()) as mem:
+        names = [r[0] for r in mem.backend._conn.execute("SELECT name FROM migrations ORDER BY rowid")]  # type: ignore[attr-defined]
+        assert names == [m.name for m in MIGRATIONS]
+        memory_id = mem.remember("old style fact")
+        mem.backend.mark_embedding(mem.namespace, [memory_id], "pending", None)
+        assert [i.id for i in mem.backend.claim_pending_embeddings(None, 5, "w", 60, mem.now())] == [memory_id]
+        assert mem.messages.append("t1", "first message").turn == 1
+        assert mem.messages.search("first message")[0].message.turn == 1
