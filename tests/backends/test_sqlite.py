@@ -663,5 +663,5 @@ def test_index_window_migration_keeps_old_rows_searchable(db_path: Path) -> None
     with SQLiteBackend(db_path) as backend:
         assert [h.id for h in backend.search_lexical(flt(), ["heron"], 5)] == [old.id]
         assert [h.id for h in backend.search_lexical(flt(), ["may"], 5, fields={"time": 1.0})] == [old.id]
-        row = backend._conn.execute("SELECT time FROM items_fts WHERE rowid = 1").fetchone()
+        row = backend._conn.execute("SELECT time FROM items_key_fts WHERE rowid = 1").fetchone()
         assert row[0] == "8 May 2023"

@@ -45,6 +45,7 @@ __all__ = [
     "VectorSpace",
     "ListOrder",
     "Vector",
+    "WindowIndex",
 ]
 
 Vector = npt.NDArray[np.float32]
@@ -137,18 +138,6 @@ class Backend(Protocol):
         """Set embedding_status (and error) on items; returns rows updated."""
         ...
 
-    def set_windows(
-        self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]
-    ) -> int:
-        """Store library-computed context windows: (id, window text, window vector or None).
-
-        The text becomes the lexical ``window`` field (kept when the item is
-        replaced); the vector replaces the item's vector in ``model``'s space
-        (None removes it; ``model=None`` leaves vectors alone). Embedding
-        status is not changed. Returns rows updated.
-        """
-        ...
-
     def delete(self, namespace: str, ids: Sequence[str], ledger: Sequence[LedgerEntry]) -> int:
         """Delete items with their index entries and vectors; record ``ledger``; returns rows deleted."""
         ...
@@ -225,4 +214,25 @@ class Backend(Protocol):
 
     def iter_items(self, flt: Filter, batch_size: int = 500) -> Iterator[MemoryItem]:
         """All items matching ``flt``, oldest first, fetched in batches."""
+        ...
+
+
+@runtime_checkable
+class WindowIndex(Protocol):
+    """Optional capability of a backend: storing the context windows the library computes.
+
+    Backends without it (``memory.retrieval.window``) still work: recall then
+    searches content only, as before windows existed.
+    """
+
+    def set_windows(
+        self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]
+    ) -> int:
+        """Store library-computed context windows: (id, window text, window vector or None).
+
+        The text becomes the lexical ``window`` field (kept when the item is
+        replaced); the vector replaces the item's vector in ``model``'s space
+        (None removes it; ``model=None`` leaves vectors alone). Embedding
+        status is not changed. Returns rows updated.
+        """
         ...

@@ -298,15 +298,21 @@ class InMemoryBackend:
     def search_lexical(
         self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
     ) -> builtins.list[ChannelHit]:
-        """BM25 over matching items as SQLite FTS5 computes it (no stemming here).
+        """BM25 over matching items (no stemming here).
 
-        ``fields`` weighs content, window and time words (default: content
-        only): term frequency is the weighted sum over fields, length is the
-        whole row's, idf is over the namespace's rows matching in a weighted field.
+        Content only (the default): Okapi BM25 over the content. With
+        ``fields`` weighing window or time words too, as SQLite FTS5 computes
+        it: term frequency is the weighted sum over fields, length is the whole
+        row's, idf is over the namespace's rows matching in a weighted field.
         """
         weights = field_weights(fields)
         if not terms or not any(weights):
             return []
+        if weights[1:] == (0.0, 0.0):  # content only: as before windows (and as the other backends)
+            with self._lock:
+                corpus = {i.id: self._tokens[i.id] for i in self._items.values() if i.namespace == flt.namespace}
+                wanted = {i.id for i in self._items.values() if i.id in corpus and matches(flt, i)}
+                return bm25_search(corpus, wanted, terms, k)
         with self._lock:
             corpus = [(i, self._field_tokens(i)) for i in self._items.values() if i.namespace == flt.namespace]
             n_docs = len(corpus)

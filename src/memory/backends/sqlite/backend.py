@@ -518,14 +518,17 @@ class SQLiteBackend:
         weights = field_weights(fields)
         if not any(weights):
             return []
-        # A field of weight 0 must not match either: restrict the query to the weighted fields.
-        columns = " ".join(name for name, weight in zip(LEXICAL_FIELDS, weights, strict=True) if weight > 0)
-        match = "{" + columns + "} : (" + " OR ".join(phrases) + ")"
-        bm25 = "bm25(items_fts, " + ", ".join(repr(float(w)) for w in weights) + ")"
+        if weights[1:] == (0.0, 0.0):  # content only: the content index, ranking exactly as before
+            table, match, bm25 = "items_fts", " OR ".join(phrases), "bm25(items_fts)"
+        else:
+            # A field of weight 0 must not match either: restrict the query to the weighted fields.
+            columns = " ".join(name for name, weight in zip(LEXICAL_FIELDS, weights, strict=True) if weight > 0)
+            table, match = "items_key_fts", "{" + columns + "} : (" + " OR ".join(phrases) + ")"
+            bm25 = "bm25(items_key_fts, " + ", ".join(repr(float(w)) for w in weights) + ")"
         pool = max(4 * int(k), 200)
         with self._read() as conn:
             ranked = conn.execute(
-                f"SELECT rowid, {bm25} AS rank FROM items_fts WHERE items_fts MATCH ? ORDER BY rank LIMIT ?",
+                f"SELECT rowid, {bm25} AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?",
                 (match, pool),
             ).fetchall()
             if not ranked:
@@ -542,8 +545,8 @@ class SQLiteBackend:
                 return [ChannelHit(item_id, -rank) for rank, item_id in hits[:k]]
             where, params = compile_filter(flt)
             rows = conn.execute(
-                f"SELECT i.id, {bm25} AS rank FROM items_fts CROSS JOIN items i ON i.rid = items_fts.rowid "
-                f"WHERE items_fts MATCH ? AND {where} ORDER BY rank, i.id LIMIT ?",
+                f"SELECT i.id, {bm25} AS rank FROM {table} CROSS JOIN items i ON i.rid = {table}.rowid "
+                f"WHERE {table} MATCH ? AND {where} ORDER BY rank, i.id LIMIT ?",
                 [match, *params, int(k)],
             ).fetchall()
         return [ChannelHit(str(r[0]), -float(r[1])) for r in rows]

@@ -11,8 +11,9 @@ Schema (times are REAL epoch seconds, UTC; list/dict fields are JSON text):
 
 * ``items`` — one row per memory; ``rid`` links the index tables.
 * ``item_tags`` — (namespace, tag, rid) for tag filters with ``=`` comparisons.
-* ``items_fts`` — FTS5 over ``items.content``, ``items.index_window`` (the context window
-  the library writes) and the time words of ``created_at``, kept in sync by triggers.
+* ``items_fts`` — FTS5 over ``items.content`` (external content, kept in sync by triggers).
+* ``items_key_fts`` — FTS5 over the index key: ``content``, ``items.index_window`` (the
+  context window the library writes) and the time words of ``created_at`` (triggers).
 * ``ledger`` — every change, kept after the item is deleted.
 * ``vector_spaces`` — one row per embedding model; each space has the tables
   ``vectors_<id>`` (float32 vectors) and ``vcodes_<id>`` (sign bits, for the
@@ -246,32 +247,29 @@ def time_words_sql(epoch: str) -> str:
     return f"({day} || ' ' || {_month_name(epoch)} || ' ' || strftime('%Y', {epoch}, 'unixepoch'))"
 
 
-# The lexical index gets two more fields (retrieval.window): the context window text that
-# the library writes to items.index_window, and the time words of created_at. FTS5 cannot
-# take an expression as an external-content column, so the index keeps its own copy and
-# triggers fill it.
+# The index key (retrieval.window): a second FTS5 table over the content, the context
+# window text that the library writes to items.index_window, and the time words of
+# created_at. items_fts stays as it was, so content-only search ranks exactly as before
+# (and as the other backends). FTS5 cannot take an expression as an external-content
+# column, so this table keeps its own copy and triggers fill it.
 _INDEX_WINDOW = [
     "ALTER TABLE items ADD COLUMN index_window TEXT NOT NULL DEFAULT ''",
-    "DROP TRIGGER items_fts_insert",
-    "DROP TRIGGER items_fts_delete",
-    "DROP TRIGGER items_fts_update",
-    "DROP TABLE items_fts",
-    """CREATE VIRTUAL TABLE items_fts USING fts5 (
+    """CREATE VIRTUAL TABLE items_key_fts USING fts5 (
         content, window, time, tokenize='porter unicode61 remove_diacritics 2'
     )""",
-    f"""CREATE TRIGGER items_fts_insert AFTER INSERT ON items BEGIN
-        INSERT INTO items_fts (rowid, content, window, time)
+    f"""CREATE TRIGGER items_key_fts_insert AFTER INSERT ON items BEGIN
+        INSERT INTO items_key_fts (rowid, content, window, time)
         VALUES (new.rid, new.content, new.index_window, {time_words_sql('new.created_at')});
     END""",
-    """CREATE TRIGGER items_fts_delete AFTER DELETE ON items BEGIN
-        DELETE FROM items_fts WHERE rowid = old.rid;
+    """CREATE TRIGGER items_key_fts_delete AFTER DELETE ON items BEGIN
+        DELETE FROM items_key_fts WHERE rowid = old.rid;
     END""",
-    f"""CREATE TRIGGER items_fts_update AFTER UPDATE OF content, index_window, created_at ON items BEGIN
-        DELETE FROM items_fts WHERE rowid = old.rid;
-        INSERT INTO items_fts (rowid, content, window, time)
+    f"""CREATE TRIGGER items_key_fts_update AFTER UPDATE OF content, index_window, created_at ON items BEGIN
+        DELETE FROM items_key_fts WHERE rowid = old.rid;
+        INSERT INTO items_key_fts (rowid, content, window, time)
         VALUES (new.rid, new.content, new.index_window, {time_words_sql('new.created_at')});
     END""",
-    f"""INSERT INTO items_fts (rowid, content, window, time)
+    f"""INSERT INTO items_key_fts (rowid, content, window, time)
         SELECT rid, content, index_window, {time_words_sql('created_at')} FROM items""",
 ]
 
