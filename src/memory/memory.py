@@ -247,9 +247,13 @@ class Memory:
             ),
         )
 
+    def _keys_on(self) -> bool:
+        """Whether the backend indexes the key fields (window, time words): it can store windows."""
+        return callable(getattr(self._backend, "set_windows", None))
+
     def _windows_on(self) -> bool:
         """Whether this store keeps context windows (configured, and the backend can store them)."""
-        return self.settings.context_window > 0 and callable(getattr(self._backend, "set_windows", None))
+        return self.settings.context_window > 0 and self._keys_on()
 
     def _rebuild_windows(self) -> None:
         """Compute the context window of every memory in every namespace (once per store)."""
@@ -751,8 +755,8 @@ class Memory:
     def _search_lexical(
         self, flt: Filter, terms: builtins.list[str], k: int, config: RetrievalConfig
     ) -> builtins.list[ChannelHit]:
-        """BM25 over the index key's fields; content only on a backend without windows."""
-        if self._windows_on():
+        """BM25 over the index key's fields; content only on a backend without them."""
+        if self._keys_on():
             return self._backend.search_lexical(flt, terms, k, fields=config.fields)
         return self._backend.search_lexical(flt, terms, k)
 
