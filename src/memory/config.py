@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memory.errors import ConfigError, InvalidInputError
 from memory.records import DEFAULT_MAX_CONTENT_CHARS
 from memory.retrieval.config import RetrievalConfig, preset
+from memory.retrieval.window import WINDOW
 
 __all__ = [
     "ProviderSpec",
@@ -128,6 +129,9 @@ class Settings(BaseModel):
     #: Where message media files go; default: ``<database file>.media`` next to a SQLite file.
     media_dir: str | None = None
     server: ServerSettings = ServerSettings()
+    #: Memories on each side in a thread that form a memory's context window (0: none);
+    #: see memory.retrieval.window.
+    context_window: int = Field(WINDOW, ge=0, le=10)
 
     def retrieval_config(self) -> RetrievalConfig:
         """The retrieval settings, resolving a preset name."""

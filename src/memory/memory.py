@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING, Any, overload
 import numpy as np
 
 from memory.backends import open_backend
-from memory.backends.base import Backend, ListOrder, NewRecord, Vector
+from memory.backends.base import Backend, ChannelHit, ListOrder, NewRecord, Vector
 from memory.config import Settings, load_settings
 from memory.embedders import create_embedder
 from memory.embedders.base import Embedder, embed_query, embed_texts
@@ -47,19 +47,21 @@ from memory.records import (
 )
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, rank
-from memory.retrieval.text import query_terms
+from memory.retrieval.text import feedback_terms, query_terms
+from memory.retrieval.window import window_model
 from memory.types import SENSITIVITY_LEVELS, Hit, LedgerEntry, MemoryItem, Page, Stats
+from memory.windows import Anchor, anchor_of, refresh_windows
 
 if TYPE_CHECKING:
     from memory.backends.graph import MemoryLink
-    from memory.extraction.pipeline import ExtractionReport
-    from memory.extraction.service import Extraction
     from memory.context import CompiledPrompt, ContextRequest, ContextSource, Summariser
     from memory.episodic.blocks import Blocks
     from memory.episodic.messages import Messages
     from memory.episodic.prune import PruneReport
     from memory.episodic.summarize import ConversationEnd, Summarizer
     from memory.episodic.sync import SyncEstimate, SyncReport, SyncStatus
+    from memory.extraction.pipeline import ExtractionReport
+    from memory.extraction.service import Extraction
     from memory.transfer import ImportReport
 
 __all__ = ["Memory"]
@@ -229,6 +231,49 @@ class Memory:
         value = check_name(namespace, "namespace", optional=False)
         assert value is not None
         return value
+
+    def _refresh_windows(self, namespace: str, anchors: Iterable[Anchor]) -> None:
+        """Recompute the context windows around ``anchors`` (see :mod:`memory.windows`)."""
+        anchors = builtins.list(anchors)
+        if not anchors or not self._windows_on():
+            return
+        model = space = None
+        if self._ensure_space(strict=False):
+            model = self._embedder.model_name
+            space = window_model(model)
+            if all(s.model != space for s in self._backend.vector_spaces()):
+                # First windows in this store (new, or written before windows existed): index
+                # every memory, so the vector channel never searches a partial window space.
+                self._backend.ensure_vector_space(space, self._embedder.dimension)
+                self._rebuild_windows()
+                return
+        refresh_windows(
+            self._backend,
+            namespace,
+            anchors,
+            size=self.settings.context_window,
+            model=model,
+            window_space=space,
+            scope_filter=lambda thread: self.filter(
+                namespace, thread=thread, clearance="secret", include_expired=True, include_invalid=True
+            ),
+        )
+
+    def _keys_on(self) -> bool:
+        """Whether the backend indexes the key fields (window, time words): it can store windows."""
+        return callable(getattr(self._backend, "set_windows", None))
+
+    def _windows_on(self) -> bool:
+        """Whether this store keeps context windows (configured, and the backend can store them)."""
+        return self.settings.context_window > 0 and self._keys_on()
+
+    def _rebuild_windows(self) -> None:
+        """Compute the context window of every memory in every namespace (once per store)."""
+        for ns in self._backend.namespaces():
+            flt = self.filter(ns, clearance="secret", include_expired=True, include_invalid=True)
+            anchors = [anchor_of(item) for item in self._backend.iter_items(flt)]
+            for start in range(0, len(anchors), 5000):
+                self._refresh_windows(ns, anchors[start : start + 5000])
 
     def filter(
         self,
@@ -444,6 +489,7 @@ class Memory:
             for item, vector in embedded
         ]
         results = self._backend.add(records)
+        self._windows_after_add([r.item for r, res in zip(records, results, strict=True) if res.created])
         ids = [r.id for r in results]
         if mode == "inline":
             from memory.extraction.pipeline import safe_process
@@ -508,6 +554,16 @@ class Memory:
             raise InvalidInputError("a memory cannot be linked to itself")
         return self.graph.store.link(ns, source_id, target_id, type.strip(), self._clock())
 
+    def _windows_after_add(self, items: Iterable[MemoryItem]) -> None:
+        """Compute the context windows of newly stored ``items`` and of their thread neighbours."""
+        by_ns: dict[str, builtins.list[Anchor]] = {}
+        for item in items:
+            if item.thread is None and not item.context:
+                continue  # stored with an empty window and no window vector: nothing to compute
+            by_ns.setdefault(item.namespace, []).append(anchor_of(item))
+        for ns, anchors in by_ns.items():
+            self._refresh_windows(ns, anchors)
+
     def update(
         self, memory_id: str, *, namespace: str | None = None, reason: str | None = None, **changes: Any
     ) -> MemoryItem:
@@ -561,6 +617,7 @@ class Memory:
             ((candidate, vector),) = self._embed_items([candidate], [None])
         entry = ledger_entry("update", old.id, old.namespace, now, before=old, after=candidate, reason=reason)
         self._backend.replace(candidate, vector, entry)
+        self._refresh_windows(candidate.namespace, [anchor_of(candidate)])
         return candidate
 
     def forget(self, memory_id: str | Sequence[str], *, namespace: str | None = None, reason: str | None = None) -> int:
@@ -578,7 +635,9 @@ class Memory:
             raise NotFoundError(f"no memory {memory_id!r} in namespace {ns!r}")
         now = self._clock()
         ledger = [ledger_entry("delete", i.id, ns, now, before=i, reason=reason) for i in items]
-        return self._backend.delete(ns, [i.id for i in items], ledger)
+        deleted = self._backend.delete(ns, [i.id for i in items], ledger)
+        self._refresh_windows(ns, [anchor_of(i) for i in items if i.thread is not None])
+        return deleted
 
     def forget_all(
         self,
@@ -604,6 +663,7 @@ class Memory:
                 ledger_entry("delete", i.id, i.namespace, now, before=i, reason=reason or "forget_all") for i in batch
             ]
             total += self._backend.delete(flt.namespace, [i.id for i in batch], ledger)
+            self._refresh_windows(flt.namespace, [anchor_of(i) for i in batch if i.thread is not None])
 
     def embed_pending(self, *, namespace: str | None = None, limit: int = 1000) -> int:
         """Embed memories left pending (e.g. after an embedder outage); returns how many got vectors.
@@ -754,13 +814,20 @@ class Memory:
         k = max(config.candidates, limit)
         results = {}
         if "lexical" in config.channels:
-            results["lexical"] = self._backend.search_lexical(flt, query_terms(text), k)
+            terms = query_terms(text)
+            results["lexical"] = self._search_lexical(flt, terms, k, config)
+            if "feedback" in config.channels and results["lexical"]:
+                top = [h.id for h in results["lexical"][: config.feedback_docs]]
+                texts = [i.content for i in self._backend.get(flt.namespace, top)]
+                extra = feedback_terms(texts, terms, config.feedback_terms)
+                if extra:
+                    results["feedback"] = self._search_lexical(flt, terms + extra, k, config)
         vector: Vector | None = None
         if "vector" in config.channels:
             try:
                 if self._ensure_space(strict=True):
                     vector = embed_query(self._embedder, text)
-                    results["vector"] = self._backend.search_vector(flt, self._embedder.model_name, vector, k)
+                    results["vector"] = self._search_vectors(flt, config, vector, k)
             except ProviderError as exc:
                 log.warning("vector channel skipped, embedder failed: %s", exc)
         store = getattr(self._backend, "graph", None)
@@ -784,6 +851,43 @@ class Memory:
         if hits:
             self._backend.record_access(flt.namespace, [h.id for h in hits], flt.now)
         return hits
+
+    def _search_lexical(
+        self, flt: Filter, terms: builtins.list[str], k: int, config: RetrievalConfig
+    ) -> builtins.list[ChannelHit]:
+        """BM25 over the index key's fields; content only on a backend without them."""
+        if self._keys_on():
+            return self._backend.search_lexical(flt, terms, k, fields=config.fields)
+        return self._backend.search_lexical(flt, terms, k)
+
+    def _vector_space(self, config: RetrievalConfig) -> str:
+        """The space the vector channel searches: window vectors when configured and present."""
+        model = self._embedder.model_name
+        if config.window_vectors and self._windows_on():
+            space = window_model(model)
+            if any(s.model == space for s in self._backend.vector_spaces()):
+                return space
+        return model
+
+    def _search_vectors(self, flt: Filter, config: RetrievalConfig, vector: Vector, k: int) -> builtins.list[ChannelHit]:
+        """The vector channel: window vectors, and own vectors of memories that have no window vector.
+
+        Only memories with a thread get a window vector (for the others it would
+        equal their own), so both spaces are searched and a memory found by its
+        own vector counts only if it has no window vector: the same ranking as a
+        window space holding every memory, without storing vectors twice.
+        """
+        model = self._embedder.model_name
+        space = self._vector_space(config)
+        if space == model:
+            return self._backend.search_vector(flt, model, vector, k)
+        windowed = self._backend.search_vector(flt, space, vector, k)
+        found = {h.id for h in windowed}
+        own = [h for h in self._backend.search_vector(flt, model, vector, k) if h.id not in found]
+        has_window = set(self._backend.get_vectors(flt.namespace, space, [h.id for h in own]))
+        merged = windowed + [h for h in own if h.id not in has_window]
+        merged.sort(key=lambda h: (-h.score, h.id))
+        return merged[:k]
 
     def _retrieval_config(self, retrieval: RetrievalConfig | str | None) -> RetrievalConfig:
         if retrieval is None:

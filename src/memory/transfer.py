@@ -446,6 +446,7 @@ def import_jsonl(mem: Memory, stream: Iterable[str], *, on_progress: ProgressCal
             for plan in fresh
         ]  # fmt: skip
         results = mem.backend.add(records) if records else []
+        mem._windows_after_add([r.item for r, res in zip(records, results, strict=True) if res.created])  # noqa: SLF001
         for plan, result in zip(fresh, results, strict=True):
             if result.created:
                 imported += 1

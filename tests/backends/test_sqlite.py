@@ -645,3 +645,23 @@ def test_lexical_search_falls_back_when_the_filter_is_selective(backend: SQLiteB
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     everyone = backend.search_lexical(flt(), ["common"], 10)
     assert len(everyone) == 10 and all(h.id not in b_ids for h in everyone)
+
+
+def test_index_window_migration_keeps_old_rows_searchable(db_path: Path) -> None:
+    """A store written before the index_window migration is re-indexed: content, and time words."""
+    from memory.backends.sqlite.backend import _INSERT_ITEM
+    from memory.backends.sqlite.codec import item_values
+
+    conn = raw_connect(db_path)
+    try:
+        before = next(i for i, m in enumerate(MIGRATIONS) if m.name.endswith("_index_window"))
+        apply_migrations(conn, MIGRATIONS[:before])
+        old = make_item("the old heron", model=None, created_at=datetime(2023, 5, 8, 13, 56, tzinfo=UTC))
+        conn.execute(_INSERT_ITEM, item_values(old))
+    finally:
+        conn.close()
+    with SQLiteBackend(db_path) as backend:
+        assert [h.id for h in backend.search_lexical(flt(), ["heron"], 5)] == [old.id]
+        assert [h.id for h in backend.search_lexical(flt(), ["may"], 5, fields={"time": 1.0})] == [old.id]
+        row = backend._conn.execute("SELECT time FROM items_key_fts WHERE rowid = 1").fetchone()
+        assert row[0] == "8 May 2023"

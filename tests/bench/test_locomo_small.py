@@ -150,3 +150,28 @@ def test_cli_rejects_a_file_that_is_not_locomo(tmp_path: Path) -> None:
     result = CliRunner().invoke(bench, ["locomo", "--data", str(path), "--embedder", "hashing"])
     assert result.exit_code == 1
     assert "LoCoMo" in result.stderr
+
+
+def test_ablation_runs_each_step_off_shared_stores(tiny_file: Path) -> None:
+    from memory.bench.ablation import STEPS, ablation_json, format_ablation, run_ablation
+
+    steps = [STEPS[0], STEPS[3], STEPS[5]]
+    notes: list[str] = []
+    rows = ablation_json(run_ablation(tiny_file, embedder="hashing", backend="inmemory", steps=steps,
+                                      progress=notes.append))  # fmt: skip
+    assert [row["step"] for row in rows] == [s.name for s in steps]
+    assert len(notes) == 3  # three stores: windows 0, 2 and 1
+    for row in rows:
+        _check_report({k: row[k] for k in ("n", "overall", "by_category", "dropped_evidence", "latency_ms")}
+                      | {"config": {"embedder": 1, "backend": 1, "preset": 1, "rrf_k": 1}})  # fmt: skip
+        assert row["n"] == 3
+    table = format_ablation(rows, markdown=True)
+    assert table.count("\n") == 1 + len(rows) and steps[1].name in table
+
+
+def test_cli_ablation_table(tiny_file: Path) -> None:
+    args = ["locomo", "--data", str(tiny_file), "--embedder", "hashing", "--backend", "inmemory", "--ablation"]
+    result = CliRunner().invoke(bench, args)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert "window vectors = balanced (default)" in result.stdout
+    assert "R@5/R@10/NDCG" in result.stdout

@@ -26,7 +26,7 @@ Rules every implementation follows (the contract suite in
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -45,6 +45,7 @@ __all__ = [
     "VectorSpace",
     "ListOrder",
     "Vector",
+    "WindowIndex",
 ]
 
 Vector = npt.NDArray[np.float32]
@@ -162,8 +163,15 @@ class Backend(Protocol):
         """Number of items matching ``flt``."""
         ...
 
-    def search_lexical(self, flt: Filter, terms: Sequence[str], k: int) -> builtins.list[ChannelHit]:
-        """BM25-ranked items containing any of ``terms`` (already normalised words), best first."""
+    def search_lexical(
+        self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
+    ) -> builtins.list[ChannelHit]:
+        """BM25-ranked items containing any of ``terms`` (already normalised words), best first.
+
+        ``fields`` weighs the indexed fields ``content``, ``window`` (the text
+        given to :meth:`set_windows`) and ``time`` (``retrieval.window.time_words``
+        of created_at); None means content only. A field of weight 0 does not match.
+        """
         ...
 
     def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:
@@ -206,4 +214,25 @@ class Backend(Protocol):
 
     def iter_items(self, flt: Filter, batch_size: int = 500) -> Iterator[MemoryItem]:
         """All items matching ``flt``, oldest first, fetched in batches."""
+        ...
+
+
+@runtime_checkable
+class WindowIndex(Protocol):
+    """Optional capability of a backend: storing the context windows the library computes.
+
+    Backends without it (``memory.retrieval.window``) still work: recall then
+    searches content only, as before windows existed.
+    """
+
+    def set_windows(
+        self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]
+    ) -> int:
+        """Store library-computed context windows: (id, window text, window vector or None).
+
+        The text becomes the lexical ``window`` field (kept when the item is
+        replaced); the vector replaces the item's vector in ``model``'s space
+        (None removes it; ``model=None`` leaves vectors alone). Embedding
+        status is not changed. Returns rows updated.
+        """
         ...

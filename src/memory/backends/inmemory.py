@@ -6,7 +6,7 @@ import builtins
 import math
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,7 @@ from memory.backends.inmemory_graph import InMemoryGraph
 from memory.errors import EmbeddingMismatchError, InvalidInputError, NotFoundError
 from memory.filters import Filter, matches
 from memory.retrieval.text import words
+from memory.retrieval.window import field_weights, time_words
 from memory.types import LedgerEntry, MemoryItem
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ class InMemoryBackend:
         """Create an empty store."""
         self._items: dict[str, MemoryItem] = {}
         self._tokens: dict[str, Counter[str]] = {}
+        self._window_tokens: dict[str, Counter[str]] = {}
         self._vectors: dict[str, dict[str, Vector]] = {}
         self._spaces: dict[str, int] = {}
         self._ledger: builtins.list[LedgerEntry] = []
@@ -190,6 +192,30 @@ class InMemoryBackend:
                 count += 1
             return count
 
+    def set_windows(
+        self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]
+    ) -> int:
+        """Store context windows (id, text, vector or None) of existing items; status untouched."""
+        with self._lock:
+            if model is not None:
+                if model not in self._spaces:
+                    raise InvalidInputError(f"no vector space registered for model {model!r}")
+                for _, _, vector in updates:
+                    if vector is not None:
+                        self._check_vector(model, vector)
+            count = 0
+            for item_id, text, vector in updates:
+                item = self._items.get(item_id)
+                if item is None or item.namespace != namespace:
+                    continue
+                self._window_tokens[item_id] = Counter(words(text))
+                if model is not None:
+                    self._vectors[model].pop(item_id, None)
+                    if vector is not None:
+                        self._vectors[model][item_id] = np.asarray(vector, dtype=np.float32)
+                count += 1
+            return count
+
     def mark_embedding(self, namespace: str, ids: Sequence[str], status: str, error: str | None) -> int:
         """Set embedding status on items."""
         with self._lock:
@@ -215,6 +241,7 @@ class InMemoryBackend:
                     continue
                 del self._items[item_id]
                 self._tokens.pop(item_id, None)
+                self._window_tokens.pop(item_id, None)
                 for space in self._vectors.values():
                     space.pop(item_id, None)
                 count += 1
@@ -264,14 +291,62 @@ class InMemoryBackend:
         with self._lock:
             return len(self._matching(flt))
 
-    def search_lexical(self, flt: Filter, terms: Sequence[str], k: int) -> builtins.list[ChannelHit]:
-        """Okapi BM25 over matching items (idf over the namespace)."""
-        if not terms:
+    def _field_tokens(self, item: MemoryItem) -> tuple[Counter[str], ...]:
+        return (
+            self._tokens[item.id],
+            self._window_tokens.get(item.id, Counter()),
+            Counter(words(time_words(item.created_at))),
+        )
+
+    def search_lexical(
+        self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
+    ) -> builtins.list[ChannelHit]:
+        """BM25 over matching items (no stemming here).
+
+        Content only (the default): Okapi BM25 over the content. With
+        ``fields`` weighing window or time words too, as SQLite FTS5 computes
+        it: term frequency is the weighted sum over fields, length is the whole
+        row's, idf is over the namespace's rows matching in a weighted field.
+        """
+        weights = field_weights(fields)
+        if not terms or not any(weights):
             return []
+        if weights[1:] == (0.0, 0.0):  # content only: as before windows (and as the other backends)
+            with self._lock:
+                corpus = {i.id: self._tokens[i.id] for i in self._items.values() if i.namespace == flt.namespace}
+                wanted = {i.id for i in self._items.values() if i.id in corpus and matches(flt, i)}
+                return bm25_search(corpus, wanted, terms, k)
         with self._lock:
-            corpus = {i.id: self._tokens[i.id] for i in self._items.values() if i.namespace == flt.namespace}
-            wanted = {i.id for i in self._items.values() if i.id in corpus and matches(flt, i)}
-            return bm25_search(corpus, wanted, terms, k)
+            corpus = [(i, self._field_tokens(i)) for i in self._items.values() if i.namespace == flt.namespace]
+            n_docs = len(corpus)
+            if n_docs == 0:
+                return []
+            lengths = {i.id: sum(sum(f.values()) for f in fields_) for i, fields_ in corpus}
+            avg_len = sum(lengths.values()) / n_docs or 1.0
+
+            def freq(fields_: tuple[Counter[str], ...], term: str) -> float:
+                return sum(w * f.get(term, 0) for w, f in zip(weights, fields_, strict=True) if w > 0)
+
+            doc_freq = {t: sum(1 for _, f in corpus if freq(f, t) > 0) for t in terms}
+            hits: builtins.list[ChannelHit] = []
+            for item, fields_ in corpus:
+                if not matches(flt, item):
+                    continue
+                score = 0.0
+                matched = False
+                for term in terms:
+                    tf = freq(fields_, term)
+                    if not tf:
+                        continue
+                    matched = True
+                    df = doc_freq[term]
+                    idf = max(math.log((n_docs - df + 0.5) / (df + 0.5)), 1e-6)
+                    norm = _BM25_K1 * (1 - _BM25_B + _BM25_B * lengths[item.id] / avg_len)
+                    score += idf * tf * (_BM25_K1 + 1) / (tf + norm)
+                if matched:
+                    hits.append(ChannelHit(item.id, score))
+        hits.sort(key=lambda h: (-h.score, h.id))
+        return hits[:k]
 
     def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:
         """Exact cosine KNN over matching items."""

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ from memory.embedders import create_embedder
 from memory.embedders.base import Embedder
 from memory.errors import InvalidInputError
 from memory.memory import Memory
+from memory.retrieval.config import RetrievalConfig
+from memory.retrieval.window import MONTHS
 
 __all__ = [
     "DEFAULT_DATA",
@@ -41,6 +44,9 @@ __all__ = [
     "turn_content",
     "database_url",
     "run_locomo",
+    "evaluate_conversations",
+    "session_time",
+    "thread_of",
     "format_report",
 ]
 
@@ -60,6 +66,8 @@ BASELINES: dict[str, dict[str, float]] = {
 }
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
+_SESSION_TIME = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.IGNORECASE)
+_MONTH_NUMBERS = {name.lower(): number for number, name in enumerate(MONTHS, 1)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,15 +219,42 @@ def fresh_store(backend: str, directory: Path, name: str, dsn: str | None = None
         drop_database(url)
 
 
+def session_time(text: str | None) -> datetime | None:
+    """The UTC datetime of a LoCoMo session stamp like ``"1:56 pm on 8 May, 2023"`` (None if unparsable)."""
+    if not text:
+        return None
+    match = _SESSION_TIME.fullmatch(text.strip())
+    if match is None:
+        return None
+    hour, minute, half, day, month, year = match.groups()
+    try:
+        month_number = _MONTH_NUMBERS[month.lower()]
+        hour24 = int(hour) % 12 + (12 if half.lower() == "pm" else 0)
+        return datetime(int(year), month_number, int(day), hour24, int(minute), tzinfo=UTC)
+    except (KeyError, ValueError):
+        return None
+
+
+def thread_of(conv: Conversation, turn: Turn, threads: str = "session") -> str:
+    """The thread a turn is stored in: one per chat session (default), or one per conversation."""
+    return f"{conv.sample_id}/session-{turn.session}" if threads == "session" else conv.sample_id
+
+
 def _store_conversation(
-    mem: Memory, conv: Conversation, namespace: str, extract: bool = False
+    mem: Memory, conv: Conversation, namespace: str, threads: str = "session", extract: bool = False
 ) -> dict[str, list[str]]:
-    """Remember every turn; returns memory id -> dia_ids (several if the store deduplicated)."""
+    """Remember every turn; returns memory id -> dia_ids (several if the store deduplicated).
+
+    Each turn is stored as a user of the library would: its text, its chat
+    session as the thread, the session's date and time as ``created_at``,
+    and the LoCoMo ids in metadata (used only to score the answers).
+    """
     entries = [
         {
             "content": turn.content,
             "kind": "conversation",
-            "thread": conv.sample_id,
+            "thread": thread_of(conv, turn, threads),
+            **({"created_at": when} if (when := session_time(turn.session_date)) is not None else {}),
             "metadata": {
                 "dia_id": turn.dia_id,
                 "session": turn.session,
@@ -280,6 +315,29 @@ def run_locomo(
             **({"extract": True} if extract else {}),
         }
     )
+    evaluate_conversations(
+        conversations, model, backend, settings, {"run": (settings.retrieval_config(), result)},
+        progress=progress, dsn=dsn, extract=extract,
+    )  # fmt: skip
+    return result
+
+
+def evaluate_conversations(
+    conversations: Sequence[Conversation],
+    model: Embedder,
+    backend: str,
+    settings: Settings,
+    runs: dict[str, tuple[RetrievalConfig, LocomoResult]],
+    *,
+    threads: str = "session",
+    progress: Callable[[int, int, str], None] | None = None,
+    dsn: str | None = None,
+    extract: bool = False,
+) -> None:
+    """Store each conversation once (with ``settings``) and recall every question with each run's config.
+
+    Metrics, dropped evidence and latencies are appended to each run's result.
+    """
     with tempfile.TemporaryDirectory(prefix="memory-locomo-") as tmp:
         for index, conv in enumerate(conversations):
             if progress is not None:
@@ -290,33 +348,52 @@ def run_locomo(
                 Memory(url, embedder=model, settings=settings.model_copy(update={"database": url})) as mem,
             ):
                 started = time.perf_counter()
-                turns_of = _store_conversation(mem, conv, namespace, extract)
-                result.ingest_seconds += time.perf_counter() - started
-                result.turns += len(conv.turns)
-                for question in conv.questions:
-                    if question.category not in CATEGORIES:
-                        continue
-                    result.dropped.extend((conv.sample_id, piece) for piece in question.dropped)
-                    if not question.evidence:
-                        continue
-                    started = time.perf_counter()
-                    hits = mem.recall(question.question, limit=RECALL_LIMIT, namespace=namespace)
-                    result.latencies_ms.append((time.perf_counter() - started) * 1000.0)
-                    ranked = [turn for hit in hits for turn in _hit_turns(hit.item.metadata, turns_of.get(hit.id))]
-                    result.rows.append(
-                        {
-                            "conversation": conv.sample_id,
-                            "category": question.category,
-                            "question": question.question,
-                            "evidence": list(question.evidence),
-                            "ranked": ranked,
-                            **question_metrics(ranked, question.evidence),
-                        }
-                    )
-            result.conversations += 1
+                turns_of = _store_conversation(mem, conv, namespace, threads, extract)
+                ingest = time.perf_counter() - started
+                if conv.questions:  # warm caches, so the first config timed is not penalised
+                    mem.recall(conv.questions[0].question, limit=RECALL_LIMIT, namespace=namespace)
+                for _, result in runs.values():
+                    result.ingest_seconds += ingest
+                    result.turns += len(conv.turns)
+                    result.conversations += 1
+                _ask(mem, conv, namespace, turns_of, list(runs.values()))
     if progress is not None:
         progress(len(conversations), len(conversations), "")
-    return result
+
+
+def _ask(
+    mem: Memory,
+    conv: Conversation,
+    namespace: str,
+    turns_of: dict[str, list[str]],
+    runs: list[tuple[RetrievalConfig, LocomoResult]],
+) -> None:
+    """Recall every scored question of ``conv`` with each run's config; record metrics and latency.
+
+    Configs take turns question by question, so a change in machine load
+    during the run weighs on every config's latency alike.
+    """
+    for question in conv.questions:
+        if question.category not in CATEGORIES:
+            continue
+        for config, result in runs:
+            result.dropped.extend((conv.sample_id, piece) for piece in question.dropped)
+            if not question.evidence:
+                continue
+            started = time.perf_counter()
+            hits = mem.recall(question.question, limit=RECALL_LIMIT, namespace=namespace, retrieval=config)
+            result.latencies_ms.append((time.perf_counter() - started) * 1000.0)
+            ranked = [turn for hit in hits for turn in _hit_turns(hit.item.metadata, turns_of.get(hit.id))]
+            result.rows.append(
+                {
+                    "conversation": conv.sample_id,
+                    "category": question.category,
+                    "question": question.question,
+                    "evidence": list(question.evidence),
+                    "ranked": ranked,
+                    **question_metrics(ranked, question.evidence),
+                }
+            )
 
 
 def _hit_turns(metadata: dict[str, Any], stored_as: list[str] | None) -> list[str]:

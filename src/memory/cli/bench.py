@@ -112,8 +112,13 @@ _DSN_OPTION = click.option(
 @click.option(
     "--extract",
     is_flag=True,
-    help="Run extraction (heuristic LLM unless configured) at ingest; the graph preset needs it.",
+    help="Run extraction (heuristic LLM unless configured) at ingest; the graph channel needs it.",
 )
+@click.option(
+    "--ablation", is_flag=True,
+    help="Run every step of the retrieval ablation (memory.bench.ablation) and print its table.",
+)  # fmt: skip
+@click.option("--markdown", is_flag=True, help="With --ablation: print the table as Markdown.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
@@ -128,6 +133,8 @@ def locomo(
     limit_conversations: int | None,
     extract: bool,
     dsn: str | None,
+    ablation: bool,
+    markdown: bool,
     as_json: bool,
     out: Path | None,
     quiet: bool,
@@ -144,6 +151,9 @@ def locomo(
     path = _data_path(data, required=True)
     assert path is not None
     note = _note(quiet)
+    if ablation:
+        _ablation(ctx, path, embedder, backend, dsn, limit_conversations, markdown, as_json, out, note)
+        return
     with _errors():
         result = run_locomo(
             path,
@@ -158,6 +168,35 @@ def locomo(
         )
     report = result.to_json()
     _emit(report, format_report(report, dropped=result.dropped), as_json=as_json, out=out)
+
+
+def _ablation(
+    ctx: click.Context,
+    path: Path,
+    embedder: str | None,
+    backend: str,
+    dsn: str | None,
+    limit_conversations: int | None,
+    markdown: bool,
+    as_json: bool,
+    out: Path | None,
+    note: Callable[[str], None],
+) -> None:
+    """`memory bench locomo --ablation`: every step of the ablation, one table."""
+    from memory.bench.ablation import ablation_json, format_ablation, run_ablation
+
+    with _errors():
+        results = run_ablation(
+            path,
+            embedder=embedder or _default_embedder(ctx),
+            backend=backend,
+            limit_conversations=limit_conversations,
+            progress=note,
+            dsn=dsn,
+        )
+    rows = ablation_json(results)
+    report = {"ablation": rows}
+    _emit(report, format_ablation(rows, markdown=markdown), as_json=as_json, out=out)
 
 
 def _sizes(ctx: click.Context | None, param: click.Parameter | None, value: str) -> list[int]:

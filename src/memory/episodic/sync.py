@@ -37,6 +37,7 @@ from memory.embedders.base import embed_texts
 from memory.episodic.types import JobState, Message
 from memory.errors import EmbeddingMismatchError, InvalidInputError, ProviderError
 from memory.types import MemoryItem
+from memory.windows import anchor_of
 
 if TYPE_CHECKING:
     from memory.memory import Memory
@@ -227,6 +228,7 @@ def embed_item_batch(
                 backend.mark_embedding(rest_ns, [i.id for i in rest], failed_status, str(exc))
             return len(items), done, str(exc)
         done += backend.set_vectors(ns, mem.embedder.model_name, [(i.id, matrix[j]) for j, i in enumerate(group)])
+        mem._refresh_windows(ns, [anchor_of(i) for i in group])  # window vectors need the new vectors
     return len(items), done, None
 
 

@@ -5,11 +5,18 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.errors import InvalidInputError
+from memory.retrieval.window import LEXICAL_FIELDS
 
 __all__ = ["RetrievalConfig", "PRESETS", "CHANNELS", "preset"]
 
-#: Retrieval channels recall knows ("graph": entities in the query → relations → memories, see retrieval/graph.py).
-CHANNELS = ("vector", "lexical", "graph")
+#: Retrieval channels recall knows. ``feedback`` is a second lexical search with the
+#: query expanded by pseudo-relevance feedback from the lexical channel's top hits;
+#: ``graph``: entities in the query → relations → memories (retrieval/graph.py).
+CHANNELS = ("vector", "lexical", "feedback", "graph")
+#: Field weights of the lexical channel; window 0.3 measured on LoCoMo dev (docs/retrieval.md).
+DEFAULT_FIELDS: dict[str, float] = {"content": 1.0, "window": 0.3, "time": 1.0}
+#: The lexical channel on the memory's own words only (no window, no time words).
+CONTENT_ONLY: dict[str, float] = {"content": 1.0}
 
 
 class RetrievalConfig(BaseModel):
@@ -43,6 +50,25 @@ class RetrievalConfig(BaseModel):
     recency_weight: float = Field(0.05, ge=0, le=1)
     importance_weight: float = Field(0.05, ge=0, le=1)
     min_score: float = Field(0.0, ge=0, le=1)
+    #: BM25 weight of each indexed field: the memory's own ``content``, its context
+    #: ``window`` (neighbouring memories in its thread) and ``time`` (words of created_at).
+    fields: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_FIELDS))
+    #: The vector channel searches window vectors (own vector blended with its context
+    #: window's) instead of the bare content vectors, when the store has them.
+    window_vectors: bool = True
+    #: Pseudo-relevance feedback (the ``feedback`` channel): top lexical hits read, terms added.
+    feedback_docs: int = Field(3, ge=1, le=20)
+    feedback_terms: int = Field(5, ge=1, le=32)
+
+    @field_validator("fields")
+    @classmethod
+    def _known_fields(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = set(value) - set(LEXICAL_FIELDS)
+        if unknown:
+            raise ValueError(f"fields must be among {LEXICAL_FIELDS}, got {sorted(unknown)}")
+        if any(not (w >= 0) or w == float("inf") for w in value.values()) or not any(value.values()):
+            raise ValueError(f"field weights must be finite, >= 0 and not all 0, got {value}")
+        return value
 
     @field_validator("channels")
     @classmethod
@@ -50,14 +76,30 @@ class RetrievalConfig(BaseModel):
         unknown = set(value) - set(CHANNELS)
         if unknown or not value:
             raise ValueError(f"channels must be a non-empty subset of {CHANNELS}, got {value}")
+        if "feedback" in value and "lexical" not in value:
+            raise ValueError("the feedback channel expands the lexical channel's hits: add 'lexical' too")
         return value
 
 
 PRESETS: dict[str, RetrievalConfig] = {
+    # Hybrid over the memories' index keys: content, context window, time words (the default).
     "balanced": RetrievalConfig(),
     "fast": RetrievalConfig(candidates=20),
+    # + pseudo-relevance feedback and more candidates: a little better, ~1.4x the latency.
+    "best": RetrievalConfig(
+        channels=("vector", "lexical", "feedback", "graph"),
+        weights={"vector": 1.0, "lexical": 1.0, "feedback": 0.5, "graph": 0.5},
+        candidates=100,
+    ),
     "lexical": RetrievalConfig(channels=("lexical",)),
     "vector": RetrievalConfig(channels=("vector",)),
+    # Each memory on its own words and vector only (the default before context windows).
+    "plain": RetrievalConfig(
+        channels=("vector", "lexical"),
+        weights={"vector": 1.0, "lexical": 1.0},
+        fields=CONTENT_ONLY,
+        window_vectors=False,
+    ),
     # The customary RRF constant, kept for comparison (`memory bench locomo --preset rrf60`).
     "rrf60": RetrievalConfig(rrf_k=60.0),
     # Without the graph channel, for comparison (`memory bench locomo --extract --preset nograph`).

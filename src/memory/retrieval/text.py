@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["words", "query_terms", "STOPWORDS"]
+__all__ = ["words", "query_terms", "feedback_terms", "STOPWORDS"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 
@@ -44,6 +44,10 @@ def query_terms(text: str) -> list[str]:
     kept = [w for w in all_words if w not in STOPWORDS]
     if not kept:
         kept = all_words
+    return _split_clitics(kept)[:MAX_QUERY_TERMS]
+
+
+def _split_clitics(kept: list[str]) -> list[str]:
     seen: dict[str, None] = {}
     for word in kept:
         head, *tails = word.split("'")
@@ -51,4 +55,22 @@ def query_terms(text: str) -> list[str]:
         for part in [head, *(t for t in tails if len(t) > 2)]:
             if part and part not in seen:
                 seen[part] = None
-    return list(seen)[:MAX_QUERY_TERMS]
+    return list(seen)
+
+
+def feedback_terms(texts: list[str], query: list[str], limit: int) -> list[str]:
+    """Pseudo-relevance feedback: up to ``limit`` new terms from the top-ranked ``texts`` (best first).
+
+    A term scores ``Σ 1/rank`` over the texts holding it (stopwords, terms of
+    the query and words of one or two letters left out); ties go to the term
+    seen first. No collection statistics are needed, so every backend
+    expands a query the same way.
+    """
+    asked = set(query)
+    score: dict[str, float] = {}
+    for rank, text in enumerate(texts, 1):
+        for term in _split_clitics([w for w in words(text) if w not in STOPWORDS]):
+            if len(term) > 2 and term not in asked and term not in STOPWORDS:
+                score[term] = score.get(term, 0.0) + 1.0 / rank
+    order = {term: position for position, term in enumerate(score)}
+    return sorted(score, key=lambda t: (-score[t], order[t]))[: max(limit, 0)]

@@ -14,7 +14,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -46,6 +46,7 @@ from memory.errors import (
 )
 from memory.filters import Filter
 from memory.ids import to_epoch
+from memory.retrieval.window import LEXICAL_FIELDS, field_weights
 from memory.types import LedgerEntry, MemoryItem
 
 if TYPE_CHECKING:
@@ -369,6 +370,40 @@ class SQLiteBackend:
                 count += 1
             return count
 
+    def set_windows(
+        self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]
+    ) -> int:
+        """Store the context windows of existing items: (id, window text, window vector or None).
+
+        The text goes to the lexical ``window`` field; the vector to ``model``'s
+        space (registered with :meth:`ensure_vector_space`), replacing the old
+        one (None removes it). Embedding status is not touched. Returns rows updated.
+        """
+        if not updates:
+            return 0
+        with self._write() as conn:
+            space = self._require_space(conn, model) if model is not None else None
+            checked = [
+                (item_id, text, None if vector is None or space is None else self._checked_vector(space, vector))
+                for item_id, text, vector in updates
+            ]
+            count = 0
+            for item_id, text, vector in checked:
+                row = conn.execute(
+                    "SELECT rid, index_window FROM items WHERE id = ? AND namespace = ?", (item_id, namespace)
+                ).fetchone()
+                if row is None:
+                    continue
+                rid = int(row[0])
+                if row[1] != text:
+                    conn.execute("UPDATE items SET index_window = ? WHERE rid = ?", (text, rid))
+                if space is not None and vector is not None:
+                    vectors.write_vector(conn, space, namespace, rid, vector)  # replaces the old one
+                elif space is not None:
+                    vectors.delete_vectors(conn, space, namespace, [rid])
+                count += 1
+            return count
+
     def mark_embedding(self, namespace: str, ids: Sequence[str], status: str, error: str | None) -> int:
         """Set embedding_status (and error) on items of ``namespace``; returns rows updated."""
         if status not in _EMBEDDING_STATUSES:
@@ -463,8 +498,13 @@ class SQLiteBackend:
         with self._read() as conn:
             return int(conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0])
 
-    def search_lexical(self, flt: Filter, terms: Sequence[str], k: int) -> builtins.list[ChannelHit]:
+    def search_lexical(
+        self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
+    ) -> builtins.list[ChannelHit]:
         """BM25-ranked (FTS5) items matching ``flt`` that contain any of ``terms``, best first, ties by id.
+
+        ``fields`` weighs the indexed fields (``content``, ``window``, ``time``;
+        see :mod:`memory.retrieval.window`); by default only content counts.
 
         Each term is searched as a quoted FTS5 string, so no query syntax
         gets through; score is ``-bm25()`` (higher is better). Fast path: the
@@ -477,11 +517,20 @@ class SQLiteBackend:
         phrases = ['"' + term.replace('"', '""') + '"' for term in terms if term.strip() and storable(term)]
         if not phrases or k <= 0:
             return []
-        match = " OR ".join(phrases)
+        weights = field_weights(fields)
+        if not any(weights):
+            return []
+        if weights[1:] == (0.0, 0.0):  # content only: the content index, ranking exactly as before
+            table, match, bm25 = "items_fts", " OR ".join(phrases), "bm25(items_fts)"
+        else:
+            # A field of weight 0 must not match either: restrict the query to the weighted fields.
+            columns = " ".join(name for name, weight in zip(LEXICAL_FIELDS, weights, strict=True) if weight > 0)
+            table, match = "items_key_fts", "{" + columns + "} : (" + " OR ".join(phrases) + ")"
+            bm25 = "bm25(items_key_fts, " + ", ".join(repr(float(w)) for w in weights) + ")"
         pool = max(4 * int(k), 200)
         with self._read() as conn:
             ranked = conn.execute(
-                "SELECT rowid, bm25(items_fts) AS rank FROM items_fts WHERE items_fts MATCH ? ORDER BY rank LIMIT ?",
+                f"SELECT rowid, {bm25} AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?",
                 (match, pool),
             ).fetchall()
             if not ranked:
@@ -498,8 +547,8 @@ class SQLiteBackend:
                 return [ChannelHit(item_id, -rank) for rank, item_id in hits[:k]]
             where, params = compile_filter(flt)
             rows = conn.execute(
-                "SELECT i.id, bm25(items_fts) AS rank FROM items_fts CROSS JOIN items i ON i.rid = items_fts.rowid "
-                f"WHERE items_fts MATCH ? AND {where} ORDER BY rank, i.id LIMIT ?",
+                f"SELECT i.id, {bm25} AS rank FROM {table} CROSS JOIN items i ON i.rid = {table}.rowid "
+                f"WHERE {table} MATCH ? AND {where} ORDER BY rank, i.id LIMIT ?",
                 [match, *params, int(k)],
             ).fetchall()
         return [ChannelHit(str(r[0]), -float(r[1])) for r in rows]

@@ -12,6 +12,8 @@ Schema (times are REAL epoch seconds, UTC; list/dict fields are JSON text):
 * ``items`` — one row per memory; ``rid`` links the index tables.
 * ``item_tags`` — (namespace, tag, rid) for tag filters with ``=`` comparisons.
 * ``items_fts`` — FTS5 over ``items.content`` (external content, kept in sync by triggers).
+* ``items_key_fts`` — FTS5 over the index key: ``content``, ``items.index_window`` (the
+  context window the library writes) and the time words of ``created_at`` (triggers).
 * ``ledger`` — every change, kept after the item is deleted.
 * ``vector_spaces`` — one row per embedding model; each space has the tables
   ``vectors_<id>`` (float32 vectors) and ``vcodes_<id>`` (sign bits, for the
@@ -33,6 +35,7 @@ from typing import Any
 
 from memory.backends.sqlite.keys import API_KEYS_MIGRATION
 from memory.errors import SchemaError
+from memory.retrieval.window import MONTHS
 
 __all__ = ["Migration", "MIGRATIONS", "apply_migrations", "applied_migrations", "create_space_tables"]
 
@@ -312,6 +315,45 @@ _GRAPH = [
     END""",
 ]
 
+
+def _month_name(epoch: str) -> str:
+    """SQL for the English month name of an epoch-seconds expression (UTC)."""
+    months = " ".join(f"WHEN {n} THEN '{name}'" for n, name in enumerate(MONTHS, 1))
+    return f"CASE CAST(strftime('%m', {epoch}, 'unixepoch') AS INTEGER) {months} END"
+
+
+def time_words_sql(epoch: str) -> str:
+    """SQL giving ``retrieval.window.time_words`` of an epoch-seconds expression: ``'8 May 2023'``."""
+    day = f"CAST(strftime('%d', {epoch}, 'unixepoch') AS INTEGER)"
+    return f"({day} || ' ' || {_month_name(epoch)} || ' ' || strftime('%Y', {epoch}, 'unixepoch'))"
+
+
+# The index key (retrieval.window): a second FTS5 table over the content, the context
+# window text that the library writes to items.index_window, and the time words of
+# created_at. items_fts stays as it was, so content-only search ranks exactly as before
+# (and as the other backends). FTS5 cannot take an expression as an external-content
+# column, so this table keeps its own copy and triggers fill it.
+_INDEX_WINDOW = [
+    "ALTER TABLE items ADD COLUMN index_window TEXT NOT NULL DEFAULT ''",
+    """CREATE VIRTUAL TABLE items_key_fts USING fts5 (
+        content, window, time, tokenize='porter unicode61 remove_diacritics 2'
+    )""",
+    f"""CREATE TRIGGER items_key_fts_insert AFTER INSERT ON items BEGIN
+        INSERT INTO items_key_fts (rowid, content, window, time)
+        VALUES (new.rid, new.content, new.index_window, {time_words_sql('new.created_at')});
+    END""",
+    """CREATE TRIGGER items_key_fts_delete AFTER DELETE ON items BEGIN
+        DELETE FROM items_key_fts WHERE rowid = old.rid;
+    END""",
+    f"""CREATE TRIGGER items_key_fts_update AFTER UPDATE OF content, index_window, created_at ON items BEGIN
+        DELETE FROM items_key_fts WHERE rowid = old.rid;
+        INSERT INTO items_key_fts (rowid, content, window, time)
+        VALUES (new.rid, new.content, new.index_window, {time_words_sql('new.created_at')});
+    END""",
+    f"""INSERT INTO items_key_fts (rowid, content, window, time)
+        SELECT rid, content, index_window, {time_words_sql('created_at')} FROM items""",
+]
+
 #: Every migration this code knows, in the order they are applied.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_items", _ITEMS),
@@ -322,6 +364,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0006_episodic", _EPISODIC),
     Migration("0007_api_keys", API_KEYS_MIGRATION),
     Migration("0008_graph", _GRAPH),
+    Migration("0009_index_window", _INDEX_WINDOW),
 )
 
 

@@ -1,0 +1,111 @@
+"""Keep the context windows of memories current (see :mod:`memory.retrieval.window`).
+
+After every write the facade calls :func:`refresh_windows` with *anchors*:
+the (thread, created_at, id) places where a memory was added, changed or
+deleted. Every memory within ``size`` places of an anchor in its thread gets
+its window text and window vector recomputed from the thread as stored now,
+so adds, updates, forgets and late embeddings all leave the windows right,
+and a forgotten text leaves its neighbours' windows at once.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from memory.backends.base import Backend, ListOrder
+from memory.filters import Filter
+from memory.retrieval.window import window_neighbours, window_text, window_vector
+from memory.types import MemoryItem
+
+__all__ = ["Anchor", "anchor_of", "refresh_windows"]
+
+#: Where a write happened: (thread, created_at, id); the memory need not exist any more.
+Anchor = tuple[str | None, datetime, str]
+
+_PAGE = 500
+
+
+def anchor_of(item: MemoryItem) -> Anchor:
+    """The anchor of a memory."""
+    return (item.thread, item.created_at, item.id)
+
+
+def _thread_slice(
+    backend: Backend, flt: Filter, points: list[tuple[datetime, str]], reach: int
+) -> list[MemoryItem]:
+    """The thread's memories from ``reach`` before the first point to ``reach`` after the last, in order."""
+    first, last = points[0], points[-1]
+    before = backend.list(flt, reach, ListOrder(newest_first=True, after_created_at=first[0], after_id=first[1]))
+    before.reverse()
+    sequence = list(before)
+    cursor = (before[-1].created_at, before[-1].id) if before else None
+    beyond = 0
+    while True:
+        order = ListOrder(
+            newest_first=False,
+            after_created_at=cursor[0] if cursor else None,
+            after_id=cursor[1] if cursor else None,
+        )
+        page = backend.list(flt, _PAGE, order)
+        for item in page:
+            sequence.append(item)
+            if (item.created_at, item.id) > last:
+                beyond += 1
+        if len(page) < _PAGE or beyond >= reach:
+            return sequence
+        cursor = (page[-1].created_at, page[-1].id)
+
+
+def refresh_windows(
+    backend: Backend,
+    namespace: str,
+    anchors: Iterable[Anchor],
+    *,
+    size: int,
+    model: str | None,
+    window_space: str | None,
+    scope_filter: Callable[[str | None], Filter],
+) -> int:
+    """Recompute the windows around ``anchors``; returns how many memories were updated.
+
+    ``model`` is the content vector space (None: write texts only),
+    ``window_space`` the space for window vectors, ``scope_filter(thread)``
+    a filter over every memory of the namespace in that thread (secret,
+    expired and closed ones included). Memories without a thread have a
+    window of their own context and no window vector (recall uses their own).
+    """
+    by_thread: dict[str | None, list[tuple[datetime, str]]] = {}
+    for thread, created_at, item_id in anchors:
+        by_thread.setdefault(thread, []).append((created_at, item_id))
+    affected: dict[str, tuple[MemoryItem, list[MemoryItem]]] = {}
+    for thread, points in by_thread.items():
+        points.sort()
+        flt = scope_filter(thread)
+        if thread is None or size <= 0:
+            ids = [item_id for _, item_id in points]
+            for item in backend.get(namespace, ids):
+                if item.thread == thread or size <= 0:
+                    affected[item.id] = (item, [])
+            continue
+        sequence = _thread_slice(backend, flt, points, 2 * size)
+        keys = [(i.created_at, i.id) for i in sequence]
+        for point in points:
+            at = bisect.bisect_left(keys, point)
+            for index in range(max(at - size, 0), min(at + size + 1, len(sequence))):
+                item = sequence[index]
+                affected[item.id] = (item, window_neighbours(sequence, index, size))
+    if not affected:
+        return 0
+    vectors = {}
+    if model is not None and window_space is not None:
+        wanted = {i.id for item, near in affected.values() if item.thread is not None for i in (item, *near)}
+        vectors = backend.get_vectors(namespace, model, sorted(wanted)) if wanted else {}
+    updates = []
+    for item_id, (item, near) in affected.items():
+        vector = None
+        if item_id in vectors and item.thread is not None:  # thread-less: its own vector serves
+            vector = window_vector(vectors[item_id], [vectors[n.id] for n in near if n.id in vectors])
+        updates.append((item_id, window_text(item, near), vector))
+    return backend.set_windows(namespace, window_space if model is not None else None, updates)
