@@ -1,5 +1,5 @@
 # `make demo` and `make test` set everything up themselves (a .venv in this folder).
-.PHONY: setup demo test test-fast bench-locomo bench-speed clean
+.PHONY: setup demo test test-fast test-llm bench-locomo bench-speed clean
 
 VENV := .venv
 STAMP := $(VENV)/.installed
@@ -18,6 +18,13 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest -m "not slow"
+
+# A real LLM end to end: builds (once, cached outside the repo) and starts llama.cpp's server with
+# Gemma 3 270M, runs the tests marked `llm` through the openai provider, then stops the server.
+test-llm: $(STAMP)
+	./scripts/llm-server.sh start
+	MEMORY_TEST_LLM_URL=$$(./scripts/llm-server.sh url) $(VENV)/bin/python -m pytest -m llm -v tests/llm_real; \
+		status=$$?; ./scripts/llm-server.sh stop; exit $$status
 
 bench-locomo: $(STAMP)
 	$(VENV)/bin/memory bench locomo --data ../shared/bench/locomo_dev.json

@@ -23,6 +23,8 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
         "MEMORY_EMBEDDER_OPTIONS",
         "MEMORY_RETRIEVAL",
         "MEMORY_MEDIA_DIR",
+        "MEMORY_LLM",
+        "MEMORY_LLM_OPTIONS",
     ):
         monkeypatch.delenv(name, raising=False)
 

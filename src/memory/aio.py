@@ -164,6 +164,17 @@ class AsyncMemory:
     async def prune(self, **options: Any) -> Any:
         """See :meth:`Memory.prune`."""
         return await self._run(self._sync.prune, **options)
+    async def extract(self, text: str, **options: Any) -> Any:
+        """See :meth:`Memory.extract`."""
+        return await self._run(self._sync.extract, text, **options)
+
+    async def extract_pending(self, **options: Any) -> builtins.list[Any]:
+        """See :meth:`Memory.extract_pending`."""
+        return await self._run(self._sync.extract_pending, **options)
+
+    async def link(self, source_id: str, target_id: str, type: str = "relates_to", **options: Any) -> Any:
+        """See :meth:`Memory.link`."""
+        return await self._run(self._sync.link, source_id, target_id, type, **options)
 
     async def close(self) -> None:
         """Close the store and stop the worker thread."""

@@ -7,7 +7,8 @@ file are read when settings are built, never at import time.
 Environment variables: ``MEMORY_CONFIG`` (config file path), ``MEMORY_DATABASE``,
 ``MEMORY_NAMESPACE``, ``MEMORY_EMBEDDER`` (provider name),
 ``MEMORY_EMBEDDER_OPTIONS`` (JSON object), ``MEMORY_RETRIEVAL`` (preset name),
-``MEMORY_MEDIA_DIR`` (where message media files go).
+``MEMORY_MEDIA_DIR`` (where message media files go),
+``MEMORY_LLM`` (LLM provider name), ``MEMORY_LLM_OPTIONS`` (JSON object).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -28,6 +29,7 @@ from memory.retrieval.config import RetrievalConfig, preset
 __all__ = [
     "ProviderSpec",
     "Limits",
+    "ExtractionSettings",
     "Settings",
     "load_settings",
     "config_path",
@@ -57,6 +59,21 @@ class Limits(BaseModel):
     embed_batch_size: int = Field(64, ge=1)
 
 
+class ExtractionSettings(BaseModel):
+    """How ``remember(..., extract=True)`` extracts and decides updates."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Literal["auto", "inline", "background"] = Field(
+        "auto", description="auto: inline with the heuristic LLM, background (queued) with a model"
+    )
+    decide: bool = Field(True, description="compare new facts with near neighbours (ADD/UPDATE/SUPERSEDE/...)")
+    neighbours: int = Field(5, ge=1, le=50, description="near neighbours a new fact is compared with")
+    entity_merge_similarity: float = Field(
+        0.92, gt=0, le=1, description="cosine above which a new entity name becomes an alias of an existing one"
+    )
+
+
 class Settings(BaseModel):
     """Everything a Memory needs to open a store."""
 
@@ -65,6 +82,8 @@ class Settings(BaseModel):
     database: str = "sqlite:///memory.db"
     namespace: str = "default"
     embedder: ProviderSpec = ProviderSpec(provider="auto")
+    llm: ProviderSpec = ProviderSpec(provider="heuristic")
+    extraction: ExtractionSettings = ExtractionSettings()
     retrieval: RetrievalConfig | str = "balanced"
     limits: Limits = Limits()
     #: Where message media files go; default: ``<database file>.media`` next to a SQLite file.
@@ -121,6 +140,14 @@ def _from_env() -> dict[str, Any]:
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"MEMORY_EMBEDDER_OPTIONS is not valid JSON: {exc}") from exc
         env["embedder"] = spec
+    if value := os.environ.get("MEMORY_LLM"):
+        llm: dict[str, Any] = {"provider": value}
+        if raw := os.environ.get("MEMORY_LLM_OPTIONS"):
+            try:
+                llm["options"] = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"MEMORY_LLM_OPTIONS is not valid JSON: {exc}") from exc
+        env["llm"] = llm
     return env
 
 

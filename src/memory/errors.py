@@ -13,8 +13,11 @@ Every error the public API raises derives from :class:`Error`; nothing else
     │   └── StoreUnavailableError   the backend lacks a storage area (e.g. conversations)
     ├── StorageError             the backend failed (driver errors translated)
     │   └── SchemaError          database newer than this code, or corrupt
-    └── ProviderError            an embedder or LLM failed
-        └── EmbedderError
+    ├── ProviderError            an embedder or LLM failed
+    │   ├── EmbedderError
+    │   └── LLMError             the LLM call failed (HTTP, timeout, retries exhausted)
+    │       └── LLMOutputError   the LLM kept answering with invalid JSON / schema
+    └── GraphUnavailableError    the backend has no graph store (also a ConfigError)
 
 Messages say what was wrong and what to do about it.
 """
@@ -34,6 +37,9 @@ __all__ = [
     "EmbedderError",
     "BlockLimitError",
     "StoreUnavailableError",
+    "LLMError",
+    "LLMOutputError",
+    "GraphUnavailableError",
 ]
 
 
@@ -83,3 +89,13 @@ class BlockLimitError(InvalidInputError):
 
 class StoreUnavailableError(ConfigError):
     """The backend does not provide a storage area a feature needs (e.g. conversations)."""
+class LLMError(ProviderError):
+    """The LLM provider failed: unreachable, timed out, rate limited past the retries, or an HTTP error."""
+
+
+class LLMOutputError(LLMError):
+    """The LLM answered, but not with JSON matching the requested schema (after the retries)."""
+
+
+class GraphUnavailableError(ConfigError):
+    """The storage backend does not provide a graph store (``backend.graph``)."""

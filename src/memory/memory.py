@@ -23,7 +23,9 @@ from memory.errors import (
     ProviderError,
 )
 from memory.filters import Filter
+from memory.graph import GraphView
 from memory.ids import utcnow
+from memory.llms import LLM, create_llm
 from memory.pagination import decode_cursor, encode_cursor
 from memory.records import (
     build_item,
@@ -52,6 +54,9 @@ if TYPE_CHECKING:
     from memory.episodic.prune import PruneReport
     from memory.episodic.summarize import ConversationEnd, Summarizer
     from memory.episodic.sync import SyncEstimate, SyncReport, SyncStatus
+    from memory.backends.graph import MemoryLink
+    from memory.extraction.pipeline import ExtractionReport
+    from memory.extraction.service import Extraction
     from memory.transfer import ImportReport
 
 __all__ = ["Memory"]
@@ -115,12 +120,15 @@ class Memory:
         settings: Settings | None = None,
         clock: Callable[[], datetime] | None = None,
         summarizer: Summarizer | None = None,
+        llm: LLM | str | None = None,
     ) -> None:
         """Open a store.
 
         ``database`` is a URL (``sqlite:///memory.db``, ``memory://``) or a file
         path; ``embedder`` an Embedder instance or a provider name; ``backend``
-        an open Backend instance (overrides ``database``). Unset values come
+        an open Backend instance (overrides ``database``); ``llm`` an LLM
+        instance or provider name (extraction, update decisions; default
+        ``heuristic``). Unset values come
         from the environment, the config file and defaults (see
         :mod:`memory.config`). ``summarizer`` turns finished conversations into
         block updates (default: :class:`~memory.episodic.summarize.ExtractiveSummarizer`).
@@ -131,6 +139,8 @@ class Memory:
             overrides["retrieval"] = retrieval
         if isinstance(embedder, str):
             overrides["embedder"] = {"provider": embedder}
+        if isinstance(llm, str):
+            overrides["llm"] = {"provider": llm}
         self.settings = settings or load_settings(overrides)
         check_name(self.settings.namespace, "namespace", optional=False)
         self._retrieval = retrieval if isinstance(retrieval, RetrievalConfig) else self.settings.retrieval_config()
@@ -147,6 +157,9 @@ class Memory:
                 self._embedder = embedder  # type: ignore[assignment]
             self._space_ready = False
             self._ensure_space(strict=False)
+            self._owns_llm = not isinstance(llm, LLM)
+            self._llm: LLM = create_llm(self.settings.llm.provider, self.settings.llm.options) if self._owns_llm else llm  # type: ignore[assignment]
+            self.graph = GraphView(self)
         except BaseException:
             self._backend.close()
             raise
@@ -163,6 +176,11 @@ class Memory:
         return self._embedder
 
     @property
+    def llm(self) -> LLM:
+        """The LLM used for extraction and update decisions."""
+        return self._llm
+
+    @property
     def namespace(self) -> str:
         """The default namespace of this instance."""
         return self.settings.namespace
@@ -177,6 +195,9 @@ class Memory:
         closer = getattr(self._embedder, "close", None) if self._owns_embedder else None
         if callable(closer):
             closer()
+        llm_closer = getattr(self._llm, "close", None) if getattr(self, "_owns_llm", False) else None
+        if callable(llm_closer):
+            llm_closer()
 
     def __enter__(self) -> Memory:
         return self
@@ -373,7 +394,12 @@ class Memory:
         valid_to, sensitivity ('normal' | 'private' | 'secret'), expires_at or
         ttl (seconds or timedelta), vector (a precomputed embedding),
         created_at. Identical content in the same scope returns the existing
-        id. A batch may hold strings or dicts of ``{"content": ..., **fields}``;
+        id. ``extract`` (False | True | "inline" | "background") runs
+        extraction and update decisions (see :mod:`memory.extraction.pipeline`):
+        True follows ``settings.extraction.mode`` (inline with the heuristic
+        LLM, else background); background queues the memory for
+        :meth:`extract_pending`. Inline, the id returned is the memory that
+        holds the fact afterwards (an existing one after NOOP or UPDATE). A batch may hold strings or dicts of ``{"content": ..., **fields}``;
         ``fields`` are defaults for every entry. The whole batch is validated
         before anything is written and written in one transaction.
 
@@ -394,6 +420,15 @@ class Memory:
             raise InvalidInputError("nothing to remember: the batch is empty")
         if len(entries) > self.settings.limits.max_batch:
             raise InvalidInputError(f"batch of {len(entries)} is over the limit of {self.settings.limits.max_batch}")
+        mode = self._extract_mode(defaults.pop("extract", False))
+        if mode is not None:
+            defaults["metadata"] = {**check_metadata(defaults.get("metadata")), "_extraction": "pending"}
+            entries = [
+                {**e, "metadata": {**check_metadata(e.get("metadata")), "_extraction": "pending"}}
+                if isinstance(e, Mapping) and e.get("metadata") is not None
+                else e
+                for e in entries
+            ]
         now = self._clock()
         prepared: builtins.list[tuple[MemoryItem, Vector | None]] = []
         for index, entry in enumerate(entries):
@@ -414,7 +449,68 @@ class Memory:
             for item, vector in embedded
         ]
         results = self._backend.add(records)
-        return [r.id for r in results]
+        ids = [r.id for r in results]
+        if mode == "inline":
+            from memory.extraction.pipeline import safe_process
+
+            for position, (record, result) in enumerate(zip(records, results, strict=True)):
+                if result.created:
+                    found = self._backend.get(record.item.namespace, [result.id])
+                    if found:
+                        ids[position] = safe_process(self, found[0]).result_id
+        return ids
+
+    def _extract_mode(self, value: object) -> str | None:
+        if value is False or value is None:
+            return None
+        if value is True:
+            mode = self.settings.extraction.mode
+            if mode == "auto":
+                return "inline" if getattr(self._llm, "provider", "") == "heuristic" else "background"
+            return mode
+        if value in ("inline", "background"):
+            return str(value)
+        raise InvalidInputError(f"extract must be True, False, 'inline' or 'background', got {value!r}")
+
+    def extract(self, text: str, *, speaker: str | None = None, namespace: str | None = None) -> Extraction:
+        """What extraction would store for ``text`` (facts, keywords, entities, relations); writes nothing.
+
+        Known entity names of the namespace help the extractor. Raises
+        InvalidInputError for bad text, LLMError when a model provider fails.
+        """
+        from memory.extraction.service import extract
+
+        content = normalise_content(text, max_chars=self.settings.limits.max_content_chars)
+        store = getattr(self._backend, "graph", None)
+        known = [e.name for e in store.list_entities(self._ns(namespace), 200)] if store is not None else []
+        return extract(content, llm=self._llm, known_entities=known, speaker=speaker)
+
+    def extract_pending(
+        self, *, namespace: str | None = None, limit: int = 100, retry_failed: bool = False
+    ) -> builtins.list[ExtractionReport]:
+        """Run extraction for memories queued by ``remember(..., extract=...)``, oldest first.
+
+        Returns one report per memory. An LLM failure marks that memory
+        ``failed`` (kept, retried with ``retry_failed=True``) and moves on.
+        """
+        from memory.extraction.pipeline import pending, safe_process
+
+        limit = _check_limit(limit)
+        ns = self._ns(namespace) if namespace is not None else None
+        return [safe_process(self, item) for item in pending(self, ns, limit, retry_failed)]
+
+    def link(
+        self, source_id: str, target_id: str, type: str = "relates_to", *, namespace: str | None = None
+    ) -> MemoryLink:
+        """Link two memories with a typed edge (idempotent). Raises NotFoundError or InvalidInputError."""
+        if not isinstance(type, str) or not type.strip() or len(type) > 64:
+            raise InvalidInputError("link type must be a non-empty string of at most 64 characters")
+        ns = self._ns(namespace)
+        for memory_id in (source_id, target_id):
+            self.get(memory_id, namespace=ns, clearance="secret")
+        if source_id == target_id:
+            raise InvalidInputError("a memory cannot be linked to itself")
+        return self.graph.store.link(ns, source_id, target_id, type.strip(), self._clock())
 
     def update(
         self, memory_id: str, *, namespace: str | None = None, reason: str | None = None, **changes: Any
@@ -663,6 +759,7 @@ class Memory:
         results = {}
         if "lexical" in config.channels:
             results["lexical"] = self._backend.search_lexical(flt, query_terms(text), k)
+        vector: Vector | None = None
         if "vector" in config.channels:
             try:
                 if self._ensure_space(strict=True):
@@ -670,6 +767,17 @@ class Memory:
                     results["vector"] = self._backend.search_vector(flt, self._embedder.model_name, vector, k)
             except ProviderError as exc:
                 log.warning("vector channel skipped, embedder failed: %s", exc)
+        store = getattr(self._backend, "graph", None)
+        if "graph" in config.channels and config.weights.get("graph", 1.0) > 0 and store is not None:
+            from memory.retrieval.graph import graph_channel
+
+            query_vector = vector if "vector" in results else None
+            graph_hits = graph_channel(
+                self._backend, store, flt, text, query_terms(text), k,
+                model=self._embedder.model_name if query_vector is not None else None, vector=query_vector,
+            )  # fmt: skip
+            if graph_hits:  # an empty graph (no extraction yet) leaves the other channels' scale as it is
+                results["graph"] = graph_hits
         fused = fuse(results, config.weights, config.rrf_k)
         items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c in fused])}
         ranked = rank(fused, items, flt.now, config)[:limit]

@@ -3,7 +3,7 @@
 ``name -> "module:Class"``; the module is imported only when the provider is
 chosen, so optional dependencies stay optional. Third-party packages add
 providers through the entry-point groups ``memory.embedders`` and
-``memory.backends``; tests register fakes with :func:`register`.
+``memory.backends`` and ``memory.llms``; tests register fakes with :func:`register`.
 """
 
 from __future__ import annotations
@@ -25,17 +25,22 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "openai": "memory.embedders.http:OpenAIEmbedder",
         "ollama": "memory.embedders.http:OllamaEmbedder",
     },
+    "llm": {
+        "heuristic": "memory.llms.heuristic:HeuristicLLM",
+        "openai": "memory.llms.http:OpenAILLM",
+        "ollama": "memory.llms.http:OllamaLLM",
+    },
     "backend": {
         "inmemory": "memory.backends.inmemory:InMemoryBackend",
         "sqlite": "memory.backends.sqlite:SQLiteBackend",
     },
 }
-_GROUPS = {"embedder": "memory.embedders", "backend": "memory.backends"}
-_REGISTERED: dict[str, dict[str, str | type]] = {"embedder": {}, "backend": {}}
+_GROUPS = {"embedder": "memory.embedders", "backend": "memory.backends", "llm": "memory.llms"}
+_REGISTERED: dict[str, dict[str, str | type]] = {"embedder": {}, "backend": {}, "llm": {}}
 
 
 def register(kind: str, name: str, target: str | type) -> None:
-    """Register provider ``name`` of ``kind`` ('embedder' or 'backend') as a class or 'module:Class'."""
+    """Register provider ``name`` of ``kind`` ('embedder', 'backend' or 'llm') as a class or 'module:Class'."""
     if kind not in _REGISTERED:
         raise ConfigError(f"unknown provider kind {kind!r}; expected one of {sorted(_REGISTERED)}")
     _REGISTERED[kind][name] = target

@@ -16,7 +16,10 @@ def _cli_user_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("COLUMNS", "200")
-    for name in ("MEMORY_DATABASE", "MEMORY_NAMESPACE", "MEMORY_EMBEDDER", "MEMORY_EMBEDDER_OPTIONS", "MEMORY_DEBUG"):
+    for name in (
+        "MEMORY_DATABASE", "MEMORY_NAMESPACE", "MEMORY_EMBEDDER", "MEMORY_EMBEDDER_OPTIONS", "MEMORY_DEBUG",
+        "MEMORY_LLM", "MEMORY_LLM_OPTIONS",
+    ):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
 
 

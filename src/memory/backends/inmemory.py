@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memory.backends.base import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
+from memory.backends.inmemory_graph import InMemoryGraph
 from memory.errors import EmbeddingMismatchError, InvalidInputError, NotFoundError
 from memory.filters import Filter, matches
 from memory.retrieval.text import words
@@ -70,6 +71,7 @@ class InMemoryBackend:
         self._lock = threading.RLock()
         self._claims: dict[str, datetime] = {}
         self._episodic: InMemoryEpisodicStore | None = None
+        self.graph = InMemoryGraph(self._lock)
 
     @property
     def episodic(self) -> InMemoryEpisodicStore:
@@ -216,6 +218,7 @@ class InMemoryBackend:
                 for space in self._vectors.values():
                     space.pop(item_id, None)
                 count += 1
+            self.graph.forget_memories(namespace, ids)
             self._ledger.extend(ledger)
             return count
 

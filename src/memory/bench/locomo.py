@@ -193,7 +193,9 @@ def database_url(backend: str, directory: Path, name: str) -> str:
     raise InvalidInputError(f"unknown backend {backend!r}; use 'sqlite' or 'inmemory'")
 
 
-def _store_conversation(mem: Memory, conv: Conversation, namespace: str) -> dict[str, list[str]]:
+def _store_conversation(
+    mem: Memory, conv: Conversation, namespace: str, extract: bool = False
+) -> dict[str, list[str]]:
     """Remember every turn; returns memory id -> dia_ids (several if the store deduplicated)."""
     entries = [
         {
@@ -210,7 +212,7 @@ def _store_conversation(mem: Memory, conv: Conversation, namespace: str) -> dict
         }
         for turn in conv.turns
     ]
-    ids = mem.remember_batch(entries, namespace=namespace)
+    ids = mem.remember_batch(entries, namespace=namespace, extract="inline" if extract else False)
     turns_of: dict[str, list[str]] = {}
     for memory_id, turn in zip(ids, conv.turns, strict=True):
         turns_of.setdefault(memory_id, []).append(turn.dia_id)
@@ -226,6 +228,7 @@ def run_locomo(
     rrf_k: float | None = None,
     limit_conversations: int | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    extract: bool = False,
 ) -> LocomoResult:
     """Run the benchmark; returns per-question metrics and latencies.
 
@@ -233,7 +236,9 @@ def run_locomo(
     ``embedder`` a provider name or instance (created once, shared by all
     conversations); ``backend`` 'sqlite' (a file per conversation in a temp
     dir) or 'inmemory'; ``preset`` a retrieval preset name, with its RRF
-    constant replaced by ``rrf_k`` when given. Raises
+    constant replaced by ``rrf_k`` when given; ``extract`` runs extraction
+    (the configured LLM, heuristic by default) inline at ingest, which the
+    graph channel needs. Raises
     InvalidInputError or ConfigError (unknown preset, embedder or backend).
     """
     conversations = list(data) if isinstance(data, Sequence) and not isinstance(data, str) else load_conversations(data)
@@ -252,6 +257,7 @@ def run_locomo(
             "backend": backend,
             "preset": preset,
             "rrf_k": config.rrf_k if rrf_k is None else rrf_k,
+            **({"extract": True} if extract else {}),
         }
     )
     with tempfile.TemporaryDirectory(prefix="memory-locomo-") as tmp:
@@ -262,7 +268,7 @@ def run_locomo(
             url = database_url(backend, Path(tmp), conv.sample_id)
             with Memory(url, embedder=model, settings=settings.model_copy(update={"database": url})) as mem:
                 started = time.perf_counter()
-                turns_of = _store_conversation(mem, conv, namespace)
+                turns_of = _store_conversation(mem, conv, namespace, extract)
                 result.ingest_seconds += time.perf_counter() - started
                 result.turns += len(conv.turns)
                 for question in conv.questions:

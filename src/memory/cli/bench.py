@@ -100,6 +100,9 @@ def bench() -> None:
 @click.option(
     "--limit-conversations", type=click.IntRange(min=1), metavar="N", help="Use only the first N conversations."
 )
+@click.option(
+    "--extract", is_flag=True, help="Run extraction (heuristic LLM unless configured) at ingest; the graph preset needs it."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
@@ -112,6 +115,7 @@ def locomo(
     rrf_k: float | None,
     backend: str,
     limit_conversations: int | None,
+    extract: bool,
     as_json: bool,
     out: Path | None,
     quiet: bool,
@@ -137,6 +141,7 @@ def locomo(
             rrf_k=rrf_k,
             limit_conversations=limit_conversations,
             progress=lambda done, total, name: note(f"conversation {done + 1}/{total}: {name}") if name else None,
+            extract=extract,
         )
     report = result.to_json()
     _emit(report, format_report(report, dropped=result.dropped), as_json=as_json, out=out)

@@ -21,6 +21,7 @@ from memory import __version__
 from memory.cli.bench import bench
 from memory.cli.common import GlobalOptions
 from memory.cli.episodic import blocks, end_conversation, messages, namespaces, prune, sync, tail, threads, worker
+from memory.cli.graph import extract, graph, link
 from memory.cli.memories import forget, get, history, list_memories, recall, remember, stats
 from memory.cli.setup import init
 from memory.cli.transfer import export, import_memories
@@ -123,7 +124,10 @@ def cli(
     ctx.obj = GlobalOptions(database=database, namespace=namespace, embedder=embedder, config=config)
 
 
-for command in (init, remember, recall, get, forget, history, list_memories, stats, export, import_memories, bench):
+for command in (
+    init, remember, recall, get, forget, history, list_memories, stats, export, import_memories, bench,
+    graph, link, extract,
+):  # fmt: skip
     cli.add_command(command)
 for command in (messages, tail, threads, namespaces, blocks, end_conversation, sync, prune, worker):
     cli.add_command(command)

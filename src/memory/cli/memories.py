@@ -46,6 +46,10 @@ CONTENT_WIDTH = 60
     help="normal (default), private, or secret (never embedded, never recalled without clearance).",
 )  # fmt: skip
 @click.option("--ttl", type=float, metavar="SECONDS", help="Forget it automatically after this many seconds.")
+@click.option(
+    "--extract", "extract", flag_value=True, default=None,
+    help="Extract keywords, entities and relations and decide updates (inline or queued, see README).",
+)  # fmt: skip
 @json_option
 @click.pass_context
 def remember(ctx: click.Context, /, text: str, as_json: bool, **fields: Any) -> None:

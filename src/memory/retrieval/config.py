@@ -8,8 +8,8 @@ from memory.errors import InvalidInputError
 
 __all__ = ["RetrievalConfig", "PRESETS", "CHANNELS", "preset"]
 
-#: Retrieval channels recall knows.
-CHANNELS = ("vector", "lexical")
+#: Retrieval channels recall knows ("graph": entities in the query → relations → memories, see retrieval/graph.py).
+CHANNELS = ("vector", "lexical", "graph")
 
 
 class RetrievalConfig(BaseModel):
@@ -33,8 +33,10 @@ class RetrievalConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    channels: tuple[str, ...] = ("vector", "lexical")
-    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 1.0, "lexical": 1.0})
+    # "graph" finds nothing (and is left out of fusion) until extraction has built a graph; with one it
+    # helped on LoCoMo dev (R@10 0.651 -> 0.661, every category up; README "Knowledge graph").
+    channels: tuple[str, ...] = ("vector", "lexical", "graph")
+    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 1.0, "lexical": 1.0, "graph": 0.5})
     rrf_k: float = Field(5.0, gt=0)
     candidates: int = Field(50, ge=1, le=1000, description="candidates fetched per channel")
     recency_half_life_days: float = Field(30.0, gt=0)
@@ -58,6 +60,8 @@ PRESETS: dict[str, RetrievalConfig] = {
     "vector": RetrievalConfig(channels=("vector",)),
     # The customary RRF constant, kept for comparison (`memory bench locomo --preset rrf60`).
     "rrf60": RetrievalConfig(rrf_k=60.0),
+    # Without the graph channel, for comparison (`memory bench locomo --extract --preset nograph`).
+    "nograph": RetrievalConfig(channels=("vector", "lexical"), weights={"vector": 1.0, "lexical": 1.0}),
 }
 
 

@@ -19,6 +19,8 @@ Schema (times are REAL epoch seconds, UTC; list/dict fields are JSON text):
 * ``vector_counters`` — per (space, namespace) sequence and deletion count,
   which lets each process refresh its in-memory copy of the sign bits.
 * ``meta`` — key/value facts about the store.
+* ``graph_*`` — entities (+ normalised name/alias keys), relations (+ their source
+  memories), mentions and memory links; see :mod:`memory.backends.graph`.
 """
 
 from __future__ import annotations
@@ -227,6 +229,83 @@ _EPISODIC = [
     )""",
     "CREATE INDEX block_history_key ON block_history (namespace, user_key, agent_key, label, seq)",
     "CREATE TABLE job_state (name TEXT PRIMARY KEY, data TEXT NOT NULL)",
+# Knowledge graph (issue 5). Memory ids reference items(id) with ON DELETE CASCADE, and the
+# triggers drop relations left without a source and entities left unused, so deleting items
+# cleans the graph in the same transaction.
+_GRAPH = [
+    """CREATE TABLE graph_entities (
+        id TEXT PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        name TEXT NOT NULL,
+        type TEXT NOT NULL,
+        aliases TEXT NOT NULL DEFAULT '[]',
+        model TEXT,
+        embedding BLOB,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    )""",
+    "CREATE INDEX graph_entities_ns ON graph_entities (namespace, name)",
+    """CREATE TABLE graph_entity_keys (
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        entity_id TEXT NOT NULL REFERENCES graph_entities (id) ON DELETE CASCADE,
+        PRIMARY KEY (namespace, key)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX graph_entity_keys_entity ON graph_entity_keys (entity_id)",
+    """CREATE TABLE graph_relations (
+        id TEXT PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        subject_id TEXT NOT NULL REFERENCES graph_entities (id) ON DELETE CASCADE,
+        predicate TEXT NOT NULL,
+        object_id TEXT NOT NULL REFERENCES graph_entities (id) ON DELETE CASCADE,
+        model TEXT,
+        embedding BLOB,
+        valid_at REAL,
+        invalid_at REAL,
+        created_at REAL NOT NULL
+    )""",
+    "CREATE INDEX graph_relations_subject ON graph_relations (namespace, subject_id)",
+    "CREATE INDEX graph_relations_object ON graph_relations (namespace, object_id)",
+    """CREATE TABLE graph_relation_sources (
+        relation_id TEXT NOT NULL REFERENCES graph_relations (id) ON DELETE CASCADE,
+        memory_id TEXT NOT NULL REFERENCES items (id) ON DELETE CASCADE,
+        PRIMARY KEY (relation_id, memory_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX graph_relation_sources_memory ON graph_relation_sources (memory_id)",
+    """CREATE TABLE graph_mentions (
+        namespace TEXT NOT NULL,
+        entity_id TEXT NOT NULL REFERENCES graph_entities (id) ON DELETE CASCADE,
+        memory_id TEXT NOT NULL REFERENCES items (id) ON DELETE CASCADE,
+        PRIMARY KEY (entity_id, memory_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX graph_mentions_memory ON graph_mentions (memory_id)",
+    """CREATE TABLE graph_links (
+        namespace TEXT NOT NULL,
+        source_id TEXT NOT NULL REFERENCES items (id) ON DELETE CASCADE,
+        target_id TEXT NOT NULL REFERENCES items (id) ON DELETE CASCADE,
+        type TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (source_id, target_id, type)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX graph_links_target ON graph_links (target_id)",
+    """CREATE TRIGGER graph_relation_orphan AFTER DELETE ON graph_relation_sources
+    WHEN NOT EXISTS (SELECT 1 FROM graph_relation_sources WHERE relation_id = old.relation_id)
+    BEGIN
+        DELETE FROM graph_relations WHERE id = old.relation_id;
+    END""",
+    """CREATE TRIGGER graph_entity_orphan_mention AFTER DELETE ON graph_mentions
+    WHEN NOT EXISTS (SELECT 1 FROM graph_mentions WHERE entity_id = old.entity_id)
+     AND NOT EXISTS (SELECT 1 FROM graph_relations WHERE subject_id = old.entity_id OR object_id = old.entity_id)
+    BEGIN
+        DELETE FROM graph_entities WHERE id = old.entity_id;
+    END""",
+    """CREATE TRIGGER graph_entity_orphan_relation AFTER DELETE ON graph_relations
+    BEGIN
+        DELETE FROM graph_entities WHERE id IN (old.subject_id, old.object_id)
+          AND NOT EXISTS (SELECT 1 FROM graph_mentions m WHERE m.entity_id = graph_entities.id)
+          AND NOT EXISTS (SELECT 1 FROM graph_relations r
+                          WHERE r.subject_id = graph_entities.id OR r.object_id = graph_entities.id);
+    END""",
 ]
 
 #: Every migration this code knows, in the order they are applied.
@@ -237,6 +316,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0004_vector_spaces", _VECTORS),
     Migration("0005_item_claims", _ITEM_CLAIMS),
     Migration("0006_episodic", _EPISODIC),
+    Migration("0007_graph", _GRAPH),
 )
 
 

@@ -1,0 +1,206 @@
+"""``mem.graph``: the knowledge graph of a store — entities, relations, paths, memory links.
+
+A thin view over the backend's :class:`~memory.backends.graph.GraphStore`
+(``backend.graph``); every call is scoped to one namespace (the store's
+default unless given). Entities are named by their name or any alias
+(case and articles ignored).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memory.backends.graph import Entity, GraphStore, MemoryLink, Relation
+from memory.errors import GraphUnavailableError, InvalidInputError, NotFoundError
+
+if TYPE_CHECKING:
+    from memory.memory import Memory
+
+__all__ = ["GraphView", "GraphResult", "MAX_DEPTH"]
+
+#: Deepest traversal ``paths``/``query_graph``/``neighbors`` accept.
+MAX_DEPTH = 4
+
+
+@dataclass
+class GraphResult:
+    """A subgraph: entities, the relations between them, and the memories that support them."""
+
+    entities: list[Entity] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+    memory_ids: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "entities": [e.model_dump(mode="json") for e in self.entities],
+            "relations": [r.model_dump(mode="json") for r in self.relations],
+            "memory_ids": self.memory_ids,
+        }
+
+
+def _depth(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DEPTH:
+        raise InvalidInputError(f"depth must be an integer from 1 to {MAX_DEPTH}, got {value!r}")
+    return value
+
+
+class GraphView:
+    """Graph queries of a :class:`~memory.Memory`."""
+
+    def __init__(self, mem: Memory) -> None:
+        """Bind to ``mem`` (its backend, namespace and clock)."""
+        self._mem = mem
+
+    @property
+    def store(self) -> GraphStore:
+        """The backend's graph store. Raises GraphUnavailableError when the backend has none."""
+        store = getattr(self._mem.backend, "graph", None)
+        if store is None:
+            raise GraphUnavailableError(
+                f"the {self._mem.backend.name} backend has no graph store; use sqlite or inmemory for graph features"
+            )
+        return store  # type: ignore[no-any-return]
+
+    def entity(self, name: str, *, namespace: str | None = None) -> Entity:
+        """The entity named ``name`` (or with that alias). Raises NotFoundError."""
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidInputError("entity name must be a non-empty string")
+        ns = self._mem._ns(namespace)
+        found = self.store.find_entities(ns, [name])
+        if not found:
+            raise NotFoundError(f"no entity {name!r} in namespace {ns!r}")
+        return found[0]
+
+    def entities(self, *, namespace: str | None = None, type: str | None = None, limit: int = 100) -> list[Entity]:
+        """Entities of a namespace by name, optionally of one type."""
+        return self.store.list_entities(self._mem._ns(namespace), limit, type)
+
+    def facts_about(
+        self, name: str, *, namespace: str | None = None, include_invalid: bool = False
+    ) -> builtins.list[Relation]:
+        """Relations whose subject or object is the entity, newest first (closed ones too if asked)."""
+        entity = self.entity(name, namespace=namespace)
+        return self.store.relations(entity.namespace, [entity.id], include_invalid=include_invalid)
+
+    def memories_about(self, name: str, *, namespace: str | None = None) -> builtins.list[str]:
+        """Ids of the memories that mention the entity or support a relation about it."""
+        entity = self.entity(name, namespace=namespace)
+        ids = [m.memory_id for m in self.store.mentions(entity.namespace, entity_ids=[entity.id])]
+        for relation in self.store.relations(entity.namespace, [entity.id]):
+            ids += relation.source_ids
+        return list(dict.fromkeys(ids))
+
+    def neighbors(
+        self, name: str, *, depth: int = 1, namespace: str | None = None, include_invalid: bool = False
+    ) -> builtins.list[Entity]:
+        """Entities reachable from ``name`` over at most ``depth`` relations (either direction), nearest first."""
+        return self.query_graph(name, depth=depth, namespace=namespace, include_invalid=include_invalid).entities[1:]
+
+    def paths(
+        self, source: str, target: str, *, max_depth: int = 3, namespace: str | None = None, limit: int = 10
+    ) -> builtins.list[builtins.list[Relation]]:
+        """Shortest relation paths from ``source`` to ``target`` (either direction), at most ``limit``."""
+        max_depth = _depth(max_depth)
+        start = self.entity(source, namespace=namespace)
+        goal = self.entity(target, namespace=namespace)
+        if start.id == goal.id:
+            return [[]]
+        found: list[list[Relation]] = []
+        queue: deque[tuple[str, list[Relation]]] = deque([(start.id, [])])
+        best: dict[str, int] = {start.id: 0}
+        while queue and len(found) < limit:
+            node, path = queue.popleft()
+            if len(path) >= max_depth or (found and len(path) >= len(found[0])):
+                continue
+            for relation in self.store.relations(start.namespace, [node]):
+                nxt = relation.object_id if relation.subject_id == node else relation.subject_id
+                if any(nxt in (r.subject_id, r.object_id) for r in path) or nxt == start.id:
+                    continue
+                if nxt == goal.id:
+                    found.append([*path, relation])
+                elif best.get(nxt, MAX_DEPTH + 1) >= len(path) + 1:
+                    best[nxt] = len(path) + 1
+                    queue.append((nxt, [*path, relation]))
+        return found[:limit]
+
+    def query_graph(
+        self,
+        start: str | None = None,
+        *,
+        depth: int = 1,
+        namespace: str | None = None,
+        predicates: Sequence[str] | None = None,
+        entity_types: Sequence[str] | None = None,
+        include_invalid: bool = False,
+        limit: int = 200,
+    ) -> GraphResult:
+        """The subgraph within ``depth`` relations of ``start`` (or all of it), filtered.
+
+        ``predicates`` keeps only relations with those predicates;
+        ``entity_types`` keeps only entities of those types (the start is
+        always kept). Returns entities (start first, then by distance),
+        relations and the ids of the memories supporting them.
+        """
+        depth = _depth(depth)
+        ns = self._mem._ns(namespace)
+        store = self.store
+        wanted_predicates = {p.lower() for p in predicates} if predicates else None
+        wanted_types = set(entity_types) if entity_types else None
+
+        def keep(relation: Relation) -> bool:
+            return wanted_predicates is None or relation.predicate.lower() in wanted_predicates
+
+        if start is None:
+            relations = [r for r in store.relations(ns, None, include_invalid=include_invalid, limit=limit) if keep(r)]
+            ids = list(dict.fromkeys(i for r in relations for i in (r.subject_id, r.object_id)))
+            entities = [e for e in store.get_entities(ns, ids) if wanted_types is None or e.type in wanted_types]
+            allowed = {e.id for e in entities}
+            relations = [r for r in relations if r.subject_id in allowed and r.object_id in allowed]
+        else:
+            origin = self.entity(start, namespace=ns)
+            order = [origin.id]
+            seen_relations: dict[str, Relation] = {}
+            frontier = [origin.id]
+            for _ in range(depth):
+                nxt: list[str] = []
+                for relation in store.relations(ns, frontier, include_invalid=include_invalid, limit=limit):
+                    if not keep(relation) or relation.id in seen_relations:
+                        continue
+                    ends = [end for end in (relation.subject_id, relation.object_id) if end not in order]
+                    found = store.get_entities(ns, ends)
+                    if len(found) != len(ends) or (
+                        wanted_types is not None and any(e.type not in wanted_types for e in found)
+                    ):
+                        continue
+                    seen_relations[relation.id] = relation
+                    for end in ends:
+                        if end not in order:
+                            order.append(end)
+                            nxt.append(end)
+                frontier = nxt
+                if not frontier or len(order) >= limit:
+                    break
+            entities = store.get_entities(ns, order[:limit])
+            relations = list(seen_relations.values())[:limit]
+        memory_ids = list(dict.fromkeys(m for r in relations for m in r.source_ids))
+        return GraphResult(entities=entities, relations=relations, memory_ids=memory_ids)
+
+    # -- memory links ------------------------------------------------------------
+    def links(
+        self, memory_id: str, *, namespace: str | None = None, types: Sequence[str] | None = None
+    ) -> builtins.list[MemoryLink]:
+        """Links from or to a memory."""
+        return self.store.links(self._mem._ns(namespace), [memory_id], list(types) if types else None)
+
+    def unlink(self, source_id: str, target_id: str, type: str | None = None, *, namespace: str | None = None) -> int:
+        """Remove links from ``source_id`` to ``target_id`` (of ``type``, or all); returns how many."""
+        return self.store.unlink(self._mem._ns(namespace), source_id, target_id, type)
+
+    def counts(self, *, namespace: str | None = None) -> dict[str, int]:
+        """Numbers of entities, relations, mentions and links in a namespace."""
+        return self.store.counts(self._mem._ns(namespace))

@@ -1,0 +1,290 @@
+"""LLMs over HTTP: any OpenAI-compatible ``/v1/chat/completions`` server, and Ollama's ``/api/chat``.
+
+Both ask the server for JSON matching the task's schema (OpenAI:
+``response_format={"type": "json_schema", ...}``, which OpenAI, vLLM,
+llama.cpp's server and Ollama's /v1 understand; Ollama: ``format=<schema>``),
+then validate the answer into the pydantic model. Transport failures (429 with
+Retry-After, 5xx, timeouts, connection errors) are retried with backoff;
+invalid answers (bad JSON, schema errors) are retried by sending the answer
+back with what was wrong (``output_retries``). Every failure is an
+:class:`~memory.errors.LLMError` (or :class:`~memory.errors.LLMOutputError`)
+naming the model, the endpoint and the cause. Token usage is summed over all
+attempts.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+import weakref
+from typing import Any, ClassVar
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memory.embedders.http import MAX_BACKOFF, MAX_RETRY_AFTER, _excerpt, _retry_after
+from memory.errors import ConfigError, LLMError, LLMOutputError
+from memory.llms.base import ChatMessage, ChatRequest, ChatResult, OutputT, Usage
+from memory.llms.parsing import OutputProblem, parse_output
+from memory.llms.prompts import repair_message
+from memory.llms.schemas import json_schema
+
+__all__ = ["OpenAILLM", "OllamaLLM"]
+
+
+class _CommonOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1, description="the model name the server knows")
+    base_url: str
+    timeout: float = Field(60.0, gt=0, le=3600, description="seconds per request")
+    max_retries: int = Field(2, ge=0, le=10, description="retries after 429/5xx/timeouts/connection errors")
+    output_retries: int = Field(2, ge=0, le=5, description="retries after an answer that is not valid JSON/schema")
+    retry_backoff: float = Field(0.5, ge=0, le=60, description="first pause between retries; doubles each time")
+    temperature: float = Field(0.0, ge=0, le=2)
+    max_tokens: int = Field(1024, ge=1, le=65_536, description="most tokens to generate per answer")
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https://, got {value!r}")
+        return value
+
+
+def _parse(options_model: type[BaseModel], provider: str, values: dict[str, Any]) -> Any:
+    try:
+        return options_model(**values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'options'}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"bad options for LLM {provider!r}: {problems}") from exc
+
+
+class _HTTPLLM:
+    """Shared plumbing: client, transport retries, output validation and repair retries."""
+
+    provider: ClassVar[str]
+
+    def __init__(self, options: _CommonOptions, headers: dict[str, str]) -> None:
+        self._options = options
+        self._headers = headers
+        self.model_name = f"{self.provider}:{options.model}"
+        self._client: httpx.Client | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._lock = threading.Lock()
+
+    # -- subclass hooks --------------------------------------------------------
+    @property
+    def url(self) -> str:
+        """The endpoint chats are posted to."""
+        raise NotImplementedError
+
+    def _payload(self, messages: list[ChatMessage], schema: dict[str, Any], task: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _answer(self, body: Any) -> tuple[str, Usage]:
+        """The answer text and token usage in a response body."""
+        raise NotImplementedError
+
+    # -- lifecycle -------------------------------------------------------------
+    def _http(self) -> httpx.Client:
+        with self._lock:
+            if self._client is None:
+                client = httpx.Client(timeout=httpx.Timeout(self._options.timeout), headers=self._headers)
+                self._finalizer = weakref.finalize(self, client.close)
+                self._client = client
+            return self._client
+
+    def close(self) -> None:
+        """Close the connection pool. Idempotent."""
+        with self._lock:
+            if self._finalizer is not None:
+                self._finalizer()
+            self._client = None
+            self._finalizer = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self._options.model!r}, base_url={self._options.base_url!r})"
+
+    # -- the contract ------------------------------------------------------------
+    def chat(self, request: ChatRequest[OutputT]) -> ChatResult[OutputT]:
+        """Ask the server; validate the answer into ``request.schema``, repairing invalid answers.
+
+        Raises LLMError (transport, HTTP, retries exhausted) or LLMOutputError
+        (every attempt answered with invalid JSON or schema errors).
+        """
+        schema = json_schema(request.schema)
+        messages = list(request.messages)
+        usage = Usage()
+        errors: list[str] = []
+        attempts = self._options.output_retries + 1
+        for attempt in range(attempts):
+            body = self._post(self._payload(messages, schema, request.task))
+            text, used = self._answer(body)
+            usage = usage + used
+            try:
+                output = parse_output(text, request.schema)
+            except OutputProblem as problem:
+                errors.append(str(problem))
+                if attempt + 1 < attempts:
+                    messages = [*messages, ChatMessage(role="assistant", content=text), repair_message(str(problem), schema)]
+                continue
+            return ChatResult(
+                output=output, usage=usage, model=self.model_name, attempts=attempt + 1, raw=text,
+                prompt_version=request.prompt_version, errors=tuple(errors),
+            )  # fmt: skip
+        raise LLMOutputError(
+            f"LLM {self.model_name} ({self.url}) gave no valid answer for task {request.task!r} in "
+            f"{attempts} attempt(s) (tokens used: {usage.total_tokens}); last problem: {errors[-1]}"
+        )
+
+    def _fail(self, message: str) -> LLMError:
+        return LLMError(f"LLM {self.model_name} ({self.url}): {message}")
+
+    def _pause(self, attempt: int, asked: float | None) -> float:
+        if asked is not None:
+            return asked
+        backoff: float = min(MAX_BACKOFF, self._options.retry_backoff * (2**attempt))
+        return backoff * random.uniform(0.8, 1.2)
+
+    def _post(self, payload: dict[str, Any]) -> Any:
+        client = self._http()
+        attempts = self._options.max_retries + 1
+        problem = "no attempt made"
+        for attempt in range(attempts):
+            asked: float | None = None
+            try:
+                response = client.post(self.url, json=payload)
+            except httpx.TimeoutException:
+                problem = f"timed out after {self._options.timeout:g}s"
+            except httpx.TransportError as exc:
+                problem = f"cannot connect: {exc or type(exc).__name__}"
+            except (httpx.HTTPError, httpx.InvalidURL, RuntimeError) as exc:
+                raise self._fail(f"request failed: {exc}") from exc
+            else:
+                status = response.status_code
+                if response.is_success:
+                    try:
+                        return response.json()
+                    except ValueError:
+                        raise self._fail(
+                            f"HTTP {status} with a body that is not JSON: {response.text[:300]!r}"
+                        ) from None
+                if status != 429 and status < 500:
+                    hint = " (check api_key)" if status in (401, 403) else ""
+                    hint = " (check base_url and model)" if status == 404 else hint
+                    raise self._fail(f"HTTP {status}: {_excerpt(response)}{hint}")
+                problem = f"HTTP {status}: {_excerpt(response)}"
+                asked = _retry_after(response)
+                if asked is not None and asked > MAX_RETRY_AFTER:
+                    raise self._fail(f"{problem} (server asks to retry after {asked:.0f}s; not waiting)")
+            if attempt + 1 < attempts:
+                time.sleep(self._pause(attempt, asked))
+        raise self._fail(f"gave up after {attempts} attempt(s): {problem}")
+
+
+class OpenAILLM(_HTTPLLM):
+    """Chat completions from an OpenAI-compatible ``POST {base_url}/chat/completions``.
+
+    Works with OpenAI, vLLM, llama.cpp's ``llama-server``, LM Studio and Ollama's /v1.
+    """
+
+    provider = "openai"
+
+    class Options(_CommonOptions):
+        """Options of the ``openai`` LLM."""
+
+        base_url: str = "https://api.openai.com/v1"
+        api_key: str | None = Field(None, repr=False, description="default: $OPENAI_API_KEY; None for local servers")
+        strict: bool = Field(False, description="send json_schema.strict=true (OpenAI structured outputs)")
+
+    def __init__(self, *, model: str, base_url: str = "https://api.openai.com/v1", **options: Any) -> None:
+        """Configure the client; no request is made. Raises ConfigError for bad options."""
+        parsed = _parse(self.Options, self.provider, {"model": model, "base_url": base_url, **options})
+        key = parsed.api_key if parsed.api_key is not None else os.environ.get("OPENAI_API_KEY") or None
+        super().__init__(parsed, {"Authorization": f"Bearer {key}"} if key else {})
+        self._strict = parsed.strict
+
+    @property
+    def url(self) -> str:
+        """``{base_url}/chat/completions``."""
+        return f"{self._options.base_url}/chat/completions"
+
+    def _payload(self, messages: list[ChatMessage], schema: dict[str, Any], task: str) -> dict[str, Any]:
+        return {
+            "model": self._options.model,
+            "messages": [m.model_dump() for m in messages],
+            "temperature": self._options.temperature,
+            "max_tokens": self._options.max_tokens,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": task, "schema": schema, "strict": self._strict},
+            },
+        }
+
+    def _answer(self, body: Any) -> tuple[str, Usage]:
+        choices = body.get("choices") if isinstance(body, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise self._fail(f"response has no 'choices': {str(body)[:300]}")
+        message = choices[0].get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if content is None:
+            content = ""
+        if not isinstance(content, str):
+            raise self._fail("the answer's message content is not text")
+        raw = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        prompt = int(raw.get("prompt_tokens") or 0)
+        completion = int(raw.get("completion_tokens") or 0)
+        total = int(raw.get("total_tokens") or prompt + completion)
+        return content, Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+
+
+class OllamaLLM(_HTTPLLM):
+    """Chat from Ollama's native ``POST {base_url}/api/chat`` with ``format=<JSON schema>``."""
+
+    provider = "ollama"
+
+    class Options(_CommonOptions):
+        """Options of the ``ollama`` LLM."""
+
+        base_url: str = "http://127.0.0.1:11434"
+        timeout: float = Field(120.0, gt=0, le=3600, description="seconds per request; loading a model takes a while")
+        keep_alive: str | int | None = Field(None, description="how long Ollama keeps the model loaded, e.g. '10m'")
+
+    def __init__(self, *, model: str, base_url: str = "http://127.0.0.1:11434", **options: Any) -> None:
+        """Configure the client; no request is made. Raises ConfigError for bad options."""
+        parsed = _parse(self.Options, self.provider, {"model": model, "base_url": base_url, **options})
+        super().__init__(parsed, {})
+        self._keep_alive = parsed.keep_alive
+
+    @property
+    def url(self) -> str:
+        """``{base_url}/api/chat``."""
+        return f"{self._options.base_url}/api/chat"
+
+    def _payload(self, messages: list[ChatMessage], schema: dict[str, Any], task: str) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self._options.model,
+            "messages": [m.model_dump() for m in messages],
+            "stream": False,
+            "format": schema,
+            "options": {"temperature": self._options.temperature, "num_predict": self._options.max_tokens},
+        }
+        if self._keep_alive is not None:
+            payload["keep_alive"] = self._keep_alive
+        return payload
+
+    def _answer(self, body: Any) -> tuple[str, Usage]:
+        message = body.get("message") if isinstance(body, dict) else None
+        if not isinstance(message, dict) or not isinstance(message.get("content"), str):
+            raise self._fail(f"response has no 'message.content': {str(body)[:300]}")
+        prompt = int(body.get("prompt_eval_count") or 0)
+        completion = int(body.get("eval_count") or 0)
+        return message["content"], Usage(
+            prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
+        )

@@ -1,0 +1,85 @@
+"""Every prompt the library sends to an LLM, in one place, versioned.
+
+Bump :data:`PROMPT_VERSION` whenever a template changes; results and ledger
+reasons carry it, so a change in extraction quality can be traced to a
+prompt change.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memory.errors import InvalidInputError
+from memory.llms.base import ChatMessage
+
+__all__ = ["PROMPT_VERSION", "TASKS", "render", "repair_message"]
+
+PROMPT_VERSION = "extract-v1/decide-v1"
+
+_EXTRACT_SYSTEM = """You extract structured memory from text for a long-term memory store.
+Answer with one JSON object and nothing else:
+{"facts": [...], "keywords": [...], "entities": [{"name": ..., "type": ...}],
+ "relations": [{"subject": ..., "predicate": ..., "object": ...}]}
+- facts: short standalone statements, each true on its own (resolve "I"/"my" to the speaker if known).
+- keywords: the few words someone would search for.
+- entities: people, places, organisations, products, dates; type is one of
+  person, place, organisation, date, thing.
+- relations: subject and object are entity names; predicate is a short verb phrase in lower case.
+Example: "Alice moved to Berlin in 2021." ->
+{"facts": ["Alice moved to Berlin in 2021."], "keywords": ["alice", "moved", "berlin"],
+ "entities": [{"name": "Alice", "type": "person"}, {"name": "Berlin", "type": "place"},
+ {"name": "2021", "type": "date"}],
+ "relations": [{"subject": "Alice", "predicate": "moved to", "object": "Berlin"}]}"""
+
+_DECIDE_SYSTEM = """You maintain a memory store. Compare a NEW fact with EXISTING memories (numbered) and choose one action:
+- ADD: the new fact is new information.
+- NOOP: an existing memory already says the same thing (target = its number).
+- UPDATE: the new fact adds detail to an existing memory about the same thing; give the merged text in "merged".
+- SUPERSEDE: the new fact replaces an existing one that was true before but is no longer (e.g. a new address).
+- DELETE: the new fact says an existing memory is false (target = its number).
+Answer with one JSON object: {"action": ..., "target": number or null, "merged": text or null, "reason": short text}"""
+
+
+def _extract_user(inputs: dict[str, Any]) -> str:
+    known = inputs.get("known_entities") or []
+    speaker = inputs.get("speaker")
+    lines = []
+    if speaker:
+        lines.append(f"Speaker: {speaker}")
+    if known:
+        lines.append("Known entities: " + ", ".join(str(k) for k in known[:50]))
+    lines.append("Text:\n" + str(inputs["text"]))
+    return "\n".join(lines)
+
+
+def _decide_user(inputs: dict[str, Any]) -> str:
+    existing = inputs.get("neighbours") or []
+    numbered = "\n".join(f"[{i}] {n['content']}" for i, n in enumerate(existing)) or "(none)"
+    return f"NEW: {inputs['fact']}\nEXISTING:\n{numbered}"
+
+
+TASKS = {
+    "extract": (_EXTRACT_SYSTEM, _extract_user),
+    "decide": (_DECIDE_SYSTEM, _decide_user),
+}
+
+
+def render(task: str, inputs: dict[str, Any]) -> list[ChatMessage]:
+    """The chat messages for ``task`` filled with ``inputs``. Raises InvalidInputError for an unknown task."""
+    try:
+        system, user = TASKS[task]
+    except KeyError:
+        raise InvalidInputError(f"unknown LLM task {task!r}; known: {', '.join(sorted(TASKS))}") from None
+    return [ChatMessage(role="system", content=system), ChatMessage(role="user", content=user(inputs))]
+
+
+def repair_message(problem: str, schema: dict[str, Any]) -> ChatMessage:
+    """The follow-up sent after an invalid answer: what was wrong and the schema to follow."""
+    return ChatMessage(
+        role="user",
+        content=(
+            f"Your answer was not valid: {problem}. Answer again with only one JSON object "
+            f"matching this JSON schema:\n{json.dumps(schema)}"
+        ),
+    )

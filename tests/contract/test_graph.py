@@ -1,0 +1,189 @@
+"""GraphStore contract and the graph facade, on every backend (skipped where ``backend.graph`` is missing)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from memory import Memory
+from memory.backends.base import Backend
+from memory.backends.graph import GraphStore
+from memory.errors import GraphUnavailableError, InvalidInputError, NotFoundError
+
+
+def _graph(backend: Backend) -> GraphStore:
+    store = getattr(backend, "graph", None)
+    if store is None:
+        pytest.skip(f"{backend.name} backend does not expose the GraphStore (backend.graph) yet")
+    assert isinstance(store, GraphStore)
+    return store
+
+
+@pytest.fixture
+def graph_mem(mem: Memory) -> Memory:
+    _graph(mem.backend)
+    return mem
+
+
+def test_entities_merge_by_normalised_name_and_alias(graph_mem: Memory) -> None:
+    store, now = graph_mem.graph.store, graph_mem.now()
+    alice = store.upsert_entity("default", "Alice", "thing", now)
+    again = store.upsert_entity("default", "  the ALICE ", "person", now)
+    assert again.id == alice.id and again.type == "person"  # 'thing' takes the specific type
+    store.add_alias("default", alice.id, "Ally", now)
+    assert [e.id for e in store.find_entities("default", ["ally"])] == [alice.id]
+    assert store.upsert_entity("default", "Ally", "person", now).id == alice.id
+    assert store.get_entities("default", [alice.id])[0].aliases == ("Ally",)
+    assert store.find_entities("other", ["Alice"]) == []
+    with pytest.raises(NotFoundError):
+        store.add_alias("other", alice.id, "A", now)
+
+
+def test_entity_vector_search(graph_mem: Memory) -> None:
+    store, now = graph_mem.graph.store, graph_mem.now()
+    a = store.upsert_entity("default", "A", "thing", now, vector=np.array([1, 0, 0], np.float32), model="m")
+    store.upsert_entity("default", "B", "thing", now, vector=np.array([0, 1, 0], np.float32), model="m")
+    store.upsert_entity("other", "C", "thing", now, vector=np.array([1, 0, 0], np.float32), model="m")
+    ranked = store.search_entities("default", "m", np.array([0.9, 0.1, 0], np.float32), 5)
+    assert [e.name for e, _ in ranked] == ["A", "B"] and ranked[0][0].id == a.id
+    assert ranked[0][1] == pytest.approx(0.9939, abs=1e-3)
+
+
+def test_relations_collect_sources_and_close(graph_mem: Memory) -> None:
+    mem = graph_mem
+    m1, m2 = mem.remember("Alice works at Acme"), mem.remember("Alice is employed by Acme")
+    store, now = mem.graph.store, mem.now()
+    alice = store.upsert_entity("default", "Alice", "person", now)
+    acme = store.upsert_entity("default", "Acme", "organisation", now)
+    first = store.upsert_relation("default", alice.id, "works at", acme.id, now, source_id=m1)
+    second = store.upsert_relation("default", alice.id, "works at", acme.id, now, source_id=m2)
+    assert first.id == second.id and set(second.source_ids) == {m1, m2}
+    assert second.text == "Alice works at Acme"
+    assert store.invalidate_relations("default", [first.id], now) == 1
+    assert store.relations("default", [alice.id]) == []
+    (closed,) = store.relations("default", [alice.id], include_invalid=True)
+    assert closed.invalid_at == now
+    third = store.upsert_relation("default", alice.id, "works at", acme.id, now, source_id=m1)
+    assert third.id != first.id  # a closed relation is history; the fact holds again as a new one
+    with pytest.raises(NotFoundError):
+        store.upsert_relation("other", alice.id, "works at", acme.id, now)
+
+
+def test_delete_cascades_to_what_the_memory_alone_supports(graph_mem: Memory) -> None:
+    mem = graph_mem
+    only = mem.remember("Alice moved to Berlin")
+    shared_a = mem.remember("Alice works at Acme")
+    shared_b = mem.remember("Acme employs Alice")
+    other = mem.remember("Bob likes tea")
+    store, now = mem.graph.store, mem.now()
+    alice = store.upsert_entity("default", "Alice", "person", now)
+    berlin = store.upsert_entity("default", "Berlin", "place", now)
+    acme = store.upsert_entity("default", "Acme", "organisation", now)
+    bob = store.upsert_entity("default", "Bob", "person", now)
+    moved = store.upsert_relation("default", alice.id, "moved to", berlin.id, now, source_id=only)
+    works = store.upsert_relation("default", alice.id, "works at", acme.id, now, source_id=shared_a)
+    store.upsert_relation("default", alice.id, "works at", acme.id, now, source_id=shared_b)
+    store.add_mentions("default", only, [alice.id, berlin.id])
+    store.add_mentions("default", other, [bob.id])
+    mem.link(only, other, "relates_to")
+    mem.link(shared_a, only, "follows")
+    assert store.counts("default") == {"entities": 4, "relations": 2, "mentions": 3, "links": 2}
+
+    mem.forget([only, shared_a])
+
+    remaining = {r.id: r for r in store.relations("default", include_invalid=True)}
+    assert moved.id not in remaining  # supported by the deleted memory alone
+    assert remaining[works.id].source_ids == (shared_b,)  # kept, minus the deleted source
+    assert store.find_entities("default", ["Berlin"]) == []  # nothing mentions or relates it any more
+    assert {e.name for e in store.list_entities("default", 10)} == {"Alice", "Acme", "Bob"}
+    assert store.links("default", [only, other, shared_a]) == []
+    assert store.mentions("default", memory_ids=[only]) == []
+    assert store.counts("default") == {"entities": 3, "relations": 1, "mentions": 1, "links": 0}
+
+
+def test_namespaces_are_isolated(graph_mem: Memory) -> None:
+    mem = graph_mem
+    a = mem.remember("Alice moved to Berlin", namespace="ns1", extract="inline")
+    mem.remember("Alice moved to Paris", namespace="ns2", extract="inline")
+    assert [r.text for r in mem.graph.facts_about("Alice", namespace="ns1")] == ["Alice moved to Berlin"]
+    assert [r.text for r in mem.graph.facts_about("Alice", namespace="ns2")] == ["Alice moved to Paris"]
+    with pytest.raises(NotFoundError):
+        mem.graph.facts_about("Alice")  # the default namespace has no graph
+    with pytest.raises(NotFoundError):
+        mem.link(a, a, namespace="ns2")
+    mem.forget_all(namespace="ns1")
+    assert mem.graph.counts(namespace="ns1") == {"entities": 0, "relations": 0, "mentions": 0, "links": 0}
+    assert mem.graph.counts(namespace="ns2")["relations"] == 1
+
+
+def test_link_validates_its_input(graph_mem: Memory) -> None:
+    mem = graph_mem
+    a, b = mem.remember("first"), mem.remember("second")
+    link = mem.link(a, b, "relates_to")
+    assert (link.source_id, link.target_id, link.type) == (a, b, "relates_to")
+    assert mem.link(a, b, "relates_to") == link  # idempotent
+    with pytest.raises(NotFoundError):
+        mem.link(a, "missing")
+    with pytest.raises(InvalidInputError):
+        mem.link(a, b, "")
+    with pytest.raises(InvalidInputError):
+        mem.link(a, a)
+    assert [link.type for link in mem.graph.links(b)] == ["relates_to"]
+    assert mem.graph.unlink(a, b) == 1 and mem.graph.links(b) == []
+
+
+def test_paths_neighbors_and_query_graph(graph_mem: Memory) -> None:
+    mem = graph_mem
+    mem.graph.store.upsert_entity("default", "Acme", "organisation", mem.now())  # typed before extraction
+    for text in ["Alice works at Acme.", "Bob works at Acme.", "Bob lives in Paris.", "Carol lives in Rome."]:
+        mem.remember(text, extract="inline")
+    (path,) = mem.graph.paths("Alice", "Paris")
+    assert [r.text for r in path] == ["Alice works at Acme", "Bob works at Acme", "Bob lives in Paris"]
+    assert mem.graph.paths("Alice", "Paris", max_depth=2) == []
+    assert mem.graph.paths("Alice", "Rome") == []
+    assert {e.name for e in mem.graph.neighbors("Alice")} == {"Acme"}
+    assert {e.name for e in mem.graph.neighbors("Alice", depth=2)} == {"Acme", "Bob"}
+    result = mem.graph.query_graph("Bob", depth=1, predicates=["lives in"])
+    assert [r.text for r in result.relations] == ["Bob lives in Paris"] and len(result.memory_ids) == 1
+    typed = mem.graph.query_graph("Alice", depth=3, entity_types=["person", "organisation"])
+    assert "Paris" not in {e.name for e in typed.entities} and "Bob" in {e.name for e in typed.entities}
+    everything = mem.graph.query_graph(depth=1)
+    assert len(everything.relations) == 4
+    with pytest.raises(InvalidInputError):
+        mem.graph.query_graph("Alice", depth=9)
+    with pytest.raises(NotFoundError):
+        mem.graph.neighbors("Nobody")
+
+
+def test_graph_channel_finds_memories_through_entities_and_respects_the_filter(graph_mem: Memory) -> None:
+    mem = graph_mem
+    berlin = mem.remember("Alice moved to Berlin.", user="u1", extract="inline")
+    mem.remember("Alice secretly moved to Oslo.", user="u1", sensitivity="secret", extract="inline")
+    mem.remember("Alice moved to Paris.", user="u2", extract="inline", namespace="elsewhere")
+    hits = mem.recall("Alice", user="u1")  # the graph channel is on by default
+    assert [h.id for h in hits] == [berlin]
+    assert "graph" in hits[0].channels
+    assert "graph" not in mem.recall("Alice", user="u1", retrieval="nograph")[0].channels
+    assert all("Oslo" not in h.content for h in mem.recall("where did Alice go"))
+
+
+def test_facade_without_graph_store_says_so(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+
+    class NoGraph:
+        def __init__(self, inner: Backend) -> None:
+            self._inner = inner
+            self.name = "nograph"
+
+        def __getattr__(self, name: str) -> object:
+            if name == "graph":
+                raise AttributeError(name)
+            return getattr(self._inner, name)
+
+    bare = Memory(backend=NoGraph(mem.backend), embedder=mem.embedder)  # type: ignore[arg-type]
+    with pytest.raises(GraphUnavailableError, match="no graph store"):
+        bare.graph.entities()
+    item = bare.remember("Alice moved to Berlin")
+    assert bare.recall("Alice")[0].id == item  # the channel is skipped, recall still works

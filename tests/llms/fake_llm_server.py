@@ -1,0 +1,110 @@
+"""A threaded loopback HTTP server speaking OpenAI ``/v1/chat/completions`` and Ollama ``/api/chat``.
+
+Answers are scripted: each request pops the next action from ``script``
+(``default`` when empty). Actions:
+
+* ``json:<text>`` — answer with ``<text>`` as the message content (any text, valid or not);
+* ``extract`` / ``decide`` — a valid answer computed by the heuristic rules from the prompt;
+* ``429:<seconds>`` — HTTP 429 with ``Retry-After``;
+* ``500`` / ``401`` — that HTTP status with an error body;
+* ``garbage`` — HTTP 200 with a body that is not JSON;
+* ``hang`` — sleep past the client's timeout, then answer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from memory.extraction.heuristic import extract_heuristic
+
+
+class FakeLLMServer:
+    """Scripted chat server on 127.0.0.1 (port chosen by the OS)."""
+
+    def __init__(self) -> None:
+        self.script: list[str] = []
+        self.default = "extract"
+        self.requests: list[dict[str, Any]] = []
+        self.hang_seconds = 1.0
+        self._lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.httpd.fake = self  # type: ignore[attr-defined]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def next_action(self, path: str, body: Any) -> str:
+        with self._lock:
+            self.requests.append({"path": path, "body": body})
+            return self.script.pop(0) if self.script else self.default
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+def _answer_for(action: str, body: dict[str, Any]) -> str:
+    if action.startswith("json:"):
+        return action[len("json:") :]
+    user = next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), "")
+    if action == "extract":
+        text = user.split("Text:\n", 1)[-1]
+        return extract_heuristic(text).model_dump_json()
+    if action == "decide":
+        return json.dumps({"action": "ADD", "target": None, "merged": None, "reason": "scripted"})
+    raise AssertionError(f"unknown action {action!r}")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None, raw: bytes | None = None) -> None:
+        data = raw if raw is not None else json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server API
+        fake: FakeLLMServer = self.server.fake  # type: ignore[attr-defined]
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        action = fake.next_action(self.path, body)
+        if action.startswith("429:"):
+            self._send(429, {"error": {"message": "rate limited"}}, {"Retry-After": action[4:]})
+            return
+        if action in ("500", "401"):
+            self._send(int(action), {"error": {"message": f"scripted {action}"}})
+            return
+        if action == "garbage":
+            self._send(200, None, raw=b"<html>not json</html>")
+            return
+        if action == "hang":
+            time.sleep(fake.hang_seconds)
+            action = fake.default
+        content = _answer_for(action, body)
+        if self.path == "/v1/chat/completions":
+            self._send(200, {
+                "id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model"),
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+            })  # fmt: skip
+        elif self.path == "/api/chat":
+            self._send(200, {
+                "model": body.get("model"), "message": {"role": "assistant", "content": content}, "done": True,
+                "prompt_eval_count": 13, "eval_count": 5,
+            })  # fmt: skip
+        else:
+            self._send(404, {"error": f"no route {self.path}"})
