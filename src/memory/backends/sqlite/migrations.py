@@ -229,6 +229,8 @@ _EPISODIC = [
     )""",
     "CREATE INDEX block_history_key ON block_history (namespace, user_key, agent_key, label, seq)",
     "CREATE TABLE job_state (name TEXT PRIMARY KEY, data TEXT NOT NULL)",
+]
+
 # Knowledge graph (issue 5). Memory ids reference items(id) with ON DELETE CASCADE, and the
 # triggers drop relations left without a source and entities left unused, so deleting items
 # cleans the graph in the same transaction.
