@@ -24,6 +24,7 @@ from memory.cli.episodic import blocks, end_conversation, messages, namespaces, 
 from memory.cli.graph import extract, graph, link
 from memory.cli.memories import forget, get, history, list_memories, recall, remember, stats
 from memory.cli.setup import init
+from memory.cli.tiers import tiers
 from memory.cli.transfer import export, import_memories
 from memory.errors import Error
 
@@ -131,6 +132,7 @@ for command in (
     cli.add_command(command)
 for command in (messages, tail, threads, namespaces, blocks, end_conversation, sync, prune, worker):
     cli.add_command(command)
+cli.add_command(tiers)
 
 
 class _OneLineFormatter(logging.Formatter):

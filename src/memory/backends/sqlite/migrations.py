@@ -310,6 +310,21 @@ _GRAPH = [
     END""",
 ]
 
+# Hierarchical memory (issue 6): STM pages, MTM segments, personas, system memory and
+# tier configuration as JSON documents keyed by (namespace, kind, owner, id).
+_TIERS = [
+    """CREATE TABLE tier_records (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        namespace TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        id TEXT NOT NULL,
+        data TEXT NOT NULL,
+        UNIQUE (namespace, kind, owner, id)
+    )""",
+    "CREATE INDEX tier_records_owner ON tier_records (namespace, kind, owner, seq)",
+]
+
 #: Every migration this code knows, in the order they are applied.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_items", _ITEMS),
@@ -319,6 +334,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0005_item_claims", _ITEM_CLAIMS),
     Migration("0006_episodic", _EPISODIC),
     Migration("0007_graph", _GRAPH),
+    Migration("0008_tiers", _TIERS),
 )
 
 
