@@ -1,5 +1,5 @@
 # `make demo` and `make test` set everything up themselves (a .venv in this folder).
-.PHONY: setup demo test test-fast test-llm bench-locomo bench-speed clean
+.PHONY: setup demo test test-fast test-llm bench-locomo bench-speed bench-tiers clean
 
 VENV := .venv
 STAMP := $(VENV)/.installed
@@ -28,6 +28,9 @@ test-llm: $(STAMP)
 
 bench-locomo: $(STAMP)
 	$(VENV)/bin/memory bench locomo --data ../shared/bench/locomo_dev.json
+
+bench-tiers: $(STAMP)
+	nice -n 10 $(VENV)/bin/memory bench tiers --data ../shared/bench/locomo_dev.json
 
 bench-speed: $(STAMP)
 	$(VENV)/bin/memory bench speed

@@ -53,10 +53,8 @@ def _by_category(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | int]
 
 
 def _tier_rows(
-    mem: Memory, conv: Conversation, top_m: int, top_k: int, timings: dict[str, list[float]]
+    mem: Memory, clock: _StepClock, conv: Conversation, top_m: int, top_k: int, timings: dict[str, list[float]]
 ) -> list[dict[str, Any]]:
-    clock = mem._clock  # the bench's step clock
-    assert isinstance(clock, _StepClock)
     agent, user = "bench", conv.sample_id
     mem.tiers.configure(agent=agent, top_m_segments=top_m, top_k_pages=top_k)
     turns = list(conv.turns)
@@ -119,8 +117,9 @@ def run_tiers_bench(
         for index, conv in enumerate(conversations):
             note(f"tiers: conversation {index + 1}/{len(conversations)}: {conv.sample_id}")
             url = database_url(backend, Path(tmp), conv.sample_id)
-            with Memory(url, embedder=model, clock=_StepClock(), namespace=f"locomo-{conv.sample_id}") as mem:
-                rows.extend(_tier_rows(mem, conv, top_m, top_k, timings))
+            clock = _StepClock()
+            with Memory(url, embedder=model, clock=clock, namespace=f"locomo-{conv.sample_id}") as mem:
+                rows.extend(_tier_rows(mem, clock, conv, top_m, top_k, timings))
             turns += len(conv.turns)
     pages = len(timings["add_ms"])
     return {
