@@ -57,3 +57,19 @@ def test_mean_vector_is_unit_mean() -> None:
     assert mean_vector([[2.0, 0.0]]) == pytest.approx([1.0, 0.0])
     assert mean_vector([]) == []
     assert mean_vector([[0.0, 0.0]]) == [0.0, 0.0]
+
+
+def test_vectors_are_stored_as_base64_float32() -> None:
+    from pydantic import ValidationError
+
+    from memory.tiers.types import DialoguePage
+
+    page = DialoguePage(id="p", namespace="n", agent="a", user="u", query="q", response="", created_at=T0,
+                        vector=(0.5, -0.25, 1.0))  # fmt: skip
+    stored = page.model_dump_json()
+    assert '"vector":"AAAAPwAAgL4AAIA/"' in stored  # 0.5, -0.25, 1.0 as little-endian float32
+    assert DialoguePage.model_validate_json(stored) == page
+    assert page.model_dump()["vector"] == (0.5, -0.25, 1.0)
+    for bad in (("x",), "not base64!", "AAAAAAA=", (float("nan"),), [[1.0]], 3):
+        with pytest.raises(ValidationError, match="vector"):
+            DialoguePage(id="p", namespace="n", agent="a", user="u", query="q", response="", created_at=T0, vector=bad)

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from memory.backends.tiers import TierChanges, TierStore
 from memory.errors import EmbedderError, InvalidInputError, StoreUnavailableError
 from memory.extraction.heuristic import keywords, normalise_name
@@ -33,7 +35,7 @@ from memory.ids import new_id
 from memory.records import check_name
 from memory.tiers import analysis
 from memory.tiers.config import agent_type_of, resolve_config, store_config
-from memory.tiers.formulas import cosine, heat, jaccard, mean_vector, recency
+from memory.tiers.formulas import heat, jaccard, mean_vector, recency
 from memory.tiers.types import (
     AgentPersona,
     ConsolidationReport,
@@ -55,8 +57,14 @@ __all__ = ["Tiers", "segment_heat", "similarity"]
 
 
 def similarity(vector_a: Sequence[float], keywords_a: Sequence[str], vector_b: Sequence[float], keywords_b: Sequence[str]) -> float:
-    """Fscore that tolerates missing or mismatched vectors (then only the keyword Jaccard counts)."""
-    cos = cosine(vector_a, vector_b) if vector_a and len(vector_a) == len(vector_b) else 0.0
+    """Fscore (:func:`memory.tiers.formulas.fscore`, cosine in numpy) that tolerates missing or
+    mismatched vectors: then only the keyword Jaccard counts."""
+    cos = 0.0
+    if vector_a and len(vector_a) == len(vector_b):
+        a = np.asarray(vector_a, dtype=np.float64)
+        b = np.asarray(vector_b, dtype=np.float64)
+        norms = float(np.linalg.norm(a) * np.linalg.norm(b))
+        cos = float(a @ b) / norms if norms else 0.0
     return cos + jaccard(keywords_a, keywords_b)
 
 

@@ -7,10 +7,13 @@ round-trips through JSON unchanged.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator
 
 __all__ = [
     "TierConfig",
@@ -25,6 +28,40 @@ __all__ = [
     "ConsolidationReport",
     "TierSnapshot",
     "CONFIG_FIELDS",
+]
+
+
+def _decode_vector(value: Any) -> tuple[float, ...]:
+    """A base64 string of little-endian float32 (the stored form) or a sequence of finite numbers, as a tuple."""
+    if isinstance(value, str):
+        try:
+            raw = base64.b64decode(value.encode("ascii"), validate=True)
+        except (binascii.Error, UnicodeEncodeError) as exc:
+            raise ValueError(f"not a base64 float32 vector: {exc}") from None
+        if len(raw) % 4:
+            raise ValueError("a base64 float32 vector must hold a multiple of 4 bytes")
+        array = np.frombuffer(raw, dtype="<f4")
+    elif isinstance(value, (tuple, list, np.ndarray)):
+        try:
+            array = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"a vector holds numbers only: {exc}") from None
+        if array.ndim != 1:
+            raise ValueError("a vector is one-dimensional")
+    else:
+        raise ValueError(f"a vector is a list of numbers, got {type(value).__name__}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError("a vector holds finite numbers only")
+    return tuple(array.tolist())
+
+
+def _encode_vector(value: tuple[float, ...]) -> str:
+    return base64.b64encode(np.asarray(value, dtype="<f4").tobytes()).decode("ascii")
+
+
+#: An embedding: a float tuple in Python, base64 float32 in JSON (4x smaller, fast to parse).
+Vector = Annotated[
+    tuple[float, ...], PlainValidator(_decode_vector), PlainSerializer(_encode_vector, return_type=str, when_used="json")
 ]
 
 
@@ -82,7 +119,7 @@ class DialoguePage(_Frozen):
     created_at: datetime
     meta_chain: str = ""
     keywords: tuple[str, ...] = ()
-    vector: tuple[float, ...] = ()
+    vector: Vector = ()
     message_ids: tuple[str, ...] = ()
     thread: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -103,7 +140,7 @@ class Segment(_Frozen):
     user: str
     summary: str
     keywords: tuple[str, ...]
-    vector: tuple[float, ...]
+    vector: Vector
     pages: tuple[DialoguePage, ...]
     visits: int = 0
     interactions: int = 0
@@ -142,7 +179,7 @@ class SystemEntry(_Frozen):
     content: str
     importance: float = Field(ge=0.0, le=1.0)
     source_agent: str
-    vector: tuple[float, ...] = ()
+    vector: Vector = ()
     created_at: datetime
 
 
