@@ -1,5 +1,5 @@
 # `make demo` and `make test` set everything up themselves (a .venv in this folder).
-.PHONY: setup demo test test-fast test-llm bench-locomo bench-speed bench-tiers clean
+.PHONY: setup demo test test-fast test-llm bench-locomo bench-speed bench-context bench-tiers clean
 
 VENV := .venv
 STAMP := $(VENV)/.installed
@@ -23,17 +23,20 @@ test-fast: $(STAMP)
 # Gemma 3 270M, runs the tests marked `llm` through the openai provider, then stops the server.
 test-llm: $(STAMP)
 	./scripts/llm-server.sh start
-	MEMORY_TEST_LLM_URL=$$(./scripts/llm-server.sh url) $(VENV)/bin/python -m pytest -m llm -v tests/llm_real; \
+	MEMORY_TEST_LLM_URL=$$(./scripts/llm-server.sh url) $(VENV)/bin/python -m pytest -m llm -v -s tests/llm_real; \
 		status=$$?; ./scripts/llm-server.sh stop; exit $$status
 
 bench-locomo: $(STAMP)
 	$(VENV)/bin/memory bench locomo --data ../shared/bench/locomo_dev.json
 
-bench-tiers: $(STAMP)
-	nice -n 10 $(VENV)/bin/memory bench tiers --data ../shared/bench/locomo_dev.json
-
 bench-speed: $(STAMP)
 	$(VENV)/bin/memory bench speed
+
+bench-context: $(STAMP)
+	$(VENV)/bin/memory bench context --data ../shared/bench/locomo_dev.json --budget 4000
+
+bench-tiers: $(STAMP)
+	nice -n 10 $(VENV)/bin/memory bench tiers --data ../shared/bench/locomo_dev.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

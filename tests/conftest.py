@@ -22,9 +22,12 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
         "MEMORY_EMBEDDER",
         "MEMORY_EMBEDDER_OPTIONS",
         "MEMORY_RETRIEVAL",
-        "MEMORY_MEDIA_DIR",
         "MEMORY_LLM",
         "MEMORY_LLM_OPTIONS",
+        "MEMORY_CHAT_URL",
+        "MEMORY_CHAT_MODEL",
+        "MEMORY_CHAT_API_KEY",
+        "MEMORY_MEDIA_DIR",
     ):
         monkeypatch.delenv(name, raising=False)
 

@@ -9,11 +9,14 @@
 
 from memory.aio import AsyncMemory
 from memory.config import Settings, load_settings
+from memory.context import CompiledPrompt, ContextRequest, ContextStrategy, TokenBudget
 from memory.episodic.summarize import ExtractiveSummarizer, Summarizer
 from memory.episodic.types import Block, BlockChange, Message, MessageHit, ThreadInfo
 from memory.errors import (
+    AgentError,
     BlockLimitError,
     ConfigError,
+    ContextBudgetError,
     EmbedderError,
     EmbeddingMismatchError,
     Error,
@@ -61,6 +64,15 @@ __all__ = [
     "SchemaError",
     "ProviderError",
     "EmbedderError",
+    "LLMError",
+    "LLMOutputError",
+    "GraphUnavailableError",
+    "ContextBudgetError",
+    "AgentError",
+    "ContextRequest",
+    "ContextStrategy",
+    "TokenBudget",
+    "CompiledPrompt",
     "BlockLimitError",
     "StoreUnavailableError",
     "Message",
@@ -70,8 +82,5 @@ __all__ = [
     "BlockChange",
     "Summarizer",
     "ExtractiveSummarizer",
-    "LLMError",
-    "LLMOutputError",
-    "GraphUnavailableError",
     "__version__",
 ]

@@ -139,6 +139,26 @@ class AsyncMemory:
         """See :meth:`Memory.import_`."""
         return await self._run(self._sync.import_, stream, **options)
 
+    async def extract(self, text: str, **options: Any) -> Any:
+        """See :meth:`Memory.extract`."""
+        return await self._run(self._sync.extract, text, **options)
+
+    async def extract_pending(self, **options: Any) -> builtins.list[Any]:
+        """See :meth:`Memory.extract_pending`."""
+        return await self._run(self._sync.extract_pending, **options)
+
+    async def link(self, source_id: str, target_id: str, type: str = "relates_to", **options: Any) -> Any:
+        """See :meth:`Memory.link`."""
+        return await self._run(self._sync.link, source_id, target_id, type, **options)
+
+    async def context(self, request: Any = None, /, **options: Any) -> Any:
+        """See :meth:`Memory.context` (returns a CompiledPrompt)."""
+        return await self._run(self._sync.context, request, **options)
+
+    async def get_memory_context(self, query: str, max_tokens: int = 1000, **scope: Any) -> str:
+        """See :meth:`Memory.get_memory_context`."""
+        return await self._run(self._sync.get_memory_context, query, max_tokens, **scope)
+
     @property
     def messages(self) -> AsyncService:
         """Awaitable :attr:`Memory.messages` (``await amem.messages.append(...)``)."""
@@ -169,17 +189,6 @@ class AsyncMemory:
     async def prune(self, **options: Any) -> Any:
         """See :meth:`Memory.prune`."""
         return await self._run(self._sync.prune, **options)
-    async def extract(self, text: str, **options: Any) -> Any:
-        """See :meth:`Memory.extract`."""
-        return await self._run(self._sync.extract, text, **options)
-
-    async def extract_pending(self, **options: Any) -> builtins.list[Any]:
-        """See :meth:`Memory.extract_pending`."""
-        return await self._run(self._sync.extract_pending, **options)
-
-    async def link(self, source_id: str, target_id: str, type: str = "relates_to", **options: Any) -> Any:
-        """See :meth:`Memory.link`."""
-        return await self._run(self._sync.link, source_id, target_id, type, **options)
 
     async def close(self) -> None:
         """Close the store and stop the worker thread."""

@@ -7,8 +7,11 @@ file are read when settings are built, never at import time.
 Environment variables: ``MEMORY_CONFIG`` (config file path), ``MEMORY_DATABASE``,
 ``MEMORY_NAMESPACE``, ``MEMORY_EMBEDDER`` (provider name),
 ``MEMORY_EMBEDDER_OPTIONS`` (JSON object), ``MEMORY_RETRIEVAL`` (preset name),
-``MEMORY_MEDIA_DIR`` (where message media files go),
-``MEMORY_LLM`` (LLM provider name), ``MEMORY_LLM_OPTIONS`` (JSON object).
+``MEMORY_LLM`` (LLM provider name), ``MEMORY_LLM_OPTIONS`` (JSON object),
+``MEMORY_CHAT_URL`` and ``MEMORY_CHAT_MODEL`` (the chat endpoint of ``memory chat``;
+its API key is read from the variable named by ``chat.api_key_env``,
+``MEMORY_CHAT_API_KEY`` by default, and never stored in the config file),
+``MEMORY_MEDIA_DIR`` (where message media files go).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ __all__ = [
     "ProviderSpec",
     "Limits",
     "ExtractionSettings",
+    "ChatSettings",
     "Settings",
     "load_settings",
     "config_path",
@@ -74,6 +78,20 @@ class ExtractionSettings(BaseModel):
     )
 
 
+class ChatSettings(BaseModel):
+    """The OpenAI-compatible chat endpoint ``memory chat`` and MemoryAgent use (``[chat]`` in the config)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str = "http://127.0.0.1:11434/v1"
+    model: str | None = None
+    api_key_env: str = "MEMORY_CHAT_API_KEY"
+    timeout: float = Field(60.0, gt=0)
+    budget: int = Field(4000, ge=64)
+    max_steps: int = Field(8, ge=1)
+    system: str | None = None
+
+
 class Settings(BaseModel):
     """Everything a Memory needs to open a store."""
 
@@ -86,6 +104,7 @@ class Settings(BaseModel):
     extraction: ExtractionSettings = ExtractionSettings()
     retrieval: RetrievalConfig | str = "balanced"
     limits: Limits = Limits()
+    chat: ChatSettings = ChatSettings()
     #: Where message media files go; default: ``<database file>.media`` next to a SQLite file.
     media_dir: str | None = None
 
@@ -148,6 +167,13 @@ def _from_env() -> dict[str, Any]:
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"MEMORY_LLM_OPTIONS is not valid JSON: {exc}") from exc
         env["llm"] = llm
+    chat = {
+        key: value
+        for key, name in (("base_url", "MEMORY_CHAT_URL"), ("model", "MEMORY_CHAT_MODEL"))
+        if (value := os.environ.get(name))
+    }
+    if chat:
+        env["chat"] = chat
     return env
 
 
@@ -159,7 +185,11 @@ def load_settings(overrides: dict[str, Any] | None = None, *, path: Path | None 
     merged: dict[str, Any] = {}
     for layer in (_from_file(path or config_path()), _from_env(), overrides or {}):
         for key, value in layer.items():
-            if value is not None:
+            if value is None:
+                continue
+            if key == "chat" and isinstance(value, dict) and isinstance(merged.get(key), dict):
+                merged[key] = {**merged[key], **value}  # a [chat] table and MEMORY_CHAT_* combine
+            else:
                 merged[key] = value
     try:
         return Settings(**merged)

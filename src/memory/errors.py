@@ -6,18 +6,20 @@ Every error the public API raises derives from :class:`Error`; nothing else
     Error
     ├── InvalidInputError        bad content, filters, ids, options or vectors
     │   ├── InvalidVectorError   NaN/inf, wrong length, wrong type
-    │   └── BlockLimitError      a block would grow past its size limit
+    │   ├── BlockLimitError      a block would grow past its size limit
+    │   └── ContextBudgetError   a token budget too small to hold a prompt
     ├── NotFoundError            an id that does not exist in this namespace
     ├── ConfigError              unusable configuration or unknown provider
     │   ├── EmbeddingMismatchError  store built with another model/dimension
     │   └── StoreUnavailableError   the backend lacks a storage area (e.g. conversations)
+    │       └── GraphUnavailableError  ... the graph store (backend.graph)
     ├── StorageError             the backend failed (driver errors translated)
     │   └── SchemaError          database newer than this code, or corrupt
     ├── ProviderError            an embedder or LLM failed
     │   ├── EmbedderError
     │   └── LLMError             the LLM call failed (HTTP, timeout, retries exhausted)
     │       └── LLMOutputError   the LLM kept answering with invalid JSON / schema
-    └── GraphUnavailableError    the backend has no graph store (also a ConfigError)
+    └── AgentError               an agent loop could not finish (step limit, bad tool call)
 
 Messages say what was wrong and what to do about it.
 """
@@ -35,11 +37,13 @@ __all__ = [
     "SchemaError",
     "ProviderError",
     "EmbedderError",
-    "BlockLimitError",
-    "StoreUnavailableError",
     "LLMError",
     "LLMOutputError",
     "GraphUnavailableError",
+    "ContextBudgetError",
+    "AgentError",
+    "BlockLimitError",
+    "StoreUnavailableError",
 ]
 
 
@@ -83,12 +87,6 @@ class EmbedderError(ProviderError):
     """The embedder failed to produce vectors."""
 
 
-class BlockLimitError(InvalidInputError):
-    """A working-memory block would exceed its size limit; nothing was written."""
-
-
-class StoreUnavailableError(ConfigError):
-    """The backend does not provide a storage area a feature needs (e.g. conversations)."""
 class LLMError(ProviderError):
     """The LLM provider failed: unreachable, timed out, rate limited past the retries, or an HTTP error."""
 
@@ -97,5 +95,21 @@ class LLMOutputError(LLMError):
     """The LLM answered, but not with JSON matching the requested schema (after the retries)."""
 
 
-class GraphUnavailableError(ConfigError):
+class ContextBudgetError(InvalidInputError):
+    """The token budget cannot hold even the fixed parts of a prompt; raise the budget."""
+
+
+class AgentError(Error):
+    """An agent loop could not finish: too many steps, or a malformed reply from the model."""
+
+
+class BlockLimitError(InvalidInputError):
+    """A working-memory block would exceed its size limit; nothing was written."""
+
+
+class StoreUnavailableError(ConfigError):
+    """The backend does not provide a storage area a feature needs (e.g. conversations)."""
+
+
+class GraphUnavailableError(StoreUnavailableError):
     """The storage backend does not provide a graph store (``backend.graph``)."""

@@ -49,15 +49,16 @@ from memory.retrieval.text import query_terms
 from memory.types import SENSITIVITY_LEVELS, Hit, LedgerEntry, MemoryItem, Page, Stats
 
 if TYPE_CHECKING:
+    from memory.backends.graph import MemoryLink
+    from memory.extraction.pipeline import ExtractionReport
+    from memory.extraction.service import Extraction
+    from memory.context import CompiledPrompt, ContextRequest, ContextSource, Summariser
     from memory.episodic.blocks import Blocks
     from memory.tiers.service import Tiers
     from memory.episodic.messages import Messages
     from memory.episodic.prune import PruneReport
     from memory.episodic.summarize import ConversationEnd, Summarizer
     from memory.episodic.sync import SyncEstimate, SyncReport, SyncStatus
-    from memory.backends.graph import MemoryLink
-    from memory.extraction.pipeline import ExtractionReport
-    from memory.extraction.service import Extraction
     from memory.transfer import ImportReport
 
 __all__ = ["Memory"]
@@ -120,8 +121,8 @@ class Memory:
         retrieval: RetrievalConfig | str | None = None,
         settings: Settings | None = None,
         clock: Callable[[], datetime] | None = None,
-        summarizer: Summarizer | None = None,
         llm: LLM | str | None = None,
+        summarizer: Summarizer | None = None,
     ) -> None:
         """Open a store.
 
@@ -465,6 +466,7 @@ class Memory:
     def _extract_mode(self, value: object) -> str | None:
         if value is False or value is None:
             return None
+        self.graph.store  # noqa: B018 - raises GraphUnavailableError before anything is written
         if value is True:
             mode = self.settings.extraction.mode
             if mode == "auto":
@@ -907,3 +909,35 @@ class Memory:
         from memory.transfer import import_jsonl
 
         return import_jsonl(self, stream, on_progress=on_progress)
+
+    # -- context assembly (logic in memory.context) ------------------------
+    def context(
+        self,
+        request: ContextRequest | str | None = None,
+        /,
+        *,
+        sources: Sequence[ContextSource] | None = None,
+        summariser: Summariser | None = None,
+        **fields: Any,
+    ) -> CompiledPrompt:
+        """Build the prompt for one model call under a token budget (DESIGN §8).
+
+        ``request`` is a :class:`~memory.context.ContextRequest`, or the
+        observation text with request fields as keywords (user, thread,
+        budget, strategy, system, …). Returns a CompiledPrompt: ``.messages``
+        (OpenAI shape), ``.anthropic()``, ``.trace`` (what went in, what was
+        cut and why). Raises InvalidInputError or ContextBudgetError.
+        """
+        from memory.context.pipeline import as_request, build_context
+
+        return build_context(self, as_request(request, fields), sources=sources, summariser=summariser)
+
+    def get_memory_context(self, query: str, max_tokens: int = 1000, **scope: Any) -> str:
+        """The memories relevant to ``query`` as one text of at most ``max_tokens`` tokens (seed 001).
+
+        Scope keywords: namespace, user, agent, thread, clearance, model
+        (picks the tokenizer), limit (max memories, default 10).
+        """
+        from memory.context.pipeline import memory_context_text
+
+        return memory_context_text(self, query, max_tokens, **scope)

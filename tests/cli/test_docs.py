@@ -38,6 +38,8 @@ def test_the_walk_finds_the_commands() -> None:
         "export",
         "import",
         "bench",
+        "context",
+        "chat",
     } <= names
 
 

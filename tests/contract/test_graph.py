@@ -187,3 +187,6 @@ def test_facade_without_graph_store_says_so(make_memory: Callable[..., Memory]) 
         bare.graph.entities()
     item = bare.remember("Alice moved to Berlin")
     assert bare.recall("Alice")[0].id == item  # the channel is skipped, recall still works
+    with pytest.raises(GraphUnavailableError):
+        bare.remember("Bob moved to Rome", extract=True)
+    assert bare.stats().total == 1  # refused before anything was written

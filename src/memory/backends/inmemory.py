@@ -70,10 +70,10 @@ class InMemoryBackend:
         self._spaces: dict[str, int] = {}
         self._ledger: builtins.list[LedgerEntry] = []
         self._lock = threading.RLock()
-        self._claims: dict[str, datetime] = {}
-        self._episodic: InMemoryEpisodicStore | None = None
         self.graph = InMemoryGraph(self._lock)
         self.tiers = InMemoryTierStore(self._lock)
+        self._claims: dict[str, datetime] = {}
+        self._episodic: InMemoryEpisodicStore | None = None
 
     @property
     def episodic(self) -> InMemoryEpisodicStore:

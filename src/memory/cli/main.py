@@ -19,7 +19,9 @@ import click
 
 from memory import __version__
 from memory.cli.bench import bench
+from memory.cli.bench_context import bench_context
 from memory.cli.common import GlobalOptions
+from memory.cli.context import chat, context
 from memory.cli.episodic import blocks, end_conversation, messages, namespaces, prune, sync, tail, threads, worker
 from memory.cli.graph import extract, graph, link
 from memory.cli.memories import forget, get, history, list_memories, recall, remember, stats
@@ -130,6 +132,9 @@ for command in (
     graph, link, extract,
 ):  # fmt: skip
     cli.add_command(command)
+for command in (context, chat):
+    cli.add_command(command)
+bench.add_command(bench_context)
 for command in (messages, tail, threads, namespaces, blocks, end_conversation, sync, prune, worker):
     cli.add_command(command)
 cli.add_command(tiers)

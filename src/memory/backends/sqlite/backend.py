@@ -100,9 +100,9 @@ class SQLiteBackend:
         self._spaces: dict[str, vectors.Space] = {}
         self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout)
         self._added_since_optimize = 0
-        self._episodic: SQLiteEpisodicStore | None = None
         self.graph = SQLiteGraph(self)
         self.tiers = SQLiteTierStore(self)
+        self._episodic: SQLiteEpisodicStore | None = None
         try:
             with self._errors():
                 apply_migrations(self._conn)
