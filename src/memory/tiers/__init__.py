@@ -15,6 +15,7 @@ from memory.tiers.types import (
     SystemEntry,
     TierConfig,
     TierContext,
+    TierRecord,
     TierSnapshot,
 )
 
@@ -29,5 +30,6 @@ __all__ = [
     "SystemEntry",
     "TierConfig",
     "TierContext",
+    "TierRecord",
     "TierSnapshot",
 ]

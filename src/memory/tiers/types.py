@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 from datetime import datetime
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -25,6 +26,7 @@ __all__ = [
     "PageHit",
     "SegmentHit",
     "TierContext",
+    "TierRecord",
     "ConsolidationReport",
     "TierSnapshot",
     "CONFIG_FIELDS",
@@ -201,6 +203,17 @@ class SegmentHit(_Frozen):
     heat: float
 
 
+class TierRecord(_Frozen):
+    """One piece of a :class:`TierContext` flattened for a context assembler: which tier, a label, the text."""
+
+    id: str
+    tier: Literal["stm", "mtm", "lpm", "system"]
+    label: str
+    content: str
+    score: float | None = None
+    created_at: datetime | None = None
+
+
 class TierContext(_Frozen):
     """Everything retrieval across tiers found, ready for a context assembler."""
 
@@ -214,6 +227,38 @@ class TierContext(_Frozen):
     objects: tuple[ObjectPersona, ...] = ()
     agent_persona: AgentPersona | None = None
     system: tuple[SystemEntry, ...] = ()
+
+    def records(self) -> list[TierRecord]:
+        """The result as records, most durable first: user persona, object personas, agent persona,
+        system memory, relevant MTM pages (with their scores), recent STM pages (oldest first)."""
+        out: list[TierRecord] = []
+
+        def persona_lines(profile: dict[str, str], traits: Sequence[str], knowledge: Sequence[str]) -> str:
+            lines = [f"- {k}: {v}" for k, v in sorted(profile.items())]
+            return "\n".join(lines + [f"- {t}" for t in traits] + [f"- {k}" for k in knowledge])
+
+        for persona in ((self.user_persona,) if self.user_persona else ()) + self.objects:
+            text = persona_lines(persona.profile, persona.traits, persona.knowledge)
+            if text:
+                out.append(TierRecord(id=f"persona:{persona.type}:{persona.identifier}", tier="lpm",
+                                      label=f"About {persona.identifier} ({persona.type})", content=text,
+                                      created_at=persona.updated_at))  # fmt: skip
+        if self.agent_persona is not None:
+            text = persona_lines(self.agent_persona.profile, self.agent_persona.traits, ())
+            if text:
+                out.append(TierRecord(id=f"agent:{self.agent}", tier="lpm", label=f"Agent {self.agent}",
+                                      content=text, created_at=self.agent_persona.updated_at))  # fmt: skip
+        for entry in self.system:
+            out.append(TierRecord(id=f"system:{entry.id}", tier="system", label="Shared knowledge",
+                                  content=entry.content, score=entry.importance, created_at=entry.created_at))  # fmt: skip
+        for hit in self.pages:
+            out.append(TierRecord(id=f"page:{hit.page.id}", tier="mtm", label="Relevant past exchange",
+                                  content=hit.page.text, score=max(0.0, min(1.0, hit.score / 2)),
+                                  created_at=hit.page.created_at))  # fmt: skip
+        for page in self.stm:
+            out.append(TierRecord(id=f"page:{page.id}", tier="stm", label="Recent exchange", content=page.text,
+                                  created_at=page.created_at))  # fmt: skip
+        return out
 
     def to_text(self) -> str:
         """A plain-text rendering (sections: persona, system knowledge, relevant pages, recent pages)."""
