@@ -354,3 +354,28 @@ def test_async_twin(open_backend: Callable[[], Backend]) -> None:
             return len(ctx.stm), report.pages_moved
 
     assert asyncio.run(scenario()) == (7, 0)
+
+
+def test_secret_pages_stay_out_of_retrieval_personas_and_context(tmem: Memory, clock: Any) -> None:
+    tmem.tiers.configure(agent="g", stm_capacity=1, heat_threshold=2.0)
+    with pytest.raises(InvalidInputError):
+        tmem.tiers.add_page("q", "r", agent="g", user="u", sensitivity="top")
+    _talk(tmem, clock, [("I love my secret garden of orchids.", "ok")], agent="g", user="u")
+    tmem.tiers.add_page("My orchid vault code is 4711.", "ok", agent="g", user="u", sensitivity="secret")
+    clock.advance(minutes=1)
+    _talk(tmem, clock, [("I love orchids in general.", "ok")], agent="g", user="u")
+    ctx = tmem.tiers.retrieve("orchid vault code", agent="g", user="u", top_k=10)
+    texts = [p.text for p in ctx.stm] + [h.page.text for h in ctx.pages]
+    assert texts and not any("4711" in t for t in texts)
+    assert not any("4711" in s.summary or "4711" in s.keywords for s in ctx.segments)
+    assert "4711" not in ctx.to_text()
+    snap = tmem.tiers.show(agent="g", user="u")
+    persona = snap.user_persona
+    assert persona is not None and persona.knowledge and not any("4711" in k for k in persona.knowledge)
+    assert not any("4711" in p.meta_chain for p in snap.stm)
+    cleared = tmem.tiers.retrieve("orchid vault code", agent="g", user="u", top_k=10, clearance="secret")
+    assert any("4711" in h.page.text for h in cleared.pages)
+    secret_messages = [m for m in tmem.messages.recent("tiers-g-u", 10, clearance="secret") if "4711" in m.content]
+    assert secret_messages and secret_messages[0].sensitivity == "secret"
+    with pytest.raises(InvalidInputError):
+        tmem.tiers.retrieve("x", agent="g", user="u", clearance="root")

@@ -427,7 +427,7 @@ class TiersSource:
             return Skipped("memory tiers are per agent and user: the request names no agent or no user")
         if getattr(ctx.memory.backend, "tiers", None) is None:
             return Skipped("this store has no memory tiers (backend.tiers)")
-        result = tiers.retrieve(recall_query(ctx.request), **scope)
+        result = tiers.retrieve(recall_query(ctx.request), clearance=ctx.request.clearance, **scope)
         records = result.records() if callable(getattr(result, "records", None)) else result
         out = []
         for n, record in enumerate(records):

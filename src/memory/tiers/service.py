@@ -33,6 +33,7 @@ from memory.errors import EmbedderError, InvalidInputError, StoreUnavailableErro
 from memory.extraction.heuristic import keywords, normalise_name
 from memory.ids import new_id
 from memory.records import check_name
+from memory.types import SENSITIVITY_LEVELS
 from memory.tiers import analysis
 from memory.tiers.config import agent_type_of, resolve_config, store_config
 from memory.tiers.formulas import heat, jaccard, mean_vector, recency
@@ -158,6 +159,7 @@ class Tiers:
         created_at: datetime | None = None,
         record: bool = True,
         consolidate: bool = True,
+        sensitivity: str = "normal",
     ) -> DialoguePage:
         """Append one exchange to the STM queue of (agent, user) and return the stored page.
 
@@ -165,6 +167,9 @@ class Tiers:
         store (thread ``thread``, default ``tiers-<agent>-<user>``);
         ``consolidate`` runs consolidation inline when the queue overflows
         (else the ``tiers`` worker job or :meth:`consolidate` does it).
+        ``sensitivity`` (normal | private | secret) goes to the page and its
+        messages: retrieval leaves pages above the caller's clearance out,
+        and secret pages are never analysed into personas or system memory.
         Raises InvalidInputError.
         """
         agent_name = check_name(agent, "agent", optional=False)
@@ -174,6 +179,8 @@ class Tiers:
             raise InvalidInputError("a page needs a non-empty query or response (strings)")
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidInputError("metadata must be a dict")
+        if sensitivity not in SENSITIVITY_LEVELS:
+            raise InvalidInputError(f"sensitivity must be one of {', '.join(SENSITIVITY_LEVELS)}, got {sensitivity!r}")
         ns = self._ns(namespace)
         store = self.store
         config = resolve_config(store, ns, agent_name)
@@ -182,19 +189,24 @@ class Tiers:
             stm = store.stm(ns, agent_name, user_name)
             text = f"{query}\n{response}".strip()
             words = keywords(text, config.segment_keywords)
-            chain, _ = analysis.meta_chain(self._mem.llm, stm[-1] if stm else None, text, words)
+            # a secret page never feeds the meta-chain of another page
+            previous = next((p for p in reversed(stm) if p.sensitivity != "secret"), None)
+            chain, _ = analysis.meta_chain(self._mem.llm, previous, text, words)
             message_ids: tuple[str, ...] = ()
             if record:
                 thread_name = thread or f"tiers-{agent_name}-{user_name}"
                 entries = [{"thread": thread_name, "content": query, "role": "user"}] if query.strip() else []
                 if response.strip():
                     entries.append({"thread": thread_name, "content": response, "role": "assistant"})
-                stored = self._mem.messages.append_many(entries, namespace=ns, user=user_name, agent=agent_name)
+                stored = self._mem.messages.append_many(
+                    entries, namespace=ns, user=user_name, agent=agent_name, sensitivity=sensitivity
+                )
                 message_ids = tuple(m.id for m in stored)
             page = DialoguePage(
                 id=new_id(), namespace=ns, agent=agent_name, user=user_name, query=query, response=response,
                 created_at=now, meta_chain=chain, keywords=tuple(words), vector=self._embed([text])[0],
                 message_ids=message_ids, thread=thread, metadata=dict(metadata or {}),
+                sensitivity=sensitivity,
             )  # fmt: skip
             store.write(ns, TierChanges(pages=[page]))
             if consolidate and len(stm) + 1 > config.stm_capacity:
@@ -276,7 +288,7 @@ class Tiers:
             for seg in list(segments.values()):
                 if segment_heat(seg, config, now) < config.heat_threshold:
                     continue
-                fresh = [p for p in seg.pages if not p.analyzed]
+                fresh = [p for p in seg.pages if not p.analyzed and p.sensitivity != "secret"]
                 persona_pages.extend(fresh)
                 segments[seg.id] = seg.model_copy(
                     update={
@@ -392,17 +404,22 @@ class Tiers:
         namespace: str | None = None,
         top_m: int | None = None,
         top_k: int | None = None,
+        clearance: str = "private",
     ) -> TierContext:
         """All STM pages + the top-m segments by Fscore with the query → top-k pages + personas + system memory.
 
         Visiting a segment counts: its visit counter and last access are
-        updated (its heat rises). Raises InvalidInputError.
+        updated (its heat rises). Pages above ``clearance`` (normal | private
+        | secret; default private) are left out. Raises InvalidInputError.
         """
         agent_name = check_name(agent, "agent", optional=False)
         user_name = check_name(user, "user", optional=False)
         assert agent_name is not None and user_name is not None
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty string")
+        if clearance not in SENSITIVITY_LEVELS:
+            raise InvalidInputError(f"clearance must be one of {', '.join(SENSITIVITY_LEVELS)}, got {clearance!r}")
+        allowed = SENSITIVITY_LEVELS[clearance]
         for name, value in (("top_m", top_m), ("top_k", top_k)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
@@ -429,6 +446,7 @@ class Tiers:
                 PageHit(page=p, segment_id=s.id, score=similarity(p.vector, p.keywords, q_vector, q_words))
                 for _, s in visited
                 for p in s.pages
+                if SENSITIVITY_LEVELS[p.sensitivity] <= allowed
             ),
             key=lambda h: (-h.score, h.page.id),
         )[: top_k or config.top_k_pages]
@@ -446,11 +464,13 @@ class Tiers:
             query=query,
             agent=agent_name,
             user=user_name,
-            stm=tuple(stm),
+            stm=tuple(p for p in stm if SENSITIVITY_LEVELS[p.sensitivity] <= allowed),
             segments=tuple(
-                SegmentHit(segment_id=s.id, summary=s.summary, keywords=s.keywords, fscore=score,
-                           heat=segment_heat(s, config, now))
+                SegmentHit(segment_id=s.id, summary="" if hidden else s.summary, keywords=() if hidden else s.keywords,
+                           fscore=score, heat=segment_heat(s, config, now))
                 for score, s in visited
+                # a segment holding pages above the clearance does not show its summary or keywords
+                for hidden in [any(SENSITIVITY_LEVELS[p.sensitivity] > allowed for p in s.pages)]
             ),  # fmt: skip
             pages=tuple(page_hits),
             user_persona=store.object_persona(ns, agent_name, "user", user_name),

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator
 
+from memory.types import Sensitivity
+
 __all__ = [
     "TierConfig",
     "DialoguePage",
@@ -125,6 +127,7 @@ class DialoguePage(_Frozen):
     message_ids: tuple[str, ...] = ()
     thread: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    sensitivity: Sensitivity = "normal"
     analyzed: bool = False
 
     @property
@@ -212,6 +215,7 @@ class TierRecord(_Frozen):
     content: str
     score: float | None = None
     created_at: datetime | None = None
+    sensitivity: Sensitivity = "normal"
 
 
 class TierContext(_Frozen):
@@ -254,10 +258,10 @@ class TierContext(_Frozen):
         for hit in self.pages:
             out.append(TierRecord(id=f"page:{hit.page.id}", tier="mtm", label="Relevant past exchange",
                                   content=hit.page.text, score=max(0.0, min(1.0, hit.score / 2)),
-                                  created_at=hit.page.created_at))  # fmt: skip
+                                  created_at=hit.page.created_at, sensitivity=hit.page.sensitivity))  # fmt: skip
         for page in self.stm:
             out.append(TierRecord(id=f"page:{page.id}", tier="stm", label="Recent exchange", content=page.text,
-                                  created_at=page.created_at))  # fmt: skip
+                                  created_at=page.created_at, sensitivity=page.sensitivity))  # fmt: skip
         return out
 
     def to_text(self) -> str:
