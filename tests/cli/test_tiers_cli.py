@@ -44,6 +44,7 @@ def test_consolidate_later_and_errors(run: Runner, one_line_error: Callable[...,
     one_line_error(run("tiers", "configure", "--agent", "w", "--set", "nope=1"), 1, "unknown tier setting")
     one_line_error(run("tiers", "configure"), 2, "--agent")
     one_line_error(run("tiers", "add", " ", "--agent", "w", "--user", "u"), 1, "non-empty")
+    assert run.json("tiers", "forget", "--user", "nobody")["deleted"] == 0
     assert run.json("tiers", "configure", "--agent", "w", "--set", "stm_capacity=3")["stm_capacity"] == 3
     report = run.json("tiers", "consolidate", "--agent", "w")
     assert report["pages_moved"] == 2 and report["segments_created"] + report["segments_joined"] == 2

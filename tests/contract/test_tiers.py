@@ -379,3 +379,24 @@ def test_secret_pages_stay_out_of_retrieval_personas_and_context(tmem: Memory, c
     assert secret_messages and secret_messages[0].sensitivity == "secret"
     with pytest.raises(InvalidInputError):
         tmem.tiers.retrieve("x", agent="g", user="u", clearance="root")
+
+
+def test_forget_a_user_removes_their_tiers_only(tmem: Memory, clock: Any) -> None:
+    tmem.tiers.configure(agent="a1", stm_capacity=2, heat_threshold=2.0)
+    _talk(tmem, clock, TURNS[:6], agent="a1", user="alice")
+    _talk(tmem, clock, TURNS[:3], agent="a2", user="alice")
+    _talk(tmem, clock, TURNS[:6], agent="a1", user="bob")
+    before = tmem.tiers.show(agent="a1", user="alice")
+    assert before.user_persona is not None and before.segments
+    expected = len(before.stm) + len(before.segments) + 1 + len(tmem.tiers.show(agent="a2", user="alice").stm)
+    assert tmem.tiers.forget(user="alice", agent="a2") == 3
+    assert tmem.tiers.show(agent="a2", user="alice").stm == ()
+    assert tmem.tiers.forget(user="alice") == expected - 3
+    after = tmem.tiers.show(agent="a1", user="alice")
+    assert after.stm == () and after.segments == () and after.user_persona is None
+    bob = tmem.tiers.show(agent="a1", user="bob")
+    assert bob.stm and bob.segments and bob.user_persona is not None
+    assert tmem.tiers.owners() == [("a1", "bob")]
+    assert tmem.tiers.forget(user="alice") == 0
+    with pytest.raises(InvalidInputError):
+        tmem.tiers.forget(user="")

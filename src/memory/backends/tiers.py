@@ -49,6 +49,7 @@ class TierChanges:
     segments: list[Segment] = field(default_factory=list)
     delete_segments: list[Segment] = field(default_factory=list)
     objects: list[ObjectPersona] = field(default_factory=list)
+    delete_objects: list[ObjectPersona] = field(default_factory=list)
     agents: list[AgentPersona] = field(default_factory=list)
     system: list[SystemEntry] = field(default_factory=list)
     delete_system: list[SystemEntry] = field(default_factory=list)
@@ -161,7 +162,7 @@ class DocumentTierStore:
         """Apply ``changes`` in one transaction. Raises ValueError for a record of another namespace."""
         records: list[Any] = [
             *changes.pages, *changes.delete_pages, *changes.segments, *changes.delete_segments,
-            *changes.objects, *changes.agents, *changes.system, *changes.delete_system,
+            *changes.objects, *changes.delete_objects, *changes.agents, *changes.system, *changes.delete_system,
         ]  # fmt: skip
         strays = [r for r in records if r.namespace != namespace]
         if strays:
@@ -174,6 +175,7 @@ class DocumentTierStore:
         puts += [("system", "", e.id, e.model_dump_json()) for e in changes.system]
         deletes = [("page", owner_key(p.agent, p.user), p.id) for p in changes.delete_pages]
         deletes += [("segment", owner_key(s.agent, s.user), s.id) for s in changes.delete_segments]
+        deletes += [("object", o.agent, f"{o.type}{_SEP}{o.identifier}") for o in changes.delete_objects]
         deletes += [("system", "", e.id) for e in changes.delete_system]
         self._apply(namespace, puts, deletes)
 

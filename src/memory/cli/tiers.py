@@ -146,3 +146,18 @@ def configure(ctx: click.Context, agent: str | None, agent_type: str | None, val
         emit_json(config.model_dump(mode="json"))
     else:
         print_table(["setting", "value"], [[k, str(v)] for k, v in config.model_dump().items()])
+
+
+@tiers.command("forget")
+@_USER
+@click.option("--agent", "-a", metavar="AGENT", help="Only what this agent holds (default: every agent).")
+@_JSON
+@click.pass_context
+def forget(ctx: click.Context, user: str, agent: str | None, as_json: bool) -> None:
+    """Delete the STM pages, segments and persona the tiers hold about USER (messages stay)."""
+    with open_memory(ctx) as mem:
+        deleted = mem.tiers.forget(user=user, agent=agent)
+    if as_json:
+        emit_json({"deleted": deleted})
+    else:
+        click.echo(f"deleted {deleted} tier records")

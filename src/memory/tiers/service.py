@@ -503,6 +503,32 @@ class Tiers:
             system=tuple(store.system_entries(ns)),
         )
 
+    def forget(self, *, user: str, agent: str | None = None, namespace: str | None = None) -> int:
+        """Delete what the tiers hold about ``user`` (with every agent, or only ``agent``): STM pages,
+        MTM segments and the user's persona. Returns how many records went. Messages recorded by
+        :meth:`add_page` stay in the conversation store (delete them there); agent personas and
+        system memory are shared and stay. Raises InvalidInputError."""
+        user_name = check_name(user, "user", optional=False)
+        check_name(agent, "agent")
+        ns = self._ns(namespace)
+        store = self.store
+        changes = TierChanges()
+        with self._lock:
+            agents = {a for a, u in store.owners(ns) if u == user_name and (agent is None or a == agent)}
+            for a in sorted(agents):
+                changes.delete_pages.extend(store.stm(ns, a, user_name or ""))
+                changes.delete_segments.extend(store.segments(ns, a, user_name or ""))
+                persona = store.object_persona(ns, a, "user", user_name or "")
+                if persona is not None:
+                    changes.delete_objects.append(persona)
+            if agent is not None and agent not in agents:
+                persona = store.object_persona(ns, agent, "user", user_name or "")
+                if persona is not None:
+                    changes.delete_objects.append(persona)
+            if changes:
+                store.write(ns, changes)
+        return len(changes.delete_pages) + len(changes.delete_segments) + len(changes.delete_objects)
+
     def owners(self, namespace: str | None = None) -> builtins.list[tuple[str, str]]:
         """(agent, user) pairs with STM pages or segments in the namespace."""
         return self.store.owners(self._ns(namespace))
