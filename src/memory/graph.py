@@ -81,11 +81,35 @@ class GraphView:
         return self.store.list_entities(self._mem._ns(namespace), limit, type)
 
     def facts_about(
-        self, name: str, *, namespace: str | None = None, include_invalid: bool = False
+        self,
+        name: str,
+        *,
+        namespace: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        include_invalid: bool = False,
+        clearance: str = "private",
     ) -> builtins.list[Relation]:
-        """Relations whose subject or object is the entity, newest first (closed ones too if asked)."""
-        entity = self.entity(name, namespace=namespace)
-        return self.store.relations(entity.namespace, [entity.id], include_invalid=include_invalid)
+        """Relations whose subject or object is the entity, newest first ([] for an unknown name).
+
+        With ``user``/``agent``, only relations supported by at least one memory
+        of that scope (visible with ``clearance``) are returned, so one user's
+        facts never show up in another's context; relations created without a
+        source memory are returned only when no user/agent is given.
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidInputError("entity name must be a non-empty string")
+        ns = self._mem._ns(namespace)
+        found = self.store.find_entities(ns, [name])
+        if not found:
+            return []
+        relations = self.store.relations(ns, [found[0].id], include_invalid=include_invalid)
+        if user is None and agent is None:
+            return relations
+        sources = sorted({s for r in relations for s in r.source_ids})
+        flt = self._mem.filter(ns, user=user, agent=agent, clearance=clearance, include_invalid=include_invalid)
+        allowed = set(self._mem.backend.find_ids(flt.model_copy(update={"ids": tuple(sources)}))) if sources else set()
+        return [r for r in relations if allowed & set(r.source_ids)]
 
     def memories_about(self, name: str, *, namespace: str | None = None) -> builtins.list[str]:
         """Ids of the memories that mention the entity or support a relation about it."""

@@ -56,7 +56,8 @@ def test_context_draws_from_the_users_memories_only(mem: Memory) -> None:
     assert notes["recall"].status == "used" and notes["recall"].sections == 2
     assert notes["recent"].status == "skipped" and notes["recent"].note == "no thread in the request"
     assert notes["blocks"].status == "skipped" and notes["blocks"].note == "no blocks in this scope"
-    assert notes["graph"].status == "skipped" and "mem.graph" in notes["graph"].note
+    # the store has a graph (issue 5) but nothing was extracted here
+    assert notes["graph"].status == "skipped" and notes["graph"].note.startswith("no facts about")
     assert out.trace.timings_ms["total"] > 0 and "source.recall" in out.trace.timings_ms
 
 

@@ -109,13 +109,25 @@ def test_namespaces_are_isolated(graph_mem: Memory) -> None:
     mem.remember("Alice moved to Paris", namespace="ns2", extract="inline")
     assert [r.text for r in mem.graph.facts_about("Alice", namespace="ns1")] == ["Alice moved to Berlin"]
     assert [r.text for r in mem.graph.facts_about("Alice", namespace="ns2")] == ["Alice moved to Paris"]
+    assert mem.graph.facts_about("Alice") == []  # the default namespace has no graph
     with pytest.raises(NotFoundError):
-        mem.graph.facts_about("Alice")  # the default namespace has no graph
+        mem.graph.entity("Alice")
     with pytest.raises(NotFoundError):
         mem.link(a, a, namespace="ns2")
     mem.forget_all(namespace="ns1")
     assert mem.graph.counts(namespace="ns1") == {"entities": 0, "relations": 0, "mentions": 0, "links": 0}
     assert mem.graph.counts(namespace="ns2")["relations"] == 1
+
+
+def test_facts_about_is_scoped_to_the_user_asking(graph_mem: Memory) -> None:
+    mem = graph_mem
+    mem.remember("Alice moved to Berlin.", user="u1", kind="conversation", extract=True)
+    mem.remember("Alice moved to Paris.", user="u2", kind="conversation", extract=True)
+    assert {r.object for r in mem.graph.facts_about("Alice")} == {"Berlin", "Paris"}
+    assert [r.object for r in mem.graph.facts_about("Alice", user="u1")] == ["Berlin"]
+    assert [r.object for r in mem.graph.facts_about("Alice", user="u2")] == ["Paris"]
+    assert mem.graph.facts_about("Alice", user="u3") == []
+    assert mem.graph.facts_about("Nobody", user="u1") == []
 
 
 def test_link_validates_its_input(graph_mem: Memory) -> None:
@@ -190,3 +202,13 @@ def test_facade_without_graph_store_says_so(make_memory: Callable[..., Memory]) 
     with pytest.raises(GraphUnavailableError):
         bare.remember("Bob moved to Rome", extract=True)
     assert bare.stats().total == 1  # refused before anything was written
+
+
+def test_context_hydrates_the_users_graph_facts(graph_mem: Memory) -> None:
+    mem = graph_mem
+    mem.remember("Alice moved to Berlin.", user="u1", kind="conversation", extract=True)
+    mem.remember("Alice moved to Paris.", user="u2", kind="conversation", extract=True)
+    out = mem.context("Where did Alice go?", user="u1")
+    notes = {n.source: n for n in out.trace.sources}
+    assert notes["graph"].status == "used" and notes["graph"].sections == 1
+    assert "- Alice moved to Berlin" in out.system and "Paris" not in out.system
