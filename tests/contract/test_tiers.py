@@ -400,3 +400,44 @@ def test_forget_a_user_removes_their_tiers_only(tmem: Memory, clock: Any) -> Non
     assert tmem.tiers.forget(user="alice") == 0
     with pytest.raises(InvalidInputError):
         tmem.tiers.forget(user="")
+
+
+def test_export_import_round_trips_the_tiers(make_memory: Callable[..., Memory], clock: Any) -> None:
+    import io
+
+    from memory.transfer import export_jsonl, import_jsonl
+
+    source = make_memory()
+    _tier_store(source.backend)
+    source.tiers.configure(agent_type="guides", heat_threshold=2.0)
+    source.tiers.configure(agent="g", agent_type="guides", stm_capacity=2)
+    _talk(source, clock, TURNS[:8], agent="g", user="alice")
+    source.tiers.add_page("my secret code is 4711", "ok", agent="g", user="alice", sensitivity="secret")
+    _talk(source, clock, TURNS[8:10], agent="g", user="bob")
+    before = source.tiers.show(agent="g", user="alice")
+    buffer = io.StringIO()
+    export_jsonl(source, buffer)
+    text = buffer.getvalue()
+    assert '"type":"tier"' in text and "4711" not in text  # secret pages stay home without clearance
+    target = Memory("memory://", embedder=HashingEmbedder(), clock=clock)
+    try:
+        report = import_jsonl(target, io.StringIO(text))
+        assert report.tiers > 0
+        after = target.tiers.show(agent="g", user="alice")
+        assert after.config == before.config and after.agent_type == "guides"
+        assert [p.id for p in after.stm] == [p.id for p in before.stm if p.sensitivity != "secret"]
+        assert {s.id for s, _ in after.segments} == {s.id for s, _ in before.segments}
+        assert after.user_persona == before.user_persona and after.agent_persona == before.agent_persona
+        assert after.system == before.system
+        again = import_jsonl(target, io.StringIO(text))
+        assert again.tiers == 0  # everything already there
+        only_bob = io.StringIO()
+        export_jsonl(source, only_bob, user="bob")
+        assert '"user":"alice"' not in only_bob.getvalue() and '"user":"bob"' in only_bob.getvalue()
+        bad = text.replace('"kind":"page"', '"kind":"pager"', 1)
+        with Memory("memory://", embedder=HashingEmbedder()) as empty:
+            with pytest.raises(InvalidInputError, match="tier kind"):
+                import_jsonl(empty, io.StringIO(bad))
+            assert empty.tiers.owners() == [] and empty.stats().total == 0  # nothing written
+    finally:
+        target.close()

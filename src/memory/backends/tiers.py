@@ -102,6 +102,10 @@ class TierStore(Protocol):
         """Store configuration overrides under ``key`` (replacing earlier ones)."""
         ...
 
+    def configs(self, namespace: str) -> dict[str, dict[str, Any]]:
+        """Every stored configuration record of a namespace, by key."""
+        ...
+
 
 #: A stored document: (kind, owner, id, JSON text).
 Doc = tuple[str, str, str, str]
@@ -187,3 +191,7 @@ class DocumentTierStore:
     def set_config(self, namespace: str, key: str, values: dict[str, Any]) -> None:
         """Store configuration overrides under ``key`` (replacing earlier ones)."""
         self._apply(namespace, [("config", "", key, json.dumps(values, sort_keys=True))], [])
+
+    def configs(self, namespace: str) -> dict[str, dict[str, Any]]:
+        """Every stored configuration record of a namespace, by key."""
+        return {key: json.loads(data) for _, key, data in self._list(namespace, "config", "")}
