@@ -1,5 +1,5 @@
 # `make demo` and `make test` set everything up themselves (a .venv in this folder).
-.PHONY: setup demo test test-fast test-llm bench-locomo bench-speed bench-context bench-tiers clean
+.PHONY: setup demo test test-fast test-llm pg-start pg-stop bench-locomo bench-speed bench-context bench-tiers clean
 
 VENV := .venv
 STAMP := $(VENV)/.installed
@@ -13,8 +13,17 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/python examples/demo.py
 
+# A real PostgreSQL (scripts/pg.sh) runs for the duration of the tests; the postgres
+# tests never skip here (MEMORY_REQUIRE_POSTGRES=1) and the server stops even on failure.
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest
+	pgenv="$$(./scripts/pg.sh start)" && eval "$$pgenv" && export MEMORY_REQUIRE_POSTGRES=1 && \
+	  { $(VENV)/bin/python -m pytest $(PYTEST_ARGS); rc=$$?; ./scripts/pg.sh stop; exit $$rc; }
+
+pg-start: $(STAMP)
+	./scripts/pg.sh start
+
+pg-stop:
+	./scripts/pg.sh stop
 
 test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest -m "not slow"

@@ -18,6 +18,7 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     monkeypatch.setenv("MEMORY_CONFIG", str(home / "config" / "memory" / "config.toml"))
     for name in (
         "MEMORY_DATABASE",
+        "MEMORY_DSN",
         "MEMORY_NAMESPACE",
         "MEMORY_EMBEDDER",
         "MEMORY_EMBEDDER_OPTIONS",

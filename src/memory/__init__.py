@@ -14,6 +14,7 @@ from memory.episodic.summarize import ExtractiveSummarizer, Summarizer
 from memory.episodic.types import Block, BlockChange, Message, MessageHit, ThreadInfo
 from memory.errors import (
     AgentError,
+    AuthenticationError,
     BlockLimitError,
     ConfigError,
     ContextBudgetError,
@@ -26,6 +27,7 @@ from memory.errors import (
     LLMError,
     LLMOutputError,
     NotFoundError,
+    PermissionDeniedError,
     ProviderError,
     SchemaError,
     StorageError,
@@ -82,5 +84,7 @@ __all__ = [
     "BlockChange",
     "Summarizer",
     "ExtractiveSummarizer",
+    "AuthenticationError",
+    "PermissionDeniedError",
     "__version__",
 ]

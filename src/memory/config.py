@@ -4,7 +4,8 @@ Precedence: objects passed to ``Memory(...)`` > explicit settings > ``MEMORY_*``
 environment variables > the config file > defaults. The environment and the
 file are read when settings are built, never at import time.
 
-Environment variables: ``MEMORY_CONFIG`` (config file path), ``MEMORY_DATABASE``,
+Environment variables: ``MEMORY_CONFIG`` (config file path), ``MEMORY_DATABASE``
+(alias ``MEMORY_DSN``),
 ``MEMORY_NAMESPACE``, ``MEMORY_EMBEDDER`` (provider name),
 ``MEMORY_EMBEDDER_OPTIONS`` (JSON object), ``MEMORY_RETRIEVAL`` (preset name),
 ``MEMORY_LLM`` (LLM provider name), ``MEMORY_LLM_OPTIONS`` (JSON object),
@@ -34,6 +35,7 @@ __all__ = [
     "Limits",
     "ExtractionSettings",
     "ChatSettings",
+    "ServerSettings",
     "Settings",
     "load_settings",
     "config_path",
@@ -92,6 +94,24 @@ class ChatSettings(BaseModel):
     system: str | None = None
 
 
+class ServerSettings(BaseModel):
+    """Settings shared by ``memory serve`` (REST) and ``memory mcp --http`` (the ``[server]`` table).
+
+    ``require_keys`` False is for local development only (the CLI refuses it
+    on a non-loopback host). ``cors_origins`` empty means no CORS headers.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=0, le=65535)
+    mcp_port: int = Field(8766, ge=0, le=65535)
+    require_keys: bool = True
+    max_body_bytes: int = Field(1_048_576, ge=1024)
+    cors_origins: tuple[str, ...] = ()
+    threads: int = Field(8, ge=1, le=256)
+
+
 class Settings(BaseModel):
     """Everything a Memory needs to open a store."""
 
@@ -107,6 +127,7 @@ class Settings(BaseModel):
     chat: ChatSettings = ChatSettings()
     #: Where message media files go; default: ``<database file>.media`` next to a SQLite file.
     media_dir: str | None = None
+    server: ServerSettings = ServerSettings()
 
     def retrieval_config(self) -> RetrievalConfig:
         """The retrieval settings, resolving a preset name."""
@@ -143,8 +164,8 @@ def _from_file(path: Path) -> dict[str, Any]:
 
 def _from_env() -> dict[str, Any]:
     env: dict[str, Any] = {}
-    if value := os.environ.get("MEMORY_DATABASE"):
-        env["database"] = value
+    if value := os.environ.get("MEMORY_DATABASE") or os.environ.get("MEMORY_DSN"):
+        env["database"] = value  # MEMORY_DSN is an alias (e.g. postgresql://...); MEMORY_DATABASE wins
     if value := os.environ.get("MEMORY_NAMESPACE"):
         env["namespace"] = value
     if value := os.environ.get("MEMORY_RETRIEVAL"):

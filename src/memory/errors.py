@@ -9,6 +9,8 @@ Every error the public API raises derives from :class:`Error`; nothing else
     │   ├── BlockLimitError      a block would grow past its size limit
     │   └── ContextBudgetError   a token budget too small to hold a prompt
     ├── NotFoundError            an id that does not exist in this namespace
+    ├── AuthenticationError      no API key, or an unknown/revoked one (servers)
+    ├── PermissionDeniedError    the caller may not use that namespace/operation (servers)
     ├── ConfigError              unusable configuration or unknown provider
     │   ├── EmbeddingMismatchError  store built with another model/dimension
     │   └── StoreUnavailableError   the backend lacks a storage area (e.g. conversations)
@@ -44,6 +46,8 @@ __all__ = [
     "AgentError",
     "BlockLimitError",
     "StoreUnavailableError",
+    "AuthenticationError",
+    "PermissionDeniedError",
 ]
 
 
@@ -113,3 +117,11 @@ class StoreUnavailableError(ConfigError):
 
 class GraphUnavailableError(StoreUnavailableError):
     """The storage backend does not provide a graph store (``backend.graph``)."""
+
+
+class AuthenticationError(Error):
+    """A server request carried no API key, or an unknown or revoked one."""
+
+
+class PermissionDeniedError(Error, PermissionError):
+    """The caller is not allowed to do this (another namespace, a write with a read-only key, secrets)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, overload
 
 import numpy as np
@@ -35,6 +35,7 @@ from memory.records import (
     check_kind,
     check_metadata,
     check_name,
+    check_seconds,
     check_sensitivity,
     check_strings,
     check_tags,
@@ -42,6 +43,7 @@ from memory.records import (
     content_hash,
     ledger_entry,
     normalise_content,
+    offset_time,
 )
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, rank
@@ -87,15 +89,7 @@ MAX_LIMIT = 1_000
 def _ttl_to_expiry(ttl: object, now: datetime) -> datetime | None:
     if ttl is None:
         return None
-    if isinstance(ttl, timedelta):
-        seconds = ttl.total_seconds()
-    elif isinstance(ttl, (int, float)) and not isinstance(ttl, bool):
-        seconds = float(ttl)
-    else:
-        raise InvalidInputError("ttl must be seconds (a number) or a timedelta")
-    if not seconds > 0 or seconds != seconds or seconds == float("inf"):
-        raise InvalidInputError("ttl must be a positive, finite number of seconds")
-    return now + timedelta(seconds=seconds)
+    return offset_time(now, check_seconds(ttl, "ttl"), "ttl")
 
 
 def _check_limit(limit: object, what: str = "limit") -> int:

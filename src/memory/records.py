@@ -12,7 +12,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,8 @@ from memory.ids import new_id
 from memory.types import SENSITIVITY_LEVELS, LedgerEntry, LedgerOp, MemoryItem
 
 __all__ = [
+    "check_seconds",
+    "offset_time",
     "content_hash",
     "normalise_content",
     "check_encodable",
@@ -213,6 +215,28 @@ def check_datetime(value: object, what: str) -> datetime | None:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
+
+
+
+def check_seconds(value: object, what: str) -> float:
+    """A positive, finite duration in seconds from a number or a timedelta; InvalidInputError otherwise."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        raise InvalidInputError(f"{what} must be seconds (a number) or a timedelta")
+    if not seconds > 0 or seconds == float("inf"):
+        raise InvalidInputError(f"{what} must be a positive, finite number of seconds")
+    return seconds
+
+
+def offset_time(at: datetime, seconds: float, what: str) -> datetime:
+    """``at`` moved by ``seconds`` (may be negative); InvalidInputError when it leaves the calendar."""
+    try:
+        return at + timedelta(seconds=seconds)
+    except OverflowError:
+        raise InvalidInputError(f"{what} of {abs(seconds):g} seconds is too large for the calendar") from None
 
 
 def check_sensitivity(value: object) -> str:

@@ -33,6 +33,7 @@ _BUILTIN: dict[str, dict[str, str]] = {
     "backend": {
         "inmemory": "memory.backends.inmemory:InMemoryBackend",
         "sqlite": "memory.backends.sqlite:SQLiteBackend",
+        "postgres": "memory.backends.postgres:PostgresBackend",
     },
 }
 _GROUPS = {"embedder": "memory.embedders", "backend": "memory.backends", "llm": "memory.llms"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -11,8 +12,9 @@ from memory import Memory
 from memory.backends.base import Backend
 from memory.embedders.hashing import HashingEmbedder
 from memory.registry import create
+from pg_support import drop_test_schemas, postgres_dsn, schema_for
 
-BACKENDS = ["inmemory", "sqlite"]
+BACKENDS = ["inmemory", "sqlite", "postgres"]
 
 
 def make_backend(name: str, tmp_path: Path) -> Backend:
@@ -21,9 +23,19 @@ def make_backend(name: str, tmp_path: Path) -> Backend:
         backend: Backend = create("backend", "inmemory")
     elif name == "sqlite":
         backend = create("backend", "sqlite", {"path": str(tmp_path / "contract.db")})
+    elif name == "postgres":  # one schema per test: a fresh store that a second open sees again
+        backend = create("backend", "postgres", {"dsn": postgres_dsn(), "schema": schema_for(tmp_path)})
     else:  # pragma: no cover - new backends add a branch here
         raise AssertionError(name)
     return backend
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_postgres_schemas() -> Iterator[None]:
+    """Remove the per-test schemas when the session ends."""
+    yield
+    if dsn := os.environ.get("MEMORY_TEST_DSN"):
+        drop_test_schemas(dsn)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -56,9 +68,7 @@ def make_memory(
     def factory(**kwargs: object) -> Memory:
         kwargs.setdefault("embedder", HashingEmbedder())
         kwargs.setdefault("clock", clock)
-        backend = make_backend(backend_name, tmp_path) if not opened or backend_name == "inmemory" else None
-        if backend is None:
-            backend = create("backend", "sqlite", {"path": str(tmp_path / "contract.db")})
+        backend = make_backend(backend_name, tmp_path)
         mem = Memory(backend=backend, **kwargs)  # type: ignore[arg-type]
         opened.append(mem)
         return mem

@@ -68,6 +68,8 @@ def test_append_assigns_turns_and_never_waits_for_the_embedder(cmem: Memory, cou
         (("t1", "hi"), {"ttl": 5, "expires_at": "2030-01-01T00:00:00"}, "not both"),
         (("t1", "hi"), {"colour": "red"}, "unknown field"),
         (("t1", "hi"), {"sensitivity": "top"}, "sensitivity"),
+        (("t1", "hi"), {"ttl": 7.3e265}, "too large"),
+        (("t1", "hi"), {"ttl": float("nan")}, "positive, finite"),
     ],
 )
 def test_bad_messages_are_rejected_and_change_nothing(

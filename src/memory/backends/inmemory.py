@@ -356,3 +356,16 @@ class InMemoryBackend:
         with self._lock:
             items = sorted(self._matching(flt), key=lambda i: (i.created_at, i.id))
         yield from items
+
+    # -- ledger transfer (memory migrate) ------------------------------------
+    def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
+        """Every ledger entry of every namespace, in the order recorded."""
+        del batch_size
+        with self._lock:
+            entries = builtins.list(self._ledger)
+        yield from entries
+
+    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
+        """Append ledger entries as they are (copying a store's history)."""
+        with self._lock:
+            self._ledger.extend(entries)

@@ -15,7 +15,8 @@ import json
 import re
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,7 +191,24 @@ def database_url(backend: str, directory: Path, name: str) -> str:
         return f"sqlite:///{(directory / f'{name}.db').resolve()}"
     if backend == "inmemory":
         return "memory://"
-    raise InvalidInputError(f"unknown backend {backend!r}; use 'sqlite' or 'inmemory'")
+    raise InvalidInputError(f"unknown backend {backend!r}; use 'sqlite', 'inmemory' or 'postgres'")
+
+
+@contextmanager
+def fresh_store(backend: str, directory: Path, name: str, dsn: str | None = None) -> Iterator[str]:
+    """The URL of a fresh store for ``backend``; 'postgres': a scratch database on ``dsn``'s server, dropped after."""
+    if backend != "postgres":
+        yield database_url(backend, directory, name)
+        return
+    if not dsn:
+        raise InvalidInputError("the postgres backend needs a server: pass dsn (--dsn, or MEMORY_BENCH_DSN)")
+    from memory.backends.postgres.admin import drop_database, scratch_database
+
+    url = scratch_database(dsn, f"memory_bench_{name}")
+    try:
+        yield url
+    finally:
+        drop_database(url)
 
 
 def _store_conversation(
@@ -229,13 +247,15 @@ def run_locomo(
     limit_conversations: int | None = None,
     progress: Callable[[int, int, str], None] | None = None,
     extract: bool = False,
+    dsn: str | None = None,
 ) -> LocomoResult:
     """Run the benchmark; returns per-question metrics and latencies.
 
     ``data`` is a path to a LoCoMo JSON file or loaded conversations;
     ``embedder`` a provider name or instance (created once, shared by all
     conversations); ``backend`` 'sqlite' (a file per conversation in a temp
-    dir) or 'inmemory'; ``preset`` a retrieval preset name, with its RRF
+    dir), 'inmemory' or 'postgres' (a scratch database per conversation on
+    ``dsn``'s server, dropped afterwards); ``preset`` a retrieval preset name, with its RRF
     constant replaced by ``rrf_k`` when given; ``extract`` runs extraction
     (the configured LLM, heuristic by default) inline at ingest, which the
     graph channel needs. Raises
@@ -265,8 +285,10 @@ def run_locomo(
             if progress is not None:
                 progress(index, len(conversations), conv.sample_id)
             namespace = f"locomo-{conv.sample_id}"
-            url = database_url(backend, Path(tmp), conv.sample_id)
-            with Memory(url, embedder=model, settings=settings.model_copy(update={"database": url})) as mem:
+            with (
+                fresh_store(backend, Path(tmp), conv.sample_id, dsn) as url,
+                Memory(url, embedder=model, settings=settings.model_copy(update={"database": url})) as mem,
+            ):
                 started = time.perf_counter()
                 turns_of = _store_conversation(mem, conv, namespace, extract)
                 result.ingest_seconds += time.perf_counter() - started

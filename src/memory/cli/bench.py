@@ -83,6 +83,13 @@ def bench() -> None:
     """
 
 
+_DSN_OPTION = click.option(
+    "--dsn", metavar="URL", envvar="MEMORY_BENCH_DSN",
+    help="PostgreSQL server for --backend postgres (a scratch database is created there and dropped) "
+    "[env: MEMORY_BENCH_DSN].",
+)  # fmt: skip
+
+
 @bench.command("locomo")
 @click.option("--data", type=_DATA_TYPE, help=f"LoCoMo JSON file [default: {_DEFAULT_DATA} if it exists].")
 @click.option("--embedder", metavar="NAME", help="Embedder provider (auto, minilm, hashing, …) [default: auto].")
@@ -94,9 +101,11 @@ def bench() -> None:
     help="Override the preset's RRF constant (e.g. to sweep it).",
 )  # fmt: skip
 @click.option(
-    "--backend", type=click.Choice(["sqlite", "inmemory"]), default="sqlite", show_default=True,
-    help="Store per conversation: a SQLite file in a temp dir, or in process memory.",
+    "--backend", type=click.Choice(["sqlite", "inmemory", "postgres"]), default="sqlite", show_default=True,
+    help="Store per conversation: a SQLite file in a temp dir, in process memory, or a scratch PostgreSQL "
+    "database on --dsn's server.",
 )  # fmt: skip
+@_DSN_OPTION
 @click.option(
     "--limit-conversations", type=click.IntRange(min=1), metavar="N", help="Use only the first N conversations."
 )
@@ -116,6 +125,7 @@ def locomo(
     backend: str,
     limit_conversations: int | None,
     extract: bool,
+    dsn: str | None,
     as_json: bool,
     out: Path | None,
     quiet: bool,
@@ -140,6 +150,7 @@ def locomo(
             preset=preset,
             rrf_k=rrf_k,
             limit_conversations=limit_conversations,
+            dsn=dsn,
             progress=lambda done, total, name: note(f"conversation {done + 1}/{total}: {name}") if name else None,
             extract=extract,
         )
@@ -200,9 +211,11 @@ def _sizes(ctx: click.Context | None, param: click.Parameter | None, value: str)
     help="Store sizes to measure, comma-separated.",
 )
 @click.option(
-    "--backend", type=click.Choice(["sqlite", "inmemory"]), default="sqlite", show_default=True,
-    help="Backend of the measured store (a SQLite file in a temp dir, or in process memory).",
+    "--backend", type=click.Choice(["sqlite", "inmemory", "postgres"]), default="sqlite", show_default=True,
+    help="Backend of the measured store (a SQLite file in a temp dir, in process memory, or a scratch "
+    "PostgreSQL database on --dsn's server).",
 )  # fmt: skip
+@_DSN_OPTION
 @click.option(
     "--peer", type=click.Choice(["chroma", "lancedb", "none"]),
     help="Peer vector store run on the same texts, vectors and queries (needs its package) "
@@ -234,6 +247,10 @@ def _sizes(ctx: click.Context | None, param: click.Parameter | None, value: str)
     help="Where corpus embeddings are cached [default: the user cache dir, memory/bench].",
 )  # fmt: skip
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the text generator.")
+@click.option(
+    "--index-after-load", is_flag=True,
+    help="postgres: drop the HNSW index before each bulk load and rebuild it after (build time reported).",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
@@ -242,6 +259,7 @@ def speed(
     ctx: click.Context,
     sizes: list[int],
     backend: str,
+    dsn: str | None,
     peer: str | None,
     queries: int,
     k: int,
@@ -252,6 +270,7 @@ def speed(
     data: Path | None,
     cache_dir: Path | None,
     seed: int,
+    index_after_load: bool,
     as_json: bool,
     out: Path | None,
     quiet: bool,
@@ -288,6 +307,8 @@ def speed(
             cache_dir=cache_dir or Path(platformdirs.user_cache_dir("memory")) / "bench",
             seed=seed,
             progress=note,
+            dsn=dsn,
+            index_after_load=index_after_load,
         )
     _emit(report, format_speed(report), as_json=as_json, out=out)
 
@@ -352,3 +373,48 @@ def embedders(args: tuple[str, ...]) -> None:
     with _errors():
         code = main(list(args))
     sys.exit(code if isinstance(code, int) else 0)
+
+
+@bench.command("serve")
+@click.option("--clients", type=click.IntRange(min=1), default=50, show_default=True, help="Concurrent clients.")
+@click.option("--duration", type=click.FloatRange(min=0.5), default=20.0, show_default=True, help="Seconds of load.")
+@click.option("--url", metavar="URL", help="Drive this server instead of starting `memory serve` (needs --key).")
+@click.option("--key", metavar="KEY", help="API key for --url (scoped to namespaces load-0 … load-N or '*').")
+@click.option("--embedder", metavar="NAME", default="hashing", show_default=True, help="Embedder of the started server.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
+@click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
+def serve_load(
+    clients: int, duration: float, url: str | None, key: str | None, embedder: str, as_json: bool, out: Path | None
+) -> None:
+    """Load-test the REST API on loopback; report errors, p50/p95 latency, and lost writes.
+
+    Starts `memory serve` on a fresh SQLite file (unless --url), runs the
+    clients (remember / recall / get / list), then re-reads every write the
+    server acknowledged: 'missing' must be 0.
+
+    \b
+    Examples:
+      memory bench serve --clients 50 --duration 20
+      memory bench serve --url http://127.0.0.1:8765 --key "$KEY" --json
+    """
+    from memory.bench.serve import run_load
+
+    if url is not None and key is None:
+        raise click.UsageError("--url needs --key")
+    report = run_load(clients=clients, duration=duration, url=url, key=key, embedder=embedder)
+    lines = [
+        f"{report['requests']} requests in {report['duration_s']} s ({report['requests_per_s']}/s), "
+        f"{report['clients']} clients, errors {report['errors']}",
+        f"latency p50 {report['p50_ms']} ms, p95 {report['p95_ms']} ms, p99 {report['p99_ms']} ms",
+        *(f"  {op:<10} n={v['requests']:<6} errors={v['errors']:<3} p50={v['p50_ms']} ms p95={v['p95_ms']} ms"
+          for op, v in report["operations"].items()),
+        f"writes acknowledged {report['writes_acknowledged']}, verified {report['writes_verified']}, "
+        f"missing {report['missing']}",
+        f"load average before {report['loadavg_before']}, after {report['loadavg_after']}",
+    ]  # fmt: skip
+    if report.get("server_cpu_ms_per_request") is not None:
+        lines.append(f"CPU per request: server {report['server_cpu_ms_per_request']} ms, "
+                     f"load generator {report['client_cpu_ms_per_request']} ms")
+    _emit(report, "\n".join(lines), as_json=as_json, out=out)
+    if report["missing"] or report["errors"]:
+        raise click.ClickException(f"{report['errors']} errors, {report['missing']} acknowledged writes missing")

@@ -22,9 +22,12 @@ from memory.cli.bench import bench
 from memory.cli.bench_context import bench_context
 from memory.cli.common import GlobalOptions
 from memory.cli.context import chat, context
+from memory.cli.doctor import doctor
 from memory.cli.episodic import blocks, end_conversation, messages, namespaces, prune, sync, tail, threads, worker
 from memory.cli.graph import extract, graph, link
 from memory.cli.memories import forget, get, history, list_memories, recall, remember, stats
+from memory.cli.migrate import migrate
+from memory.cli.servers import keys, mcp, serve
 from memory.cli.setup import init
 from memory.cli.tiers import tiers
 from memory.cli.transfer import export, import_memories
@@ -97,6 +100,8 @@ Examples:
   memory recall "what does alice like?" --user alice
   memory list --user alice --json
   memory export --out backup.jsonl && memory import backup.jsonl
+  memory mcp                      (MCP server on stdio, for Claude Desktop)
+  memory serve                    (REST API; keys: memory keys create)
 
 Settings come from flags, then MEMORY_* environment variables, then the
 config file (`memory init` writes it), then defaults.
@@ -106,7 +111,8 @@ config file (`memory init` writes it), then defaults.
 @click.group("memory", cls=MemoryGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db", "database", metavar="URL",
-    help="Database: sqlite:///rel.db, sqlite:////abs.db, a file path, or memory:// [env: MEMORY_DATABASE].",
+    help="Database: sqlite:///rel.db, sqlite:////abs.db, a file path, postgresql://..., or memory:// "
+    "[env: MEMORY_DATABASE or MEMORY_DSN].",
 )  # fmt: skip
 @click.option("--namespace", "-n", metavar="NS", help="Namespace (tenant) to work in [env: MEMORY_NAMESPACE].")
 @click.option(
@@ -138,6 +144,8 @@ bench.add_command(bench_context)
 for command in (messages, tail, threads, namespaces, blocks, end_conversation, sync, prune, worker):
     cli.add_command(command)
 cli.add_command(tiers)
+for command in (serve, mcp, keys, doctor, migrate):
+    cli.add_command(command)
 
 
 class _OneLineFormatter(logging.Formatter):

@@ -1,14 +1,17 @@
 """``memory init``: write the config file and create the database.
 
-Non-interactive: it never prompts when stdin is not a terminal, and today it
-has nothing to ask. Database detection is an extension point:
-:data:`DATABASE_DETECTORS` holds functions that propose a database (e.g. a
-local PostgreSQL, in a later change); with none registered, or none finding
-anything, ``init`` uses a SQLite file in the user's data dir.
+Non-interactive: it never prompts when stdin is not a terminal. Database
+detection is an extension point: :data:`DATABASE_DETECTORS` holds functions
+that propose a database; with none registered, or none finding anything,
+``init`` uses a SQLite file in the user's data dir. A local PostgreSQL
+(socket or 127.0.0.1) is looked for when none is given: ``--postgres`` uses
+it (creating the database and the ``vector`` extension), a terminal user is
+asked, and otherwise SQLite stays the default and init says what it found.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +55,37 @@ def _detect() -> DatabaseCandidate:
     return DatabaseCandidate(default_database_url(), "SQLite file in the user data dir")
 
 
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _local_postgres(wanted: bool, name: str, *, interactive: bool, notes: list[str]) -> DatabaseCandidate | None:
+    """The local PostgreSQL as init's database when wanted (or accepted at the prompt), prepared for use."""
+    from memory.backends.postgres.admin import create_database, detect_local
+
+    server = detect_local()
+    if server is None:
+        if wanted:
+            raise ConfigError(
+                "no local PostgreSQL accepted a connection (tried $PGHOST, the usual sockets and 127.0.0.1 on "
+                "$PGPORT or 5432); start one, or give --db postgresql://..."
+            )
+        return None
+    found = f"PostgreSQL {server.version} at {server.via} as {server.user}"
+    if not wanted:
+        if not interactive:
+            notes.append(f"found {found}; `memory init --postgres` would use it (kept SQLite)")
+            return None
+        wanted = click.confirm(
+            f"Found {found}. Use it (creates database {name!r} and the vector extension)?", default=False
+        )
+        if not wanted:
+            return None
+    created = create_database(server, name)
+    verb = "created" if created else "existing"
+    return DatabaseCandidate(server.url(name), f"local {found}, {verb} database {name!r}")
+
+
 def _absolute(url: str) -> str:
     """The URL with a SQLite path made absolute, so the config works from any directory."""
     name, options = backend_name_for(url)
@@ -84,13 +118,30 @@ def _resolve_embedder(name: str) -> tuple[str, str | None]:
 @click.option(
     "--embedder", metavar="NAME", help="Embedder provider (default: auto — MiniLM if installed, else hashing)."
 )
+@click.option(
+    "--postgres", "use_postgres", is_flag=True,
+    help="Use the local PostgreSQL found on a socket or 127.0.0.1: create the database and pgvector extension.",
+)  # fmt: skip
+@click.option(
+    "--pg-database", default="memory", show_default=True, metavar="NAME",
+    help="Database name to create on the local PostgreSQL (with --postgres).",
+)  # fmt: skip
 @click.option("--force", is_flag=True, help="Overwrite an existing config file.")
 @click.option(
     "--yes", "-y", is_flag=True, help="Accept every default without asking (init never asks without a terminal)."
 )
 @json_option
 @click.pass_context
-def init(ctx: click.Context, database: str | None, embedder: str | None, force: bool, yes: bool, as_json: bool) -> None:
+def init(
+    ctx: click.Context,
+    database: str | None,
+    embedder: str | None,
+    use_postgres: bool,
+    pg_database: str,
+    force: bool,
+    yes: bool,
+    as_json: bool,
+) -> None:
     """Write the config file and create the database.
 
     The config goes to the user config dir (or --config / MEMORY_CONFIG);
@@ -100,15 +151,22 @@ def init(ctx: click.Context, database: str | None, embedder: str | None, force: 
     Examples:
       memory init
       memory init --db ~/agents/memory.db --embedder hashing
+      memory init --postgres --pg-database agents
+      memory init --db postgresql://me@db.example/memory
       memory --config ./memory.toml init --force --json
     """
-    del yes  # nothing to confirm yet; accepted so scripts can pass it
     options = global_options(ctx)
     target = config_file(options)
     if target.exists() and not force:
         raise ConfigError(f"config file {target} already exists; use --force to overwrite it")
     chosen = database or options.database
-    candidate = DatabaseCandidate(chosen, "given") if chosen else _detect()
+    if chosen and use_postgres:
+        raise click.UsageError("--postgres uses the detected local server; leave out --db (or drop --postgres)")
+    notes: list[str] = []
+    local = None
+    if not chosen:
+        local = _local_postgres(use_postgres, pg_database, interactive=not yes and _interactive(), notes=notes)
+    candidate = DatabaseCandidate(chosen, "given") if chosen else (local or _detect())
     url = _absolute(candidate.url)
     provider, note = _resolve_embedder(embedder or options.embedder or "auto")
 
@@ -139,6 +197,7 @@ def init(ctx: click.Context, database: str | None, embedder: str | None, force: 
         "embedder": provider,
         "embedding_model": model,
         "embedding_dim": stats.embedding_dim,
+        "notes": notes,
     }
     if as_json:
         emit_json(report)
@@ -150,3 +209,5 @@ def init(ctx: click.Context, database: str | None, embedder: str | None, force: 
     )
     if note:
         info(note)
+    for line in notes:
+        info(line)

@@ -13,7 +13,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +28,11 @@ from memory.records import (
     check_encodable,
     check_metadata,
     check_name,
+    check_seconds,
     check_sensitivity,
     check_tags,
     normalise_content,
+    offset_time,
 )
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, recency_factor
@@ -74,18 +76,6 @@ def default_media_dir(backend: Backend, configured: str | None) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("memory")) / "media"
-
-
-def _seconds(value: object, what: str) -> float:
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        raise InvalidInputError(f"{what} must be seconds (a number) or a timedelta")
-    if not seconds > 0 or seconds == float("inf"):
-        raise InvalidInputError(f"{what} must be a positive, finite number of seconds")
-    return seconds
 
 
 def _positive(value: object, what: str, maximum: int = MAX_RECENT) -> int:
@@ -162,7 +152,7 @@ class Messages:
         if fields.get("ttl") is not None:
             if expires_at is not None:
                 raise InvalidInputError("give ttl or expires_at, not both")
-            expires_at = now + timedelta(seconds=_seconds(fields["ttl"], "ttl"))
+            expires_at = offset_time(now, check_seconds(fields["ttl"], "ttl"), "ttl")
         speaker = fields.get("speaker")
         return Message(
             id=new_id(),
@@ -401,7 +391,7 @@ class Messages:
             if isinstance(older_than, (datetime, str)):
                 cutoff = check_datetime(older_than, "older_than")
             else:
-                cutoff = self._mem.now() - timedelta(seconds=_seconds(older_than, "older_than"))
+                cutoff = offset_time(self._mem.now(), -check_seconds(older_than, "older_than"), "older_than")
         return before_turn, cutoff
 
     def archive(

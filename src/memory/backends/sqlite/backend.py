@@ -655,3 +655,25 @@ class SQLiteBackend:
             if len(rows) < batch_size:
                 return
             after = (float(rows[-1][-1]), str(rows[-1][0]))
+
+    # -- ledger transfer (memory migrate) ------------------------------------
+    def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
+        """Every ledger entry of every namespace, in the order recorded, read in batches."""
+        after = 0
+        while True:
+            with self._read() as conn:
+                rows = conn.execute(
+                    f"SELECT {', '.join(LEDGER_COLUMNS)}, seq FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?",
+                    (after, batch_size),
+                ).fetchall()
+            for row in rows:
+                yield row_to_ledger(row[:-1])
+            if len(rows) < batch_size:
+                return
+            after = int(rows[-1][-1])
+
+    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
+        """Append ledger entries as they are, in one transaction (copying a store's history)."""
+        if entries:
+            with self._write() as conn:
+                conn.executemany(_INSERT_LEDGER, [ledger_values(entry) for entry in entries])

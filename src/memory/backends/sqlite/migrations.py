@@ -21,6 +21,7 @@ Schema (times are REAL epoch seconds, UTC; list/dict fields are JSON text):
 * ``meta`` — key/value facts about the store.
 * ``graph_*`` — entities (+ normalised name/alias keys), relations (+ their source
   memories), mentions and memory links; see :mod:`memory.backends.graph`.
+* ``api_keys`` — hashed API keys of the servers (see :mod:`memory.backends.sqlite.keys`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory.backends.sqlite.keys import API_KEYS_MIGRATION
 from memory.errors import SchemaError
 
 __all__ = ["Migration", "MIGRATIONS", "apply_migrations", "applied_migrations", "create_space_tables"]
@@ -333,8 +335,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0004_vector_spaces", _VECTORS),
     Migration("0005_item_claims", _ITEM_CLAIMS),
     Migration("0006_episodic", _EPISODIC),
-    Migration("0007_graph", _GRAPH),
-    Migration("0008_tiers", _TIERS),
+    Migration("0007_api_keys", API_KEYS_MIGRATION),
+    Migration("0008_graph", _GRAPH),
+    Migration("0009_tiers", _TIERS),
 )
 
 

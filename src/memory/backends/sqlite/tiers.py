@@ -1,4 +1,4 @@
-"""The SQLite :class:`~memory.backends.tiers.TierStore`: JSON documents in ``tier_records`` (migration 0008_tiers).
+"""The SQLite :class:`~memory.backends.tiers.TierStore`: JSON documents in ``tier_records`` (migration 0009_tiers).
 
 Runs on its backend's connection, lock, transactions and error mapping.
 """

@@ -1,0 +1,137 @@
+"""Copy a whole store from one backend to another, losslessly — ``memory migrate``.
+
+Unlike export/import (which works through the facade, one namespace, no
+ledger), this copies below the facade: every namespace, every item with all
+its fields (ids, times, access statistics, sensitivity including secrets,
+embedding status), the vector of each item in its model's space, and the
+whole ledger (also the history of deleted items) in the order recorded.
+
+The destination must be empty: a copy never merges into an existing store.
+Each item is written together with its own ``add`` ledger entry (the
+backend contract writes an item and its ledger entry in one transaction);
+the other ledger entries follow in their original order, so every item's
+history reads the same in both stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol, runtime_checkable
+
+from memory.backends.base import Backend, NewRecord
+from memory.errors import ConfigError
+from memory.filters import Filter
+from memory.records import ledger_entry
+from memory.types import LedgerEntry, MemoryItem
+
+__all__ = ["LedgerTransfer", "CopyReport", "copy_store"]
+
+_BATCH = 500
+
+#: ``on_progress(items_done, items_total)``, called after each batch.
+ProgressCallback = Callable[[int, int], None]
+
+
+@runtime_checkable
+class LedgerTransfer(Protocol):
+    """What a backend offers beyond the contract so its ledger can be copied whole."""
+
+    def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
+        """Every ledger entry of every namespace, in the order recorded."""
+        ...
+
+    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
+        """Append ledger entries as they are."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CopyReport:
+    """What a copy wrote: items, vectors, ledger entries, namespaces and vector spaces."""
+
+    items: int
+    vectors: int
+    ledger_entries: int
+    namespaces: int
+    vector_spaces: int
+    synthesised_add_entries: int
+
+
+def _everything(namespace: str, now: datetime) -> Filter:
+    return Filter(namespace=namespace, clearance="secret", include_expired=True, include_invalid=True, now=now)
+
+
+def _batches(items: Iterator[MemoryItem], size: int) -> Iterator[list[MemoryItem]]:
+    batch: list[MemoryItem] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def copy_store(src: Backend, dst: Backend, *, on_progress: ProgressCallback | None = None) -> CopyReport:
+    """Copy every namespace of ``src`` into the empty store ``dst``; return what was written.
+
+    Raises ConfigError when a backend cannot stream or write its ledger, or
+    when ``dst`` already holds memories or ledger entries.
+    """
+    for role, backend in (("source", src), ("destination", dst)):
+        if not isinstance(backend, LedgerTransfer):
+            raise ConfigError(
+                f"the {role} backend {backend.name!r} cannot copy its ledger (no iter_ledger/write_ledger)"
+            )
+    assert isinstance(src, LedgerTransfer) and isinstance(dst, LedgerTransfer)
+    if dst.namespaces() or next(iter(dst.iter_ledger(batch_size=1)), None) is not None:
+        raise ConfigError("the destination store is not empty; migrate copies into a new, empty store only")
+    now = datetime.now(UTC)
+    spaces = src.vector_spaces()
+    for space in spaces:
+        dst.ensure_vector_space(space.model, space.dim)
+    models = {space.model for space in spaces}
+    namespaces = src.namespaces()
+    total = sum(src.count(_everything(ns, now)) for ns in namespaces)
+    done = vectors = synthesised = 0
+    used: set[str] = set()
+    for namespace in namespaces:
+        for batch in _batches(src.iter_items(_everything(namespace, now), batch_size=_BATCH), _BATCH):
+            found: dict[str, object] = {}
+            for model in {i.embedding_model for i in batch if i.embedding_model in models}:
+                ids = [i.id for i in batch if i.embedding_model == model]
+                found.update(src.get_vectors(namespace, str(model), ids))
+            records: list[NewRecord] = []
+            for item in batch:
+                adds = [e for e in src.history(namespace, item.id) if e.op == "add"]
+                if adds:
+                    entry = adds[0]
+                    used.add(entry.id)
+                else:  # a store without the item's add entry: record one, and say so
+                    entry = ledger_entry("add", item.id, namespace, item.created_at, after=item, reason="migrate")
+                    synthesised += 1
+                vector = found.get(item.id)
+                records.append(NewRecord(item, vector, entry))  # type: ignore[arg-type]
+                vectors += vector is not None
+            results = dst.add(records)
+            if not all(r.created for r in results):
+                raise ConfigError("the destination deduplicated an item while copying; it was not empty")
+            done += len(batch)
+            if on_progress is not None:
+                on_progress(done, total)
+    ledger = synthesised
+    pending: list[LedgerEntry] = []
+    for entry in src.iter_ledger():
+        if entry.id in used:
+            ledger += 1
+            continue
+        pending.append(entry)
+        if len(pending) >= _BATCH:
+            dst.write_ledger(pending)
+            ledger += len(pending)
+            pending = []
+    dst.write_ledger(pending)
+    ledger += len(pending)
+    return CopyReport(done, vectors, ledger, len(namespaces), len(spaces), synthesised)

@@ -1,0 +1,845 @@
+"""`PostgresBackend`: the store for scale — pgvector HNSW, tsvector/GIN with BM25, a connection pool.
+
+Every write is one transaction on a pooled connection (the item, its tags,
+its generated tsvector, its vector, its ledger entry and the namespace's
+lexical statistics). Dedup is atomic across processes: a transaction-scoped
+advisory lock per (scope, content hash) is taken, in sorted order, before
+the check. The channel queries of ``hybrid_search_v1`` run as server-side
+prepared statements; fusion stays in :mod:`memory.retrieval.fusion`, so this
+backend and SQLite rank identically given the same channel results. Job
+claims use ``FOR UPDATE SKIP LOCKED`` so any number of workers share the work.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import math
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from memory.backends.base import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
+from memory.backends.postgres.codec import (
+    INSERT_COLUMNS,
+    ITEM_COLUMNS,
+    ITEM_SELECT,
+    LEDGER_SELECT,
+    item_values,
+    ledger_values,
+    parse_vector,
+    row_to_item,
+    row_to_ledger,
+    vector_text,
+)
+from memory.backends.postgres.connection import (
+    SCHEMA_PATTERN,
+    check_pgvector,
+    driver_errors,
+    load_driver,
+    redact,
+    session_options,
+)
+from memory.backends.postgres.migrations import HNSW_MAX_DIM, apply_migrations, create_space_table, space_table
+from memory.backends.postgres.queries import HYBRID_SEARCH_V1_LEXICAL, hybrid_search_v1_vector
+from memory.backends.postgres.sql import compile_filter, storable, text_list
+from memory.errors import (
+    ConfigError,
+    EmbeddingMismatchError,
+    InvalidInputError,
+    InvalidVectorError,
+    NotFoundError,
+    StorageError,
+)
+from memory.filters import Filter
+from memory.types import LedgerEntry, MemoryItem
+
+__all__ = ["PostgresBackend"]
+
+_GROUP_COLUMNS = {"kind": "i.kind", "sensitivity": "i.sensitivity", "embedding_status": "i.embedding_status"}
+_EMBEDDING_STATUSES = ("done", "pending", "failed", "skipped")
+_INSERT_ITEM = f"INSERT INTO items ({INSERT_COLUMNS}) VALUES ({', '.join('%s' for _ in range(len(ITEM_COLUMNS) + 1))})"
+_UPDATE_ITEM = (
+    "UPDATE items SET "
+    + ", ".join(f"{c} = %s" for c in INSERT_COLUMNS.split(", "))
+    + " WHERE namespace = %s AND id = %s"
+)
+_INSERT_LEDGER = 'INSERT INTO ledger (id, namespace, item_id, op, at, "before", "after", reason) VALUES ' + (
+    "(%s, %s, %s, %s, %s, %s, %s, %s)"
+)
+_SPACE_LOCK = 7_361_120_101
+#: Seconds a namespace's "more vectors than exact_limit" answer is reused.
+_SIZE_TTL = 5.0
+
+
+class _Space:
+    __slots__ = ("space_id", "model", "dim", "table")
+
+    def __init__(self, space_id: int, model: str, dim: int) -> None:
+        self.space_id, self.model, self.dim, self.table = space_id, model, dim, space_table(space_id)
+
+
+def _lock_key(item: MemoryItem) -> int:
+    raw = "\x1f".join(
+        [item.namespace, item.user or "\x00", item.agent or "\x00", item.thread or "\x00", item.content_hash]
+    )
+    return int.from_bytes(
+        hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big", signed=True
+    )
+
+
+def _live(candidates: Sequence[tuple[Any, ...]], created_at: datetime) -> str | None:
+    """The oldest of ``(id, created_at, expires_at, valid_to)`` rows still live at ``created_at``."""
+    live = [
+        (row[1], row[0])
+        for row in candidates
+        if (row[2] is None or row[2] > created_at) and (row[3] is None or row[3] > created_at)
+    ]
+    return str(min(live)[1]) if live else None
+
+
+class PostgresBackend:
+    """Memory store in a PostgreSQL database with pgvector; safe for many threads, processes and hosts."""
+
+    name = "postgres"
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str | None = None,
+        pool_size: int = 8,
+        exact_limit: int = 5000,
+        ef_search: int = 100,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        """Connect to ``dsn`` (``postgresql://…``), apply missing migrations and open a pool.
+
+        ``schema`` puts the store in its own PostgreSQL schema (created if
+        missing; several stores can share one database). ``exact_limit`` is
+        the number of vectors in a namespace up to which vector search scans
+        exactly; above it the HNSW index is used with ``ef_search``
+        candidates (more means better recall, slower). Raises ConfigError
+        (driver or pgvector missing, bad options), SchemaError (store from a
+        newer version) or StorageError (server unreachable).
+        """
+        psycopg = load_driver()
+        from psycopg_pool import ConnectionPool
+
+        if schema is not None and not SCHEMA_PATTERN.match(schema):
+            raise ConfigError(f"schema {schema!r} is not a plain lower-case identifier")
+        for label, value, low in (
+            ("pool_size", pool_size, 1),
+            ("exact_limit", exact_limit, 0),
+            ("ef_search", ef_search, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InvalidInputError(f"{label} must be an integer >= {low}, got {value!r}")
+        self.dsn = dsn
+        self.schema = schema
+        self._where = redact(dsn) + (f" (schema {schema})" if schema else "")
+        self._exact_limit = exact_limit
+        self._ef_search = ef_search
+        self._lock = threading.Lock()
+        self._spaces: dict[str, _Space] = {}
+        self._sizes: dict[tuple[int, str], tuple[bool, float]] = {}
+        self._pool: Any = None
+        kwargs: dict[str, Any] = {
+            "options": session_options(schema, ef_search=ef_search),
+            "connect_timeout": max(1, int(connect_timeout)),
+        }
+        with self._errors():
+            with psycopg.connect(dsn, autocommit=True, **kwargs) as conn:
+                if schema is not None:
+                    exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+                    if exists is None:
+                        try:
+                            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+                        except psycopg.errors.UniqueViolation:
+                            pass  # another process created it at the same moment
+                apply_migrations(conn)
+                self.pgvector_version = check_pgvector(conn)
+            self._pool = ConnectionPool(
+                dsn,
+                min_size=1,
+                max_size=pool_size,
+                kwargs={**kwargs, "autocommit": True},
+                open=True,
+                timeout=30.0,
+                name=f"memory-{schema or 'public'}",
+            )
+
+    def __repr__(self) -> str:
+        return f"PostgresBackend({self._where!r})"
+
+    def __enter__(self) -> PostgresBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plumbing ----------------------------------------------------------
+    def _errors(self) -> Any:
+        return driver_errors(self._where)
+
+    @contextmanager
+    def _read(self) -> Iterator[Any]:
+        """A pooled connection in autocommit mode: each statement is its own snapshot (one round trip)."""
+        pool = self._pool
+        if pool is None:
+            raise StorageError(f"the postgres backend for {self._where} is closed")
+        with self._errors(), pool.connection() as conn:
+            yield conn
+
+    @contextmanager
+    def _tx(self) -> Iterator[Any]:
+        """One transaction on a pooled connection: committed when the block succeeds, rolled back otherwise."""
+        pool = self._pool
+        if pool is None:
+            raise StorageError(f"the postgres backend for {self._where} is closed")
+        with self._errors(), pool.connection() as conn:
+            with conn.transaction():
+                yield conn
+
+    def close(self) -> None:
+        """Close the pool. Idempotent; later calls raise StorageError."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    # -- vector spaces -----------------------------------------------------
+    def _space(self, conn: Any, model: str | None) -> _Space | None:
+        if model is None:
+            return None
+        space = self._spaces.get(model)
+        if space is None:
+            row = conn.execute("SELECT space_id, model, dim FROM vector_spaces WHERE model = %s", (model,)).fetchone()
+            if row is not None:
+                space = _Space(int(row[0]), str(row[1]), int(row[2]))
+                with self._lock:
+                    self._spaces[model] = space
+        return space
+
+    @staticmethod
+    def _all_spaces(conn: Any) -> list[_Space]:
+        rows = conn.execute("SELECT space_id, model, dim FROM vector_spaces ORDER BY space_id").fetchall()
+        return [_Space(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    def _require_space(self, conn: Any, model: str | None) -> _Space:
+        space = self._space(conn, model)
+        if space is None:
+            raise InvalidInputError(f"no vector space registered for model {model!r}; call ensure_vector_space first")
+        return space
+
+    @staticmethod
+    def _checked_vector(space: _Space, vector: Vector) -> Vector:
+        try:
+            array = np.asarray(vector, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise InvalidVectorError(f"vector for {space.model!r} is not numeric: {exc}") from exc
+        if array.shape != (space.dim,):
+            raise InvalidVectorError(f"vector shape {array.shape} does not fit {space.model!r} (dimension {space.dim})")
+        if not np.all(np.isfinite(array)):
+            raise InvalidVectorError("vector contains NaN or infinite values")
+        return array
+
+    def vector_spaces(self) -> list[VectorSpace]:
+        """The embedding models this store holds vectors for, by model name."""
+        with self._read() as conn:
+            rows = conn.execute("SELECT model, dim FROM vector_spaces ORDER BY model").fetchall()
+        return [VectorSpace(str(model), int(dim)) for model, dim in rows]
+
+    def ensure_vector_space(self, model: str, dim: int) -> VectorSpace:
+        """Register ``model`` with ``dim`` (creating its table and HNSW index) or check it.
+
+        Raises EmbeddingMismatchError when the store holds ``model`` with
+        another dimension, InvalidInputError for an empty model or bad dim.
+        """
+        if not isinstance(model, str) or not model.strip() or not storable(model):
+            raise InvalidInputError("vector space model name must be a non-empty string")
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1 or dim > 16000:
+            raise InvalidInputError(f"vector dimension must be an integer from 1 to 16000, got {dim!r}")
+        with self._tx() as conn:
+            space = self._space(conn, model)
+            if space is None:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SPACE_LOCK,))
+                row = conn.execute("SELECT space_id, dim FROM vector_spaces WHERE model = %s", (model,)).fetchone()
+                if row is None:
+                    space_id = int(
+                        conn.execute(
+                            "INSERT INTO vector_spaces (model, dim, table_name) VALUES (%s, %s, '') RETURNING space_id",
+                            (model, dim),
+                        ).fetchone()[0]
+                    )
+                    conn.execute(
+                        "UPDATE vector_spaces SET table_name = %s WHERE space_id = %s",
+                        (space_table(space_id), space_id),
+                    )
+                    create_space_table(conn, space_id, dim)
+                    row = (space_id, dim)
+                space = _Space(int(row[0]), model, int(row[1]))
+        with self._lock:
+            self._spaces[model] = space
+        if space.dim != dim:
+            raise EmbeddingMismatchError(
+                f"store holds {model!r} vectors of dimension {space.dim}, embedder gives {dim}"
+            )
+        return VectorSpace(model, dim)
+
+    # -- writes ------------------------------------------------------------
+    @staticmethod
+    def _write_tags(conn: Any, item: MemoryItem, *, replace: bool) -> None:
+        if replace:
+            conn.execute("DELETE FROM item_tags WHERE namespace = %s AND item_id = %s", (item.namespace, item.id))
+        if item.tags:
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO item_tags (namespace, tag, item_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                    [(item.namespace, tag, item.id) for tag in dict.fromkeys(item.tags)],
+                )
+
+    @staticmethod
+    def _write_vector(conn: Any, space: _Space, namespace: str, item_id: str, vector: Vector) -> None:
+        conn.execute(
+            f"INSERT INTO {space.table} (namespace, id, embedding) VALUES (%s, %s, %s::vector) "
+            "ON CONFLICT (namespace, id) DO UPDATE SET embedding = EXCLUDED.embedding",
+            (namespace, item_id, vector_text(vector)),
+        )
+
+    @staticmethod
+    def _bump_stats(conn: Any, deltas: dict[str, list[int]]) -> None:
+        """Add (documents, words) deltas to each namespace's lexical statistics, in a fixed order."""
+        for namespace in sorted(deltas):
+            docs, words = deltas[namespace]
+            if docs or words:
+                conn.execute(
+                    "INSERT INTO lexical_stats (namespace, docs, words) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (namespace) DO UPDATE SET docs = lexical_stats.docs + EXCLUDED.docs, "
+                    "words = lexical_stats.words + EXCLUDED.words",
+                    (namespace, docs, words),
+                )
+
+    def add(self, records: Sequence[NewRecord]) -> list[AddResult]:
+        """Insert records in one transaction with dedup by (scope, content_hash); one result per record.
+
+        A live item with the same content hash in the same scope (also one
+        inserted earlier in this batch) is returned with ``created=False``.
+        Raises InvalidInputError (an id that exists, a vector that does not
+        fit its space) and then nothing of the batch is stored. A batch costs
+        a fixed number of round trips: the locks, the id and duplicate checks
+        are one statement each per namespace, the writes are pipelined.
+        """
+        if not records:
+            return []
+        with self._tx() as conn:
+            checked: list[tuple[_Space, Vector] | None] = []
+            for record in records:
+                if record.vector is None:
+                    checked.append(None)
+                else:
+                    space = self._require_space(conn, record.item.embedding_model)
+                    checked.append((space, self._checked_vector(space, record.vector)))
+            conn.execute(
+                "SELECT count(pg_advisory_xact_lock(k)) FROM (SELECT unnest(%s::bigint[]) AS k ORDER BY 1) AS l",
+                (sorted({_lock_key(r.item) for r in records}),),
+            )
+            by_namespace: dict[str, list[MemoryItem]] = {}
+            for record in records:
+                by_namespace.setdefault(record.item.namespace, []).append(record.item)
+            stored: dict[tuple[str, str | None, str | None, str | None, str], list[tuple[Any, ...]]] = {}
+            seen_ids: set[tuple[str, str]] = set()
+            for namespace, items in by_namespace.items():
+                ids = [i.id for i in items]
+                taken = conn.execute(
+                    "SELECT id FROM items WHERE namespace = %s AND id = ANY(%s::text[]) LIMIT 1", (namespace, ids)
+                ).fetchone()
+                if taken is not None:
+                    raise InvalidInputError(f"id {taken[0]} already exists")
+                for row in conn.execute(
+                    'SELECT content_hash, "user", agent, thread, id, created_at, expires_at, valid_to FROM items '
+                    "WHERE namespace = %s AND content_hash = ANY(%s::text[])",
+                    (namespace, sorted({i.content_hash for i in items})),
+                ):
+                    stored.setdefault((namespace, row[1], row[2], row[3], row[0]), []).append(row[4:])
+            results: list[AddResult] = []
+            staged: dict[tuple[str, str | None, str | None, str | None, str], str] = {}
+            new_items: list[tuple[Any, ...]] = []
+            tags: list[tuple[str, str, str]] = []
+            ledger: list[tuple[Any, ...]] = []
+            vectors: dict[str, list[tuple[str, str, str]]] = {}
+            deltas: dict[str, list[int]] = {}
+            for record, vector in zip(records, checked, strict=True):
+                item = record.item
+                ident = (item.namespace, item.id)
+                if ident in seen_ids:
+                    raise InvalidInputError(f"id {item.id} already exists")
+                seen_ids.add(ident)
+                key = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
+                existing = staged.get(key) or _live(stored.get(key, ()), item.created_at)
+                if existing is not None:
+                    results.append(AddResult(existing, False))
+                    continue
+                values = item_values(item)
+                new_items.append(values)
+                tags += [(item.namespace, tag, item.id) for tag in dict.fromkeys(item.tags)]
+                if vector is not None:
+                    vectors.setdefault(vector[0].table, []).append((item.namespace, item.id, vector_text(vector[1])))
+                ledger.append(ledger_values(record.ledger))
+                stat = deltas.setdefault(item.namespace, [0, 0])
+                stat[0] += 1
+                stat[1] += int(values[-1])
+                staged[key] = item.id
+                results.append(AddResult(item.id, True))
+            with conn.cursor() as cur:
+                if new_items:
+                    cur.executemany(_INSERT_ITEM, new_items)
+                if tags:
+                    cur.executemany(
+                        "INSERT INTO item_tags (namespace, tag, item_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                        tags,
+                    )
+                for table, rows in vectors.items():
+                    cur.executemany(
+                        f"INSERT INTO {table} (namespace, id, embedding) VALUES (%s, %s, %s::vector) "
+                        "ON CONFLICT (namespace, id) DO UPDATE SET embedding = EXCLUDED.embedding",
+                        rows,
+                    )
+                if ledger:
+                    cur.executemany(_INSERT_LEDGER, ledger)
+            self._bump_stats(conn, deltas)
+        return results
+
+    def replace(self, item: MemoryItem, vector: Vector | None, ledger: LedgerEntry) -> None:
+        """Overwrite an item, its tags, tsvector and vector, and record ``ledger``.
+
+        With ``vector=None`` the stored vector is kept if ``item`` stays
+        embedded ('done') in the same model, and removed otherwise. Raises
+        NotFoundError when the item does not exist in its namespace.
+        """
+        with self._tx() as conn:
+            row = conn.execute(
+                "SELECT doc_len FROM items WHERE namespace = %s AND id = %s FOR UPDATE", (item.namespace, item.id)
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"no memory {item.id} in namespace {item.namespace!r}")
+            new_space: _Space | None = None
+            checked: Vector | None = None
+            if vector is not None:
+                new_space = self._require_space(conn, item.embedding_model)
+                checked = self._checked_vector(new_space, vector)
+            keep: _Space | None = None
+            if vector is None and item.embedding_status == "done":
+                keep = self._space(conn, item.embedding_model)
+            values = item_values(item)
+            conn.execute(_UPDATE_ITEM, (*values, item.namespace, item.id))
+            conn.execute("UPDATE items SET claimed_by = NULL, claimed_until = NULL WHERE namespace = %s AND id = %s",
+                         (item.namespace, item.id))  # fmt: skip
+            self._write_tags(conn, item, replace=True)
+            for space in self._all_spaces(conn):
+                if keep is None or space.space_id != keep.space_id:
+                    conn.execute(
+                        f"DELETE FROM {space.table} WHERE namespace = %s AND id = %s", (item.namespace, item.id)
+                    )
+            if new_space is not None and checked is not None:
+                self._write_vector(conn, new_space, item.namespace, item.id, checked)
+            conn.execute(_INSERT_LEDGER, ledger_values(ledger))
+            self._bump_stats(conn, {item.namespace: [0, int(values[-1]) - int(row[0])]})
+
+    def set_vectors(self, namespace: str, model: str, updates: Sequence[tuple[str, Vector]]) -> int:
+        """Store vectors for existing items of ``namespace``, mark them embedded and clear their claim.
+
+        Every vector is checked before anything is written (InvalidInputError).
+        Returns the number of rows updated.
+        """
+        if not updates:
+            return 0
+        with self._tx() as conn:
+            space = self._require_space(conn, model)
+            checked = [(item_id, self._checked_vector(space, vector)) for item_id, vector in updates]
+            count = 0
+            for item_id, vector in checked:
+                row = conn.execute(
+                    "UPDATE items SET embedding_status = 'done', embedding_model = %s, embedding_error = NULL, "
+                    "claimed_by = NULL, claimed_until = NULL WHERE namespace = %s AND id = %s RETURNING id",
+                    (model, namespace, item_id),
+                ).fetchone()
+                if row is None:
+                    continue
+                self._write_vector(conn, space, namespace, item_id, vector)
+                count += 1
+            return count
+
+    def mark_embedding(self, namespace: str, ids: Sequence[str], status: str, error: str | None) -> int:
+        """Set embedding_status (and error) on items of ``namespace`` and clear their claim; returns rows updated."""
+        if status not in _EMBEDDING_STATUSES:
+            raise InvalidInputError(f"embedding status must be one of {', '.join(_EMBEDDING_STATUSES)}; got {status!r}")
+        if not ids:
+            return 0
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE items SET embedding_status = %s, embedding_error = %s, claimed_by = NULL, "
+                "claimed_until = NULL WHERE namespace = %s AND id = ANY(%s::text[])",
+                (status, error, namespace, text_list(ids)),
+            )
+            return max(int(cur.rowcount), 0)
+
+    def delete(self, namespace: str, ids: Sequence[str], ledger: Sequence[LedgerEntry]) -> int:
+        """Delete items of ``namespace`` with their tags and vectors (cascade); record ``ledger``.
+
+        Returns the number of items deleted. The ledger is kept.
+        """
+        with self._tx() as conn:
+            rows = conn.execute(
+                "DELETE FROM items WHERE namespace = %s AND id = ANY(%s::text[]) RETURNING doc_len",
+                (namespace, text_list(ids)),
+            ).fetchall()
+            if ledger:
+                with conn.cursor() as cur:
+                    cur.executemany(_INSERT_LEDGER, [ledger_values(entry) for entry in ledger])
+            if rows:
+                self._bump_stats(conn, {namespace: [-len(rows), -sum(int(r[0]) for r in rows)]})
+            return len(rows)
+
+    def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
+        """Increment access_count (once per listed id) and set accessed_at for ``ids`` in ``namespace``.
+
+        One statement in autocommit: a single round trip on the read path.
+        """
+        wanted = [item_id for item_id in ids if storable(item_id)]
+        if not wanted or not storable(namespace):
+            return
+        counts: dict[str, int] = {}
+        for item_id in wanted:
+            counts[item_id] = counts.get(item_id, 0) + 1
+        with self._read() as conn:
+            conn.execute(
+                "UPDATE items i SET access_count = i.access_count + a.n, accessed_at = %s "
+                "FROM unnest(%s::text[], %s::int[]) AS a(id, n) WHERE i.namespace = %s AND i.id = a.id",
+                (at, list(counts), list(counts.values()), namespace),
+                prepare=True,
+            )
+
+    # -- jobs --------------------------------------------------------------
+    def claim_pending_embeddings(
+        self, namespace: str | None, limit: int, worker: str, lease_seconds: float, now: datetime
+    ) -> list[MemoryItem]:
+        """Claim up to ``limit`` pending/failed, non-secret items no live lease holds; oldest first.
+
+        Sets ``claimed_by=worker`` and ``claimed_until=now+lease`` in the same
+        statement that picks the rows (``FOR UPDATE SKIP LOCKED``), so
+        concurrent callers never get the same item. ``set_vectors`` and
+        ``mark_embedding`` clear the claim.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise InvalidInputError(f"limit must be a non-negative integer, got {limit!r}")
+        if not isinstance(worker, str) or not worker.strip() or not storable(worker):
+            raise InvalidInputError("worker must be a non-empty string")
+        if not isinstance(lease_seconds, (int, float)) or not math.isfinite(lease_seconds) or lease_seconds <= 0:
+            raise InvalidInputError(f"lease_seconds must be a positive number, got {lease_seconds!r}")
+        if limit == 0 or (namespace is not None and not storable(namespace)):
+            return []
+        scope = "" if namespace is None else "AND namespace = %s "
+        params: list[Any] = [now] + ([] if namespace is None else [namespace]) + [limit]
+        sql = (
+            "WITH c AS (SELECT namespace, id FROM items WHERE embedding_status IN ('pending', 'failed') "
+            "AND sensitivity <> 'secret' AND (claimed_until IS NULL OR claimed_until <= %s) "
+            f"{scope}ORDER BY created_at, id LIMIT %s FOR UPDATE SKIP LOCKED) "
+            "UPDATE items i SET claimed_by = %s, claimed_until = %s FROM c "
+            f"WHERE i.namespace = c.namespace AND i.id = c.id RETURNING {ITEM_SELECT}, i.created_at"
+        )
+        with self._tx() as conn:
+            rows = conn.execute(sql, [*params, worker, now + timedelta(seconds=float(lease_seconds))]).fetchall()
+        items = [row_to_item(r) for r in rows]
+        return sorted(items, key=lambda i: (i.created_at, i.id))
+
+    # -- reads -------------------------------------------------------------
+    def get(self, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
+        """Items by id in ``namespace``, in the order asked; unknown ids are omitted."""
+        if not ids or not storable(namespace):
+            return []
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {ITEM_SELECT} FROM items i WHERE i.namespace = %s AND i.id = ANY(%s::text[])",
+                (namespace, text_list(ids)),
+            ).fetchall()
+        found = {item.id: item for item in map(row_to_item, rows)}
+        return [found[i] for i in ids if i in found]
+
+    def find_ids(self, flt: Filter, limit: int | None = None) -> list[str]:
+        """Ids of the items matching ``flt``, newest first (all when ``limit`` is None or 0)."""
+        where, params = compile_filter(flt)
+        sql = f"SELECT i.id FROM items i WHERE {where} ORDER BY i.created_at DESC, i.id DESC"
+        if limit:
+            sql += " LIMIT %s"
+            params.append(max(int(limit), 0))
+        with self._read() as conn:
+            return [str(r[0]) for r in conn.execute(sql, params)]
+
+    def list(self, flt: Filter, limit: int, order: ListOrder) -> list[MemoryItem]:
+        """Items matching ``flt`` in keyset ``order`` (created_at, id), at most ``limit``."""
+        where, params = compile_filter(flt)
+        direction = "DESC" if order.newest_first else "ASC"
+        if order.after_created_at is not None and order.after_id is not None:
+            where += f" AND (i.created_at, i.id) {'<' if order.newest_first else '>'} (%s, %s)"
+            params += [order.after_created_at, order.after_id if storable(order.after_id) else ""]
+        sql = (
+            f"SELECT {ITEM_SELECT} FROM items i WHERE {where} "
+            f"ORDER BY i.created_at {direction}, i.id {direction} LIMIT %s"
+        )
+        with self._read() as conn:
+            rows = conn.execute(sql, [*params, max(int(limit), 0)]).fetchall()
+        return [row_to_item(r) for r in rows]
+
+    def count(self, flt: Filter) -> int:
+        """Number of items matching ``flt``."""
+        where, params = compile_filter(flt)
+        with self._read() as conn:
+            return int(conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0])
+
+    def search_lexical(self, flt: Filter, terms: Sequence[str], k: int) -> builtins.list[ChannelHit]:
+        """BM25-ranked items matching ``flt`` that contain any of ``terms``, best first, ties by id.
+
+        Terms are stemmed by PostgreSQL (English, no stopword list) and only
+        ever bound as data; the score is Okapi BM25 with k1=1.2, b=0.75 and
+        the namespace's own document count and average length (higher is
+        better), the formula SQLite's FTS5 uses.
+        """
+        words = [t for t in terms if isinstance(t, str) and t.strip() and storable(t)]
+        if not words or k <= 0:
+            return []
+        where, params = compile_filter(flt)
+        sql = HYBRID_SEARCH_V1_LEXICAL.replace("{where}", where)
+        with self._read() as conn:
+            rows = conn.execute(sql, [words, flt.namespace, flt.namespace, *params, int(k)], prepare=True).fetchall()
+        return [ChannelHit(str(r[0]), float(r[1])) for r in rows]
+
+    def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:
+        """Items matching ``flt`` nearest to ``vector`` in ``model``'s space; score = cosine, best first.
+
+        Exact while the namespace holds at most ``exact_limit`` vectors;
+        above that the HNSW index with an iterative scan (``ef_search``
+        candidates, at least ``k``), and an exact scan when the filter lets
+        fewer than ``k`` through. Raises InvalidVectorError for a vector of
+        the wrong shape, non-finite or all zeros.
+        """
+        with self._read() as conn:
+            space = self._space(conn, model)
+            if space is None or k <= 0:
+                return []
+            query = self._checked_vector(space, vector)
+            if not math.isfinite(norm := float(np.linalg.norm(query))) or norm == 0.0:
+                raise InvalidVectorError("query vector is all zeros; it has no direction to compare")
+            if not storable(flt.namespace):
+                return []
+            where, params = compile_filter(flt)
+            text = vector_text(query)
+            args = [text, flt.namespace, *params, text, int(k)]
+            exact = space.dim > HNSW_MAX_DIM or not self._large(conn, space, flt.namespace)
+            rows: list[Any] = []
+            if not exact:
+                approximate = hybrid_search_v1_vector(space.table, where, exact=False)
+                if k > self._ef_search:  # the session default is ef_search; a larger k needs more candidates
+                    with conn.transaction():
+                        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(k)),))
+                        rows = conn.execute(approximate, args, prepare=True).fetchall()
+                else:
+                    rows = conn.execute(approximate, args, prepare=True).fetchall()
+            if exact or len(rows) < k:
+                rows = conn.execute(
+                    hybrid_search_v1_vector(space.table, where, exact=True), args, prepare=True
+                ).fetchall()
+        return [ChannelHit(str(r[0]), float(r[1])) for r in rows]
+
+    def _large(self, conn: Any, space: _Space, namespace: str) -> bool:
+        """Whether ``namespace`` holds more than ``exact_limit`` vectors in ``space`` (cached for a few seconds).
+
+        The count stops at ``exact_limit + 1`` (an index-only scan). A stale
+        answer only picks the slower exact scan or the approximate index for
+        a few seconds; results stay correct either way.
+        """
+        key = (space.space_id, namespace)
+        now = time.monotonic()
+        cached = self._sizes.get(key)
+        if cached is not None and cached[1] > now:
+            return cached[0]
+        row = conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {space.table} WHERE namespace = %s LIMIT %s) AS s",
+            (namespace, self._exact_limit + 1),
+            prepare=True,
+        ).fetchone()
+        large = int(row[0]) > self._exact_limit
+        with self._lock:
+            if len(self._sizes) > 10_000:
+                self._sizes.clear()
+            self._sizes[key] = (large, now + _SIZE_TTL)
+        return large
+
+    def get_vectors(self, namespace: str, model: str, ids: Sequence[str]) -> dict[str, Vector]:
+        """Stored vectors of ``ids`` in ``model``'s space (missing ones omitted)."""
+        if not ids or not storable(namespace):
+            return {}
+        with self._read() as conn:
+            space = self._space(conn, model)
+            if space is None:
+                return {}
+            rows = conn.execute(
+                f"SELECT id, embedding::text FROM {space.table} WHERE namespace = %s AND id = ANY(%s::text[])",
+                (namespace, text_list(ids)),
+            ).fetchall()
+        found = {str(r[0]): parse_vector(r[1]) for r in rows}
+        return {i: found[i] for i in ids if i in found}
+
+    def pending_embeddings(self, namespace: str | None, limit: int) -> builtins.list[MemoryItem]:
+        """Items whose embedding_status is 'pending' or 'failed', oldest first (any namespace if None)."""
+        sql = f"SELECT {ITEM_SELECT} FROM items i WHERE i.embedding_status IN ('pending', 'failed')"
+        params: list[Any] = []
+        if namespace is not None:
+            if not storable(namespace):
+                return []
+            sql += " AND i.namespace = %s"
+            params.append(namespace)
+        sql += " ORDER BY i.created_at, i.id LIMIT %s"
+        with self._read() as conn:
+            rows = conn.execute(sql, [*params, max(int(limit), 0)]).fetchall()
+        return [row_to_item(r) for r in rows]
+
+    def history(self, namespace: str, item_id: str) -> builtins.list[LedgerEntry]:
+        """Ledger entries of an item, oldest first (also after deletion)."""
+        if not storable(namespace) or not storable(item_id):
+            return []
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {LEDGER_SELECT} FROM ledger WHERE namespace = %s AND item_id = %s ORDER BY seq",
+                (namespace, item_id),
+            ).fetchall()
+        return [row_to_ledger(r) for r in rows]
+
+    def ledger_count(self, namespace: str) -> int:
+        """Number of ledger entries in ``namespace``."""
+        if not storable(namespace):
+            return 0
+        with self._read() as conn:
+            return int(conn.execute("SELECT count(*) FROM ledger WHERE namespace = %s", (namespace,)).fetchone()[0])
+
+    def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
+        """Every ledger entry of every namespace, in the order recorded, read in batches."""
+        after = 0
+        while True:
+            with self._read() as conn:
+                rows = conn.execute(
+                    f"SELECT {LEDGER_SELECT}, seq FROM ledger WHERE seq > %s ORDER BY seq LIMIT %s",
+                    (after, batch_size),
+                ).fetchall()
+            for row in rows:
+                yield row_to_ledger(row[:-1])
+            if len(rows) < batch_size:
+                return
+            after = int(rows[-1][-1])
+
+    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
+        """Append ledger entries as they are, in one transaction (copying a store's history)."""
+        if entries:
+            with self._tx() as conn, conn.cursor() as cur:
+                cur.executemany(_INSERT_LEDGER, [ledger_values(entry) for entry in entries])
+
+    def group_counts(self, flt: Filter, column: str) -> dict[str, int]:
+        """Counts of matching items grouped by ``column`` (kind, sensitivity or embedding_status)."""
+        sql_column = _GROUP_COLUMNS.get(column)
+        if sql_column is None:
+            raise InvalidInputError(f"cannot group by {column!r}; use one of {', '.join(_GROUP_COLUMNS)}")
+        where, params = compile_filter(flt)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {sql_column}, count(*) FROM items i WHERE {where} GROUP BY {sql_column}", params
+            ).fetchall()
+        return {str(value): int(n) for value, n in rows}
+
+    def namespaces(self) -> builtins.list[str]:
+        """Namespaces that hold at least one item, sorted."""
+        with self._read() as conn:
+            return [str(r[0]) for r in conn.execute("SELECT DISTINCT namespace FROM items ORDER BY namespace")]
+
+    def iter_items(self, flt: Filter, batch_size: int = 500) -> Iterator[MemoryItem]:
+        """All items matching ``flt``, oldest first, read in keyset batches of ``batch_size``."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        where, params = compile_filter(flt)
+        after: tuple[datetime, str] | None = None
+        while True:
+            clause, values = where, list(params)
+            if after is not None:
+                clause += " AND (i.created_at, i.id) > (%s, %s)"
+                values += list(after)
+            with self._read() as conn:
+                rows = conn.execute(
+                    f"SELECT {ITEM_SELECT} FROM items i WHERE {clause} ORDER BY i.created_at, i.id LIMIT %s",
+                    [*values, batch_size],
+                ).fetchall()
+            items = [row_to_item(r) for r in rows]
+            yield from items
+            if len(rows) < batch_size:
+                return
+            after = (items[-1].created_at, items[-1].id)
+
+    # -- administration ----------------------------------------------------
+    def server_info(self) -> dict[str, Any]:
+        """What ``memory doctor`` shows: server and pgvector versions, migrations, spaces and their indexes."""
+        from memory.backends.postgres.migrations import MIGRATIONS, applied_migrations
+
+        with self._read() as conn:
+            version = str(conn.execute("SHOW server_version").fetchone()[0])
+            applied = applied_migrations(conn)
+            spaces = []
+            for space in self._all_spaces(conn):
+                index = conn.execute(
+                    "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = %s "
+                    "AND indexdef LIKE '%%USING hnsw%%'",
+                    (space.table,),
+                ).fetchone()
+                spaces.append(
+                    {"model": space.model, "dim": space.dim, "table": space.table, "hnsw_index": index and index[0]}
+                )
+        return {
+            "server_version": version,
+            "pgvector_version": self.pgvector_version,
+            "schema": self.schema or "public",
+            "migrations_applied": len(applied),
+            "migrations_known": len(MIGRATIONS),
+            "vector_spaces": spaces,
+        }
+
+    def drop_vector_indexes(self) -> None:
+        """Drop every vector space's HNSW index (before a bulk load; searches scan exactly meanwhile)."""
+        with self._tx() as conn:
+            for space in self._all_spaces(conn):
+                conn.execute(f"DROP INDEX IF EXISTS {space.table}_hnsw")
+
+    def build_vector_indexes(self, maintenance_work_mem: str = "1GB") -> float:
+        """(Re)build the HNSW index of every vector space that lacks one; returns the seconds it took.
+
+        Building after a bulk load is much faster than growing the graph row
+        by row; ``maintenance_work_mem`` bounds the in-memory build.
+        """
+        if not re.fullmatch(r"\d+(kB|MB|GB)", maintenance_work_mem):
+            raise InvalidInputError(f"maintenance_work_mem must look like 512MB or 2GB, got {maintenance_work_mem!r}")
+        started = time.perf_counter()
+        with self._tx() as conn:
+            conn.execute(f"SET LOCAL maintenance_work_mem = '{maintenance_work_mem}'")
+            for space in self._all_spaces(conn):
+                create_space_table(conn, space.space_id, space.dim)
+        return time.perf_counter() - started
+
+    def drop_schema(self) -> None:
+        """Drop this store's schema with everything in it and close (only for a store opened with ``schema``)."""
+        if self.schema is None:
+            raise ConfigError("drop_schema needs a store opened with schema=...")
+        with self._tx() as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+        self.close()

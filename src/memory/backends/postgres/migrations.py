@@ -1,0 +1,257 @@
+"""Named, recorded schema migrations of the PostgreSQL backend.
+
+Each migration runs once, in order, in its own transaction, and is recorded
+in ``schema_migrations``. Opening an older store applies the missing ones;
+a store that records a migration this code does not know raises SchemaError
+(written by a newer version of memory). A transaction-scoped advisory lock
+serialises processes that open a new store at the same time. Never edit a
+released migration: append a new one.
+
+Schema (every key and every btree index starts with ``namespace``, so Citus
+can distribute all tables by ``namespace`` and co-locate them):
+
+* ``items`` — one row per memory, primary key ``(namespace, id)``; times are
+  ``timestamptz``; lists and metadata are ``jsonb``; ``tsv`` is a GENERATED
+  ``tsvector`` (``memory_english``: English stems, no stopword list) with a GIN
+  index; ``doc_len`` (word count) feeds BM25;
+  ``claimed_by``/``claimed_until`` hold a worker's lease on pending embedding work.
+* ``item_tags`` — ``(namespace, tag, item_id)`` for tag filters.
+* ``lexical_stats`` — per namespace: documents and words, BM25's N and avgdl.
+* ``ledger`` — every change, kept after the item is deleted.
+* ``vector_spaces`` — one row per embedding model with its dimension; each
+  space has its own table ``vectors_<space_id>`` (``vector(dim)``) with its own
+  HNSW index (cosine), created by :func:`create_space_table`. One table per
+  (model, dimension) keeps every HNSW graph to one vector space.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memory.errors import ConfigError, SchemaError
+
+__all__ = [
+    "Migration",
+    "MIGRATIONS",
+    "apply_migrations",
+    "applied_migrations",
+    "create_space_table",
+    "space_table",
+    "HNSW_MAX_DIM",
+]
+
+#: pgvector's HNSW index holds ``vector`` columns of at most 2000 dimensions.
+HNSW_MAX_DIM = 2000
+#: Key of the advisory lock that serialises migrations (any constant bigint).
+_MIGRATION_LOCK = 7_361_120_100
+#: Whether a table exists in the store's own schema (the first on the search path), not elsewhere.
+_IN_SCHEMA = "SELECT to_regclass(format('%%I.%%I', current_schema(), %s::text)) IS NOT NULL"
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """A named schema step: SQL statements run in order in one transaction."""
+
+    name: str
+    statements: Sequence[str]
+
+
+_ITEMS = [
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    # English stemming without a stopword list, like SQLite's FTS5 porter tokenizer.
+    "CREATE TEXT SEARCH DICTIONARY memory_english_stem (TEMPLATE = snowball, Language = english)",
+    "CREATE TEXT SEARCH CONFIGURATION memory_english (COPY = english)",
+    "ALTER TEXT SEARCH CONFIGURATION memory_english ALTER MAPPING FOR asciiword, asciihword, "
+    "hword_asciipart, word, hword, hword_part WITH memory_english_stem",
+    """CREATE TABLE items (
+        namespace text NOT NULL,
+        id text NOT NULL,
+        "user" text,
+        agent text,
+        thread text,
+        kind text NOT NULL,
+        content text NOT NULL,
+        context text,
+        tags jsonb NOT NULL DEFAULT '[]',
+        keywords jsonb NOT NULL DEFAULT '[]',
+        entities jsonb NOT NULL DEFAULT '[]',
+        metadata jsonb NOT NULL DEFAULT '{}',
+        source_ids jsonb NOT NULL DEFAULT '[]',
+        importance double precision NOT NULL,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        accessed_at timestamptz,
+        access_count integer NOT NULL DEFAULT 0,
+        valid_from timestamptz,
+        valid_to timestamptz,
+        sensitivity text NOT NULL,
+        expires_at timestamptz,
+        content_hash text NOT NULL,
+        embedding_model text,
+        embedding_status text NOT NULL,
+        embedding_error text,
+        claimed_by text,
+        claimed_until timestamptz,
+        doc_len integer NOT NULL DEFAULT 0,
+        tsv tsvector GENERATED ALWAYS AS (to_tsvector('memory_english'::regconfig, content)) STORED,
+        PRIMARY KEY (namespace, id)
+    )""",
+    "CREATE INDEX items_ns_created ON items (namespace, created_at, id)",
+    'CREATE INDEX items_dedup ON items (namespace, content_hash, "user", agent, thread)',
+    'CREATE INDEX items_ns_user ON items (namespace, "user", created_at)',
+    "CREATE INDEX items_ns_agent ON items (namespace, agent, created_at)",
+    "CREATE INDEX items_ns_thread ON items (namespace, thread, created_at)",
+    "CREATE INDEX items_ns_kind ON items (namespace, kind, created_at)",
+    "CREATE INDEX items_pending ON items (namespace, created_at, id) WHERE embedding_status IN ('pending', 'failed')",
+    "CREATE INDEX items_tsv ON items USING gin (tsv)",
+    """CREATE TABLE item_tags (
+        namespace text NOT NULL,
+        tag text NOT NULL,
+        item_id text NOT NULL,
+        PRIMARY KEY (namespace, tag, item_id),
+        FOREIGN KEY (namespace, item_id) REFERENCES items (namespace, id) ON DELETE CASCADE
+    )""",
+    "CREATE INDEX item_tags_item ON item_tags (namespace, item_id)",
+    """CREATE TABLE lexical_stats (
+        namespace text PRIMARY KEY,
+        docs bigint NOT NULL DEFAULT 0,
+        words bigint NOT NULL DEFAULT 0
+    )""",
+]
+
+_LEDGER = [
+    """CREATE TABLE ledger (
+        namespace text NOT NULL,
+        seq bigint GENERATED ALWAYS AS IDENTITY,
+        id text NOT NULL,
+        item_id text NOT NULL,
+        op text NOT NULL,
+        at timestamptz NOT NULL,
+        "before" jsonb,
+        "after" jsonb,
+        reason text,
+        PRIMARY KEY (namespace, seq)
+    )""",
+    "CREATE INDEX ledger_item ON ledger (namespace, item_id, seq)",
+    "CREATE UNIQUE INDEX ledger_id ON ledger (namespace, id)",
+]
+
+_VECTORS = [
+    """CREATE TABLE vector_spaces (
+        space_id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        model text NOT NULL UNIQUE,
+        dim integer NOT NULL CHECK (dim > 0),
+        table_name text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+    )""",
+    "CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL)",
+    "INSERT INTO meta (key, value) VALUES ('schema', 'memory-postgres')",
+]
+
+#: Every migration this code knows, in the order they are applied.
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration("0001_items", _ITEMS),
+    Migration("0002_ledger", _LEDGER),
+    Migration("0003_vector_spaces", _VECTORS),
+)
+
+
+def space_table(space_id: int) -> str:
+    """Name of the vector table of a space (derived from its integer id only)."""
+    return f"vectors_{int(space_id)}"
+
+
+def create_space_table(conn: Any, space_id: int, dim: int) -> None:
+    """Create one vector space's table and its HNSW index (inside the caller's transaction).
+
+    Dimensions above :data:`HNSW_MAX_DIM` get no HNSW index (pgvector's
+    limit); their searches scan exactly.
+    """
+    table = space_table(space_id)
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {table} ("
+        "namespace text NOT NULL, id text NOT NULL, "
+        f"embedding vector({int(dim)}) NOT NULL, "
+        "PRIMARY KEY (namespace, id), "
+        "FOREIGN KEY (namespace, id) REFERENCES items (namespace, id) ON DELETE CASCADE)"
+    )
+    if int(dim) <= HNSW_MAX_DIM:
+        conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} "
+            "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+        )
+
+
+def applied_migrations(conn: Any) -> list[str]:
+    """Names of the migrations recorded in the store, in the order applied ([] if none)."""
+    exists = conn.execute(_IN_SCHEMA, ("schema_migrations",)).fetchone()[0]
+    if not exists:
+        return []
+    return [str(r[0]) for r in conn.execute("SELECT name FROM schema_migrations ORDER BY applied_at, name")]
+
+
+def _check_known(names: Sequence[str], migrations: Sequence[Migration]) -> None:
+    known = {m.name for m in migrations}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise SchemaError(
+            "database was written by a newer version of memory (it records migrations "
+            f"{', '.join(unknown)} that this version does not know); upgrade memory to open it"
+        )
+
+
+def _check_empty(conn: Any) -> None:
+    """Refuse to add memory's tables to a schema that holds someone else's ``items``."""
+    row = conn.execute(_IN_SCHEMA, ("items",)).fetchone()
+    if row[0]:
+        raise SchemaError(
+            "this PostgreSQL schema holds an 'items' table but no memory migrations; "
+            "point memory at another database or schema"
+        )
+
+
+def apply_migrations(conn: Any, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
+    """Apply the missing ``migrations`` in order on ``conn`` (autocommit); return the names applied now.
+
+    Raises SchemaError for a store from a newer version, ConfigError when the
+    ``vector`` extension is missing and cannot be created by this role.
+    """
+    import psycopg
+
+    _check_known(applied_migrations(conn), migrations)
+    applied_now: list[str] = []
+    for migration in migrations:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, "
+                "applied_at timestamptz NOT NULL DEFAULT clock_timestamp())"
+            )
+            done = applied_migrations(conn)
+            if not done:
+                _check_empty(conn)
+            _check_known(done, migrations)
+            if migration.name in done:
+                continue
+            for statement in migration.statements:
+                try:
+                    conn.execute(statement)
+                except psycopg.errors.InsufficientPrivilege as exc:
+                    if "EXTENSION" in statement:
+                        raise ConfigError(
+                            "the pgvector extension is not installed in this database and this role may not "
+                            "create it: run `CREATE EXTENSION vector;` as a superuser (pgvector >= 0.5)"
+                        ) from exc
+                    raise
+                except (psycopg.errors.FeatureNotSupported, psycopg.errors.UndefinedFile) as exc:
+                    if "EXTENSION" in statement:
+                        raise ConfigError(
+                            f"the pgvector extension is not available on this server ({exc}); install pgvector "
+                            ">= 0.5 (e.g. the official pgvector/pgvector images)"
+                        ) from exc
+                    raise
+            conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (migration.name,))
+            applied_now.append(migration.name)
+    return applied_now

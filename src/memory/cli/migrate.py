@@ -1,0 +1,56 @@
+"""``memory migrate``: copy a whole store to another backend (the logic is in :mod:`memory.backends.copy`)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import click
+
+from memory.backends import open_backend
+from memory.backends.copy import copy_store
+from memory.backends.postgres.connection import redact
+from memory.cli.common import build_settings, emit_json, global_options, json_option, progress
+
+__all__ = ["migrate"]
+
+
+@click.command()
+@click.option("--from", "source", metavar="URL", help="Store to copy (default: the configured database).")
+@click.option("--to", "target", required=True, metavar="URL", help="Empty store to copy into (created if needed).")
+@json_option
+@click.pass_context
+def migrate(ctx: click.Context, source: str | None, target: str, as_json: bool) -> None:
+    """Copy every memory, vector and ledger entry to another store, losslessly.
+
+    Every namespace is copied, secrets included, with ids, times, access
+    statistics and each item's history. The target must be empty; the
+    source is not changed.
+
+    \b
+    Examples:
+      memory migrate --from sqlite:///memory.db --to postgresql://me@localhost/memory
+      memory migrate --from postgresql://me@localhost/memory --to sqlite:///backup.db --json
+    """
+    source_url = source or build_settings(global_options(ctx)).database
+    if source_url == target:
+        raise click.UsageError("--from and --to name the same store")
+    src = open_backend(source_url)
+    try:
+        dst = open_backend(target)
+        try:
+            with progress("copying") as on_progress:
+                report = copy_store(src, dst, on_progress=on_progress)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    result = {"from": redact(source_url), "to": redact(target), **asdict(report)}
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(
+        f"copied {report.items} memories ({report.vectors} vectors, {report.ledger_entries} ledger entries, "
+        f"{report.namespaces} namespaces, {report.vector_spaces} vector spaces)"
+    )
+    click.echo(f"from {result['from']}")
+    click.echo(f"to   {result['to']}")

@@ -1,0 +1,412 @@
+"""Input and output models of the server operations (the JSON schemas of MCP tools and REST bodies).
+
+Inputs forbid unknown fields; they do light typing only — the values are
+validated by :class:`~memory.Memory`, whose errors the servers pass on.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory.context.types import Trace
+from memory.episodic.types import Block, Message, MessageHit, ThreadInfo
+from memory.types import Hit, LedgerEntry, MemoryItem
+
+__all__ = [
+    "Clearance",
+    "RememberIn",
+    "RememberOut",
+    "RememberBatchIn",
+    "RememberBatchOut",
+    "RecallIn",
+    "RecallOut",
+    "GetIn",
+    "UpdateIn",
+    "ForgetIn",
+    "ForgetAllIn",
+    "DeletedOut",
+    "ListIn",
+    "ListOut",
+    "HistoryIn",
+    "HistoryOut",
+    "StatsIn",
+    "NoArgs",
+    "NamespacesOut",
+    "EmbedPendingIn",
+    "EmbedPendingOut",
+    "ExportIn",
+    "AppendMessageIn",
+    "RecentMessagesIn",
+    "MessagesOut",
+    "SearchConversationIn",
+    "MessageHitsOut",
+    "ThreadsIn",
+    "ThreadsOut",
+    "SyncIn",
+    "SyncOut",
+    "SyncStatusOut",
+    "BlocksIn",
+    "BlocksOut",
+    "WriteBlockIn",
+    "GetContextIn",
+    "GetContextOut",
+]
+
+Clearance = Literal["normal", "private", "secret"]
+MetadataScalar = str | int | float | bool | None
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+_USER = Field(None, description="The user the memory is about or belongs to (exact match).", max_length=256)
+_AGENT = Field(None, description="The agent that owns the memory (exact match).", max_length=256)
+_THREAD = Field(None, description="The conversation thread or session (exact match).", max_length=256)
+_CLEARANCE: Any = Field(
+    "private",
+    description="Highest sensitivity to include. 'secret' needs a caller with secret clearance.",
+)
+_ID = Field(..., description="The memory id (as returned by remember or recall).", min_length=1, max_length=256)
+
+
+class RememberIn(_In):
+    """What to store."""
+
+    content: str = Field(..., description="The text to remember: one fact, preference or note.", min_length=1)
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    thread: str | None = _THREAD
+    kind: str = Field("fact", description="fact | conversation | document | knowledge | trait | system | …")
+    context: str | None = Field(None, description="How or why this was learned.")
+    tags: list[str] = Field(default_factory=list, description="Labels for filtering.")
+    keywords: list[str] = Field(default_factory=list, description="Search keywords.")
+    entities: list[str] = Field(default_factory=list, description="Names of the people, places, things mentioned.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free JSON object kept with the memory.")
+    importance: float = Field(0.5, ge=0, le=1, description="0 (trivial) .. 1 (crucial); boosts recall ranking.")
+    sensitivity: Clearance = Field("normal", description="'secret' memories are never returned without clearance.")
+    ttl_seconds: float | None = Field(None, description="Forget automatically after this many seconds.")
+    expires_at: datetime | None = Field(None, description="Forget automatically at this time (ISO 8601).")
+    valid_from: datetime | None = Field(None, description="When the fact became true.")
+    valid_to: datetime | None = Field(None, description="When the fact stopped being true.")
+
+
+class RememberOut(_Out):
+    """The stored memory's id (an existing id when the same content was already stored in the scope)."""
+
+    id: str
+
+
+class RememberBatchIn(_In):
+    """Many memories in one transaction (all stored or none)."""
+
+    items: list[RememberIn] = Field(..., min_length=1, max_length=1000, description="The memories, in order.")
+
+
+class RememberBatchOut(_Out):
+    """The stored ids, in the order given."""
+
+    ids: list[str]
+
+
+class RecallIn(_In):
+    """A search."""
+
+    query: str = Field(..., description="What to look for, in natural language.", min_length=1)
+    limit: int = Field(10, ge=1, le=1000, description="How many memories to return.")
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    thread: str | None = _THREAD
+    kinds: list[str] | None = Field(None, description="Only these kinds.")
+    tags: list[str] | None = Field(None, description="Only memories with any of these tags.")
+    tags_all: list[str] | None = Field(None, description="Only memories with all of these tags.")
+    metadata: dict[str, MetadataScalar] | None = Field(
+        None, description="Only memories whose metadata has these values."
+    )
+    since: datetime | None = Field(None, description="Only memories created at or after this time.")
+    until: datetime | None = Field(None, description="Only memories created before this time.")
+    clearance: Clearance = _CLEARANCE
+    retrieval: str | None = Field(None, description="Retrieval preset name (e.g. balanced, lexical, semantic).")
+
+
+class RecallOut(_Out):
+    """Memories best first, each with its score and which channels found it."""
+
+    hits: list[Hit]
+
+
+class GetIn(_In):
+    """One memory by id."""
+
+    id: str = _ID
+    clearance: Clearance = _CLEARANCE
+
+
+class UpdateIn(_In):
+    """Fields to change; only the fields given are changed (null clears an optional field)."""
+
+    id: str = _ID
+    content: str | None = Field(None, description="New text (re-embedded).")
+    kind: str | None = None
+    context: str | None = None
+    tags: list[str] | None = None
+    keywords: list[str] | None = None
+    entities: list[str] | None = None
+    metadata: dict[str, Any] | None = Field(None, description="Replaces the whole metadata object.")
+    importance: float | None = None
+    sensitivity: Clearance | None = None
+    expires_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = Field(None, description="Close a fact that stopped being true (kept in history).")
+    reason: str | None = Field(None, description="Why, recorded in the history.")
+
+
+class ForgetIn(_In):
+    """A memory to delete."""
+
+    id: str = _ID
+    reason: str | None = Field(None, description="Why, recorded in the history.")
+
+
+class ForgetAllIn(_In):
+    """Delete every memory of a scope (secret, expired and closed ones too)."""
+
+    confirm: bool = Field(False, description="Must be true: this deletes every memory in the scope.")
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    thread: str | None = _THREAD
+    reason: str | None = None
+
+
+class DeletedOut(_Out):
+    """How many memories were deleted."""
+
+    deleted: int
+
+
+class ListIn(_In):
+    """A page of memories, newest first."""
+
+    limit: int = Field(50, ge=1, le=1000, description="Page size.")
+    cursor: str | None = Field(None, description="next_cursor of the previous page.", max_length=512)
+    oldest_first: bool = False
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    thread: str | None = _THREAD
+    kinds: list[str] | None = None
+    tags: list[str] | None = None
+    tags_all: list[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    clearance: Clearance = _CLEARANCE
+    include_expired: bool = False
+    include_invalid: bool = Field(False, description="Include facts whose valid_to has passed.")
+
+
+class ListOut(_Out):
+    """One page; pass next_cursor back to continue (null on the last page)."""
+
+    items: list[MemoryItem]
+    next_cursor: str | None = None
+
+
+class HistoryIn(_In):
+    """A memory's history."""
+
+    id: str = _ID
+    clearance: Clearance = Field("private", description="Snapshots above this sensitivity are redacted.")
+
+
+class HistoryOut(_Out):
+    """Every recorded change, oldest first (kept after deletion). Secret snapshots are redacted without clearance."""
+
+    entries: list[LedgerEntry]
+
+
+class StatsIn(_In):
+    """Counts of a scope."""
+
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    thread: str | None = _THREAD
+
+
+class NoArgs(_In):
+    """No arguments."""
+
+
+class NamespacesOut(_Out):
+    """Namespaces that hold memories and that the caller may use."""
+
+    namespaces: list[str]
+
+
+class EmbedPendingIn(_In):
+    """Embed memories left pending (e.g. after an embedder outage)."""
+
+    limit: int = Field(1000, ge=1, le=1_000_000, description="At most this many.")
+
+
+class EmbedPendingOut(_Out):
+    """How many memories got vectors."""
+
+    embedded: int
+
+
+class ExportIn(_In):
+    """Which memories to export as JSONL (expired ones never)."""
+
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    thread: str | None = _THREAD
+    kinds: list[str] | None = None
+    tags: list[str] | None = None
+    tags_all: list[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    clearance: Clearance = _CLEARANCE
+
+
+# -- conversations (episodic messages) and the sync job ----------------------
+
+
+class AppendMessageIn(_In):
+    """One text message to add to a thread."""
+
+    thread: str = Field(..., description="The conversation thread or session id.", min_length=1, max_length=256)
+    content: str = Field(..., description="The message text.", min_length=1)
+    role: str = Field("user", description="user | assistant | system | tool | …", max_length=64)
+    speaker: str | None = Field(None, description="Who spoke (a name), when not implied by the role.", max_length=256)
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    sensitivity: Clearance = Field("normal", description="'secret' messages are never embedded or returned.")
+    ttl_seconds: float | None = Field(None, description="Delete automatically after this many seconds.")
+    embed: bool = Field(False, description="Embed now instead of leaving it to the sync job.")
+
+
+class RecentMessagesIn(_In):
+    """The latest messages of a thread."""
+
+    thread: str = Field(..., description="The thread.", min_length=1, max_length=256)
+    n: int = Field(20, ge=1, le=1000, description="How many of the latest messages (returned oldest first).")
+    clearance: Clearance = _CLEARANCE
+
+
+class MessagesOut(_Out):
+    """Messages in turn order."""
+
+    messages: list[Message]
+
+
+class SearchConversationIn(_In):
+    """A search over conversation messages."""
+
+    query: str = Field(..., description="What to look for.", min_length=1)
+    limit: int = Field(10, ge=1, le=1000)
+    thread: str | None = _THREAD
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    roles: list[str] | None = Field(None, description="Only messages with these roles.")
+    since: datetime | None = None
+    until: datetime | None = None
+    clearance: Clearance = _CLEARANCE
+
+
+class MessageHitsOut(_Out):
+    """Messages best first, with scores."""
+
+    hits: list[MessageHit]
+
+
+class ThreadsIn(_In):
+    """Threads of a namespace."""
+
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    limit: int = Field(100, ge=1, le=1000)
+
+
+class ThreadsOut(_Out):
+    """Threads, most recently active first."""
+
+    threads: list[ThreadInfo]
+
+
+class SyncIn(_In):
+    """Run the episodic→semantic sync job (embed pending messages, then pending memories)."""
+
+    dry_run: bool = Field(False, description="Only estimate the work; nothing is claimed or written.")
+    max_batches: int | None = Field(None, ge=1, le=100_000, description="Stop after this many batches.")
+
+
+class SyncOut(_Out):
+    """What the run did (or, for a dry run, would do)."""
+
+    dry_run: bool
+    result: dict[str, Any]
+
+
+class SyncStatusOut(_Out):
+    """Pending counts by embedding status, claims in flight, and the job's cursor and last error."""
+
+    status: dict[str, Any]
+
+
+# -- working-memory blocks ----------------------------------------------------
+
+
+class BlocksIn(_In):
+    """The working-memory blocks of a scope."""
+
+    user: str | None = _USER
+    agent: str | None = _AGENT
+
+
+class BlocksOut(_Out):
+    """Blocks by label (the standard labels included, empty if never written)."""
+
+    blocks: list[Block]
+
+
+class WriteBlockIn(_In):
+    """Replace a block's text, or append to it."""
+
+    label: str = Field(..., description="user_info, goals_and_status, important_context, … or your own label.")
+    value: str = Field(..., description="The text (the whole block, or what to add with mode=append).")
+    mode: Literal["replace", "append"] = "replace"
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    reason: str | None = Field(None, description="Why, recorded in the block's history.")
+
+
+# -- context assembly ----------------------------------------------------------
+
+
+class GetContextIn(_In):
+    """What the next model call is about; the context is built for it under a token budget."""
+
+    observation: str = Field(..., description="The current user input (what the model must answer).", min_length=1)
+    goal: str | None = Field(None, description="What the agent is trying to achieve, if known.")
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    thread: str | None = Field(None, description="The conversation thread: its recent turns are included.")
+    system: str | None = Field(None, description="The system prompt to put first.")
+    budget_tokens: int = Field(2000, ge=64, le=1_000_000, description="Token budget of the whole context.")
+    model: str | None = Field(None, description="Model name; picks the tokenizer used to count tokens.")
+    clearance: Clearance = _CLEARANCE
+
+
+class GetContextOut(_Out):
+    """Chat messages ready for the model (OpenAI shape) and the trace of what went in, what was cut and why."""
+
+    messages: list[dict[str, Any]]
+    trace: Trace

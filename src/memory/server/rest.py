@@ -1,0 +1,261 @@
+"""The REST API (FastAPI), derived from :data:`memory.server.ops.OPERATIONS`.
+
+Layout: ``/v1/namespaces`` lists namespaces; everything else lives under
+``/v1/namespaces/{namespace}/…`` — the namespace is named in the URL and
+checked against the API key's scope before anything runs. Errors are
+``application/problem+json`` (RFC 9457). OpenAPI at ``/openapi.json``,
+docs at ``/docs``; ``/healthz`` needs no key.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+import anyio
+from fastapi import Body, Depends, FastAPI, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import APIKeyHeader, HTTPBearer
+from pydantic import BaseModel, ConfigDict, create_model
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from memory import __version__
+from memory.config import ServerSettings
+from memory.errors import Error
+from memory.memory import Memory
+from memory.server.auth import Authenticator
+from memory.server.ops import OPERATIONS, Operation, invoke
+from memory.server.problems import PROBLEM_TYPE, Problem, problem_body, problem_for
+
+__all__ = ["create_app", "BodyLimit", "API_PREFIX"]
+
+log = logging.getLogger(__name__)
+
+API_PREFIX = "/v1"
+_PATH_VAR = re.compile(r"{(\w+)}")
+_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key from `memory keys create`>")
+_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="The API key, as an alternative header")
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": Problem, "content": {PROBLEM_TYPE: {}}, "description": text}
+    for status, text in (
+        (400, "Malformed request"), (401, "Missing or invalid API key"), (403, "Namespace or operation not allowed"),
+        (404, "Not found"), (413, "Request body too large"), (422, "Invalid input"),
+    )
+}  # fmt: skip
+
+ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
+
+
+class BodyLimit:
+    """ASGI middleware: refuse request bodies above ``max_bytes`` with 413 (by Content-Length or as streamed)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        """Wrap ``app``."""
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def _reject(self, send: Any) -> None:
+        body = problem_body(413, "Payload Too Large", f"request bodies are limited to {self.max_bytes} bytes")
+        headers = [(b"content-type", PROBLEM_TYPE.encode()), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 413, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        """Serve one request."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    too_big = int(value) > self.max_bytes
+                except ValueError:
+                    too_big = True
+                if too_big:
+                    await self._reject(send)
+                    return
+        seen = 0
+        rejected = False
+
+        async def limited_receive() -> Any:
+            nonlocal seen, rejected
+            message = await receive()
+            if message["type"] == "http.request" and not rejected:
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    rejected = True  # the app has not answered yet: it is still reading the body
+                    await self._reject(send)
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message: Any) -> None:
+            if not rejected:
+                await send(message)
+
+        try:
+            await self.app(scope, limited_receive, guarded_send)
+        except Exception:
+            if not rejected:
+                raise
+
+
+def _json_bytes(result: Any) -> bytes:
+    if isinstance(result, BaseModel):
+        return result.model_dump_json().encode()
+    return json.dumps(result).encode()
+
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+def _problem_response(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> Response:
+    return Response(body, status_code=status, media_type=PROBLEM_TYPE, headers=headers)
+
+
+def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation) -> None:
+    assert op.rest is not None
+    rest = op.rest
+    path_vars = _PATH_VAR.findall(rest.path)
+    rest_fields = {n: f for n, f in op.params.model_fields.items() if n not in path_vars}
+    in_query = rest.method in ("GET", "DELETE")
+    payload_model: type[BaseModel] | None = None
+    if rest_fields:
+        payload_model = (
+            op.params
+            if not path_vars
+            else create_model(  # type: ignore[call-overload]
+                f"{_camel(op.name)}{'Query' if in_query else 'Body'}",
+                __config__=ConfigDict(extra="forbid"),
+                __doc__=op.params.__doc__,
+                **{n: (f.annotation, f) for n, f in rest_fields.items()},
+            )
+        )
+    P = inspect.Parameter
+    parameters = [
+        P("request", P.KEYWORD_ONLY, annotation=Request),
+        P("_bearer", P.KEYWORD_ONLY, annotation=Annotated[Any, Depends(_bearer)]),
+        P("_api_key", P.KEYWORD_ONLY, annotation=Annotated[Any, Depends(_api_key)]),
+    ]
+    if op.scoped:
+        ns_path = Path(description="The namespace (tenant); the API key must be scoped to it.", max_length=256)
+        parameters.append(P("namespace", P.KEYWORD_ONLY, annotation=Annotated[str, ns_path]))
+    for var in path_vars:
+        field = op.params.model_fields[var]
+        parameters.append(
+            P(var, P.KEYWORD_ONLY, annotation=Annotated[str, Path(description=field.description, max_length=256)])
+        )
+    if payload_model is not None:
+        marker = Query() if in_query else Body()
+        parameters.append(P("payload", P.KEYWORD_ONLY, annotation=Annotated[payload_model, marker]))
+
+    def serve(headers: Mapping[str, str], values: dict[str, Any], namespace: str | None) -> Response:
+        result = invoke(mem, op, auth.caller(headers), values, namespace)
+        if isinstance(result, str):
+            return Response(result, media_type=rest.media_type, status_code=rest.status)
+        # Serialised here, in the worker thread, from the operation's own result model.
+        return Response(_json_bytes(result), media_type="application/json", status_code=rest.status)
+
+    async def endpoint(**kwargs: Any) -> Response:
+        request: Request = kwargs["request"]
+        payload = kwargs.get("payload")
+        values = payload.model_dump(exclude_unset=True) if payload is not None else {}
+        values.update({var: kwargs[var] for var in path_vars})
+        # One hop to a worker thread per request: authentication and the Memory call both block.
+        return await anyio.to_thread.run_sync(serve, request.headers, values, kwargs.get("namespace"))
+
+    endpoint.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    endpoint.__name__ = op.name
+    prefix = f"{API_PREFIX}/namespaces/{{namespace}}" if op.scoped else API_PREFIX
+    is_text = op.result is str
+    app.add_api_route(
+        prefix + rest.path,
+        endpoint,
+        methods=[rest.method],
+        status_code=rest.status,
+        response_model=None if is_text else op.result,
+        response_class=Response if is_text else JSONResponse,
+        responses={**_ERRORS, **({200: {"content": {rest.media_type: {}}}} if is_text else {})},
+        operation_id=op.name,
+        summary=op.description.split(". ")[0].rstrip("."),
+        description=op.description,
+        tags=list(op.tags),
+    )
+
+
+def create_app(mem: Memory, auth: Authenticator, settings: ServerSettings | None = None) -> FastAPI:
+    """The REST application over ``mem`` (which the caller keeps open and closes)."""
+    settings = settings or mem.settings.server
+    threads = settings.threads
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Requests run in worker threads; a few avoid GIL and lock convoys under many clients.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        yield
+
+    app = FastAPI(
+        lifespan=lifespan,
+        title="memory",
+        version=__version__,
+        description=(
+            "Long-term memory for LLM agents. Every namespaced route needs an API key scoped to that "
+            "namespace (`memory keys create --namespace NS`), sent as `Authorization: Bearer <key>`."
+        ),
+    )
+
+    @app.exception_handler(Error)
+    async def _memory_error(request: Request, exc: Error) -> Response:
+        status, body = problem_for(exc)
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        return _problem_response(status, body, headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
+        errors = exc.errors()
+        malformed = any(e.get("type") == "json_invalid" for e in errors)
+        status = 400 if malformed else 422
+        parts = ["/".join(str(p) for p in e.get("loc", ())) + f": {e.get('msg')}" for e in errors[:5]]
+        body = problem_body(
+            status, "Malformed JSON" if malformed else "Invalid input", "; ".join(parts),
+            slug="malformed" if malformed else "invalid-input",
+        )  # fmt: skip
+        return _problem_response(status, body)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        detail = exc.detail if isinstance(exc.detail, str) else None
+        return _problem_response(exc.status_code, problem_body(exc.status_code, detail or "Error", detail), exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> Response:
+        log.exception("unexpected error serving %s %s", request.method, request.url.path)
+        return _problem_response(
+            500, problem_body(500, "Internal Server Error", "unexpected error; see the server log")
+        )
+
+    @app.get("/healthz", tags=["health"], summary="Liveness check (no key needed)")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    for op in OPERATIONS.values():
+        if op.rest is not None:
+            _route(app, mem, auth, op)
+
+    if settings.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST", "PATCH", "DELETE"],
+            allow_headers=["Authorization", "X-API-Key", "Content-Type"],
+        )
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    return app

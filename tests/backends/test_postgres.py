@@ -1,0 +1,361 @@
+"""PostgreSQL-specific tests against the real server (``MEMORY_TEST_DSN``, see scripts/pg.sh).
+
+The behaviour shared by every backend is checked by ``tests/contract``; this
+file covers what only the postgres backend has: recorded migrations, pgvector
+and its HNSW index, SKIP LOCKED claims across processes, dedup races, SQL
+filters equal to :func:`memory.filters.matches`, and BM25 equal to SQLite's.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from test_sqlite import DIM, HOSTILE, MODEL, NOW, _random_filter, _random_items, flt, make_item, record, unit
+
+from memory.backends import open_backend
+from memory.backends.base import ListOrder
+from memory.backends.inmemory import InMemoryBackend
+from memory.backends.postgres import PostgresBackend
+from memory.backends.postgres.migrations import MIGRATIONS
+from memory.backends.sqlite import SQLiteBackend
+from memory.errors import ConfigError, InvalidInputError, SchemaError, StorageError
+from pg_support import drop_test_schemas, postgres_dsn, schema_for
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cleanup() -> Iterator[None]:
+    yield
+    import os
+
+    if dsn := os.environ.get("MEMORY_TEST_DSN"):
+        drop_test_schemas(dsn)
+
+
+@pytest.fixture
+def dsn() -> str:
+    return postgres_dsn()
+
+
+@pytest.fixture
+def schema(tmp_path: Path) -> str:
+    return schema_for(tmp_path)
+
+
+@pytest.fixture
+def backend(dsn: str, schema: str) -> Iterator[PostgresBackend]:
+    instance = PostgresBackend(dsn, schema=schema)
+    instance.ensure_vector_space(MODEL, DIM)
+    yield instance
+    instance.close()
+
+
+def _sql(backend: PostgresBackend, query: str, params: Any = ()) -> list[tuple[Any, ...]]:
+    with backend._tx() as conn:
+        cur = conn.execute(query, params)
+        return list(cur.fetchall()) if cur.description else []
+
+
+# -- schema, migrations ----------------------------------------------------------
+def test_migrations_are_recorded_and_reopening_is_idempotent(dsn: str, schema: str) -> None:
+    with PostgresBackend(dsn, schema=schema) as first:
+        names = [r[0] for r in _sql(first, "SELECT name FROM schema_migrations ORDER BY name")]
+        assert names == [m.name for m in MIGRATIONS]
+        assert first.pgvector_version >= "0.5"
+    with PostgresBackend(dsn, schema=schema) as again:
+        assert len(_sql(again, "SELECT name FROM schema_migrations")) == len(MIGRATIONS)
+
+
+def test_store_from_a_newer_version_is_refused(dsn: str, schema: str) -> None:
+    with PostgresBackend(dsn, schema=schema) as backend:
+        _sql(backend, "INSERT INTO schema_migrations (name) VALUES ('9999_from_the_future') RETURNING name")
+    with pytest.raises(SchemaError, match="newer version"):
+        PostgresBackend(dsn, schema=schema)
+
+
+def test_another_applications_schema_is_refused(dsn: str, schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.items (x int)")
+    with pytest.raises(SchemaError, match="no memory migrations"):
+        PostgresBackend(dsn, schema=schema)
+
+
+def test_bad_options_and_unreachable_server_fail_clearly(dsn: str) -> None:
+    with pytest.raises(ConfigError):
+        PostgresBackend(dsn, schema="Robert'); DROP")
+    with pytest.raises(InvalidInputError):
+        PostgresBackend(dsn, pool_size=0)
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once closed
+    with pytest.raises(StorageError, match="not reachable"):
+        PostgresBackend(f"postgresql://postgres@127.0.0.1:{port}/x", connect_timeout=2)
+
+
+def test_registry_and_url_open_postgres(dsn: str) -> None:
+    backend = open_backend(dsn)
+    try:
+        assert isinstance(backend, PostgresBackend) and backend.name == "postgres"
+    finally:
+        backend.close()
+
+
+def test_close_is_idempotent_and_later_use_fails_clearly(dsn: str, schema: str) -> None:
+    backend = PostgresBackend(dsn, schema=schema)
+    backend.close()
+    backend.close()
+    with pytest.raises(StorageError, match="closed"):
+        backend.count(flt())
+
+
+def test_schema_is_keyed_by_namespace_with_hnsw_and_gin(backend: PostgresBackend, schema: str) -> None:
+    indexes = dict(_sql(backend, "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s", (schema,)))
+    assert "USING hnsw (embedding vector_cosine_ops)" in indexes["vectors_1_hnsw"]
+    assert "USING gin (tsv)" in indexes["items_tsv"]
+    for name, definition in indexes.items():
+        if "hnsw" in definition or "gin" in definition or name in ("vector_spaces_pkey", "vector_spaces_model_key"):
+            continue
+        if name in ("schema_migrations_pkey", "meta_pkey"):
+            continue
+        columns = definition.split("(", 1)[1]
+        assert columns.startswith("namespace"), (name, definition)
+    generated = _sql(
+        backend,
+        "SELECT attgenerated FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname = 'tsv'",
+    )
+    assert generated == [("s",)]
+
+
+# -- writes --------------------------------------------------------------------
+def test_times_and_json_round_trip_exactly(backend: PostgresBackend) -> None:
+    item = make_item(
+        "exact times",
+        created_at=NOW + timedelta(microseconds=123457),
+        metadata={"a": 1, "b": 1.5, "c": [1, "x"], "d": {"e": None}, "big": 10**18},
+        tags=["z", "a", "m"],
+        keywords=["k1"],
+    )
+    backend.add([record(item, unit(np.random.default_rng(0)))])
+    assert backend.get("default", [item.id]) == [item]
+
+
+def test_failed_batch_leaves_nothing_behind(backend: PostgresBackend) -> None:
+    good = make_item("good one")
+    bad = make_item("bad one")
+    with pytest.raises(InvalidInputError):
+        backend.add([record(good, unit(np.random.default_rng(1))), record(bad, np.ones(DIM + 1, np.float32))])
+    assert backend.count(flt()) == 0 and backend.ledger_count("default") == 0
+    assert _sql(backend, "SELECT count(*) FROM lexical_stats WHERE docs > 0") == [(0,)]
+
+
+def test_lexical_statistics_follow_adds_replaces_and_deletes(backend: PostgresBackend) -> None:
+    a, b = make_item("one two three"), make_item("four five")
+    backend.add([record(a, None), record(b, None)])
+    assert _sql(backend, "SELECT docs, words FROM lexical_stats") == [(2, 5)]
+    changed = a.model_copy(update={"content": "one"})
+    backend.replace(changed, None, record(changed, None).ledger)
+    assert _sql(backend, "SELECT docs, words FROM lexical_stats") == [(2, 3)]
+    backend.delete("default", [b.id], [])
+    assert _sql(backend, "SELECT docs, words FROM lexical_stats") == [(1, 1)]
+
+
+def _process_adder(dsn: str, schema: str, worker: int, barrier: Any, queue: Any) -> None:
+    """Add 100 own items and 20 shared ones, interleaved, in batches of 5."""
+    try:
+        rng = np.random.default_rng(worker)
+        backend = PostgresBackend(dsn, schema=schema, pool_size=2)
+        try:
+            backend.ensure_vector_space(MODEL, DIM)
+            barrier.wait()
+            texts = [f"worker {worker} item {n}" for n in range(100)] + [f"shared fact {n}" for n in range(20)]
+            random.Random(worker).shuffle(texts)
+            shared: dict[str, str] = {}
+            for start in range(0, len(texts), 5):
+                batch = texts[start : start + 5]
+                results = backend.add([record(make_item(t, tags=["mp"]), unit(rng)) for t in batch])
+                shared.update({t: r.id for t, r in zip(batch, results, strict=True) if t.startswith("shared")})
+            queue.put(("ok", worker, shared))
+        finally:
+            backend.close()
+    except BaseException as exc:  # report, never hang the parent
+        queue.put(("error", worker, repr(exc)))
+
+
+@pytest.mark.slow
+def test_four_processes_dedup_atomically(dsn: str, schema: str) -> None:
+    PostgresBackend(dsn, schema=schema).close()
+    ctx = multiprocessing.get_context("spawn")
+    barrier, queue = ctx.Barrier(4), ctx.Queue()
+    processes = [ctx.Process(target=_process_adder, args=(dsn, schema, w, barrier, queue)) for w in range(4)]
+    for p in processes:
+        p.start()
+    reports = [queue.get(timeout=120) for _ in processes]
+    for p in processes:
+        p.join(timeout=60)
+    assert all(r[0] == "ok" for r in reports), reports
+    with PostgresBackend(dsn, schema=schema) as backend:
+        assert backend.count(flt()) == 4 * 100 + 20
+        assert _sql(backend, "SELECT docs FROM lexical_stats") == [(420,)]
+        assert _sql(backend, "SELECT count(*) FROM vectors_1") == [(420,)]
+    for text in (f"shared fact {n}" for n in range(20)):
+        assert len({r[2][text] for r in reports}) == 1
+
+
+# -- claims --------------------------------------------------------------------
+def _process_claimer(dsn: str, schema: str, worker: int, barrier: Any, queue: Any) -> None:
+    """Claim batches of 7 until nothing is left; report every id claimed."""
+    try:
+        backend = PostgresBackend(dsn, schema=schema, pool_size=1)
+        try:
+            barrier.wait()
+            claimed: list[str] = []
+            while batch := backend.claim_pending_embeddings(None, 7, f"w{worker}", 300.0, NOW):
+                claimed += [i.id for i in batch]
+                assert all(i.sensitivity != "secret" for i in batch)
+            queue.put(("ok", worker, claimed))
+        finally:
+            backend.close()
+    except BaseException as exc:
+        queue.put(("error", worker, repr(exc)))
+
+
+@pytest.mark.slow
+def test_four_processes_claim_every_pending_item_exactly_once(backend: PostgresBackend, dsn: str, schema: str) -> None:
+    items = [make_item(f"pending {n}", model=None, namespace=f"ns{n % 3}") for n in range(400)]
+    secrets = [make_item(f"secret {n}", model=None, sensitivity="secret") for n in range(10)]
+    done = [make_item(f"done {n}") for n in range(10)]
+    rng = np.random.default_rng(5)
+    backend.add([record(i, None) for i in items + secrets] + [record(i, unit(rng)) for i in done])
+    # a live lease held by someone else keeps 5 items out; an expired one does not
+    held = backend.claim_pending_embeddings("ns0", 5, "earlier", 3600.0, NOW - timedelta(seconds=10))
+    stale = backend.claim_pending_embeddings("ns1", 5, "crashed", 5.0, NOW - timedelta(seconds=60))
+    assert len(held) == len(stale) == 5
+    ctx = multiprocessing.get_context("spawn")
+    barrier, queue = ctx.Barrier(4), ctx.Queue()
+    processes = [ctx.Process(target=_process_claimer, args=(dsn, schema, w, barrier, queue)) for w in range(4)]
+    for p in processes:
+        p.start()
+    reports = [queue.get(timeout=120) for _ in processes]
+    for p in processes:
+        p.join(timeout=60)
+    assert all(r[0] == "ok" for r in reports), reports
+    claimed = [i for r in reports for i in r[2]]
+    assert len(claimed) == len(set(claimed)), "an item was claimed twice"
+    expected = {i.id for i in items} - {i.id for i in held}
+    assert set(claimed) == expected
+    assert sum(1 for r in reports if r[2]) >= 2, "the work was not shared"
+    owners = dict(_sql(backend, "SELECT id, claimed_by FROM items WHERE claimed_by IS NOT NULL"))
+    assert {owners[i] for i in claimed} <= {"w0", "w1", "w2", "w3"}
+    # set_vectors and mark_embedding clear the claim
+    first, second = claimed[0], claimed[1]
+    ns_of = {i.id: i.namespace for i in items}
+    backend.set_vectors(ns_of[first], MODEL, [(first, unit(rng))])
+    backend.mark_embedding(ns_of[second], [second], "failed", "boom")
+    cleared = dict(_sql(backend, "SELECT id, claimed_by FROM items WHERE id = ANY(%s)", ([first, second],)))
+    assert cleared == {first: None, second: None}
+    again = backend.claim_pending_embeddings(ns_of[second], 50, "retry", 60.0, NOW)
+    assert [i.id for i in again] == [second]
+
+
+def test_claim_rejects_bad_arguments(backend: PostgresBackend) -> None:
+    for kwargs in ({"limit": -1}, {"worker": ""}, {"lease_seconds": 0}):
+        args = {"namespace": None, "limit": 5, "worker": "w", "lease_seconds": 10.0, "now": NOW} | kwargs
+        with pytest.raises(InvalidInputError):
+            backend.claim_pending_embeddings(**args)  # type: ignore[arg-type]
+
+
+# -- reads ---------------------------------------------------------------------
+def test_hostile_strings_are_literal(backend: PostgresBackend) -> None:
+    items = {
+        text: make_item(f"hostile {n} {text}", model=None, user=text, tags=[text], metadata={"k": text})
+        for n, text in enumerate(HOSTILE)
+    }
+    backend.add([record(item, None) for item in items.values()])
+    backend.add([record(make_item("plain abc", model=None, user="abc", tags=["abc"], metadata={"k": "abc"}), None)])
+    for text, item in items.items():
+        for f in (flt(user=text), flt(tags_any=(text,)), flt(tags_all=(text,)), flt(metadata={"k": text})):
+            assert backend.find_ids(f) == [item.id], (text, f)
+    assert backend.find_ids(flt(kinds=("%",))) == []
+    assert backend.find_ids(flt(user="nul\x00byte")) == []
+    assert backend.find_ids(flt(namespace="bad\x00ns")) == []
+    assert backend.search_lexical(flt(), ["drop", "items", "'", "\\", "'\\''"], 20)
+    assert backend.search_lexical(flt(), ["' | !", "&", "x:*"], 20) == []
+    assert backend.count(flt(namespace="'; DROP TABLE items; --")) == 0
+    assert backend.count(flt()) == len(HOSTILE) + 1
+
+
+def test_sql_filters_agree_with_matches(backend: PostgresBackend) -> None:
+    rng = random.Random(11)
+    items = _random_items(rng, 300)
+    reference = InMemoryBackend()
+    for backend_ in (backend, reference):
+        backend_.add([record(item, None) for item in items])
+    for _ in range(300):
+        f = _random_filter(rng, items)
+        expected = reference.find_ids(f)
+        assert backend.find_ids(f) == expected, f
+        assert backend.count(f) == len(expected)
+    f = flt(clearance="secret", include_expired=True, include_invalid=True)
+    assert [i.id for i in backend.iter_items(f, batch_size=7)] == [i.id for i in reference.iter_items(f)]
+    page = backend.list(f, 10, ListOrder(newest_first=True))
+    assert page == reference.list(f, 10, ListOrder(newest_first=True))
+    after = ListOrder(newest_first=True, after_created_at=page[-1].created_at, after_id=page[-1].id)
+    assert backend.list(f, 10, after) == reference.list(f, 10, after)
+    assert backend.group_counts(f, "sensitivity") == reference.group_counts(f, "sensitivity")
+    assert backend.namespaces() == ["default", "other"]
+
+
+def test_hnsw_path_is_used_and_finds_the_neighbours(dsn: str, schema: str) -> None:
+    rng = np.random.default_rng(7)
+    with PostgresBackend(dsn, schema=schema, exact_limit=100) as backend:
+        backend.ensure_vector_space(MODEL, DIM)
+        vectors = [unit(rng) for _ in range(1500)]
+        records = [record(make_item(f"v {n}", user="even" if n % 2 == 0 else "odd"), v) for n, v in enumerate(vectors)]
+        backend.add(records)
+        _sql(backend, "ANALYZE items")
+        matrix = np.vstack(vectors)
+        plan = _sql(
+            backend,
+            "EXPLAIN SELECT id FROM vectors_1 ORDER BY embedding <=> %s::vector LIMIT 10",
+            ("[" + ",".join(["0.25"] * DIM) + "]",),
+        )
+        assert "vectors_1_hnsw" in " ".join(r[0] for r in plan)
+        found = total = 0
+        for _ in range(20):
+            q = unit(rng)
+            for user in (None, "odd"):
+                hits = backend.search_vector(flt(user=user), MODEL, q, 10)
+                allowed = [n for n in range(len(vectors)) if user is None or n % 2 == 1]
+                best = sorted(allowed, key=lambda n: -float(matrix[n] @ q))[:10]
+                ids = {records[n].item.id for n in best}
+                assert len(hits) == 10 and all(h.id in {records[n].item.id for n in allowed} for h in hits)
+                assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+                found += len(ids & {h.id for h in hits})
+                total += 10
+        assert found / total >= 0.9
+
+
+def test_bm25_ranks_like_sqlite(backend: PostgresBackend, tmp_path: Path) -> None:
+    rng = random.Random(3)
+    vocab = "apple banana cherry delta echo fox golf hotel india juliet kilo lima".split()
+    docs = [" ".join(rng.choice(vocab) for _ in range(rng.randrange(3, 15))) for _ in range(200)]
+    items = [make_item(text, model=None) for text in docs]
+    with SQLiteBackend(tmp_path / "ref.db") as sqlite:
+        for store in (backend, sqlite):
+            store.add([record(i, None) for i in items])
+        for terms in (["apple"], ["fox", "golf"], ["kilo", "lima", "india"], ["banana", "zulu"]):
+            ours = backend.search_lexical(flt(), terms, 20)
+            theirs = sqlite.search_lexical(flt(), terms, 20)
+            assert [h.id for h in ours] == [h.id for h in theirs], terms
+            assert [h.score for h in ours] == pytest.approx([h.score for h in theirs], rel=1e-6)
