@@ -126,8 +126,8 @@ def test_schema_is_keyed_by_namespace_with_hnsw_and_gin(backend: PostgresBackend
     for name, definition in indexes.items():
         if "hnsw" in definition or "gin" in definition or name in ("vector_spaces_pkey", "vector_spaces_model_key"):
             continue
-        if name in ("schema_migrations_pkey", "meta_pkey"):
-            continue
+        if name in ("schema_migrations_pkey", "meta_pkey", "job_state_pkey", "api_keys_pkey"):
+            continue  # small tables keyed by name/id: reference tables on Citus
         columns = definition.split("(", 1)[1]
         assert columns.startswith("namespace"), (name, definition)
     generated = _sql(

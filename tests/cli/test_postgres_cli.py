@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import numpy as np
 import pytest
 from cli_helpers import Runner
 
@@ -176,3 +177,73 @@ def test_detection_finds_the_server_on_its_unix_socket(dsn: str, monkeypatch: py
     assert server.pgvector_available is not None
     with psycopg.connect(server.url("postgres")) as conn:  # the socket URL form works
         assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def _fill_conversations(url: str) -> None:
+    """Messages in two namespaces (embedded, pending, secret, archived) and a block with history."""
+    with Memory(url, embedder=HashingEmbedder()) as mem:
+        for n in range(12):
+            mem.messages.append(f"t{n % 2}", f"turn {n} about the harbour", user="u1", namespace="alpha")
+        mem.messages.append("t0", "the door code is 4711", sensitivity="secret", namespace="alpha")
+        mem.messages.append("t9", "beta chat", namespace="beta", metadata={"k": 1.5})
+        mem.run_sync()
+        mem.messages.append("t1", "not embedded yet", namespace="alpha")
+        mem.messages.archive("t0", keep_last=2, namespace="alpha")
+        mem.blocks.replace("user_info", "likes tea", user="u1", namespace="alpha")
+        mem.blocks.append("user_info", "lives by the sea", user="u1", namespace="alpha")
+
+
+def _conversations(url: str) -> dict[str, object]:
+    backend = open_backend(url)
+    try:
+        store = backend.episodic  # type: ignore[attr-defined]
+        now = datetime(2030, 1, 1, tzinfo=UTC)
+        out: dict[str, object] = {"namespaces": store.message_namespaces()}
+        for ns in store.message_namespaces():
+            from memory.episodic.types import MessageQuery
+
+            hot = store.list_messages(
+                MessageQuery(namespace=ns, clearance="secret", include_expired=True, now=now), 1000
+            )
+            out[f"hot:{ns}"] = hot
+            out[f"vectors:{ns}"] = {
+                m.id: store.get_message_vectors(ns, m.embedding_model, [m.id]).get(m.id, np.zeros(0)).tolist()
+                for m in hot
+                if m.embedding_model
+            }
+            out[f"archived:{ns}"] = list(store.iter_archived(ns))
+            out[f"threads:{ns}"] = [(t.thread, t.messages, t.last_turn, t.archived) for t in store.threads(ns)]
+            out[f"blocks:{ns}"] = [
+                (b, store.block_history(ns, b.user, b.agent, b.label)) for b in store.iter_blocks(ns)
+            ]
+        return out
+    finally:
+        backend.close()
+
+
+def test_migrate_copies_conversations_sqlite_postgres_sqlite(run: Runner, pg_url: str, tmp_path: Path) -> None:
+    first = f"sqlite:///{tmp_path / 'c.db'}"
+    back = f"sqlite:///{tmp_path / 'd.db'}"
+    _fill_conversations(first)
+    from memory.backends.keys import open_key_store
+    from memory.keys import new_key
+
+    source = open_backend(first)
+    try:
+        key, _ = new_key("ops", ["alpha"], now=datetime(2026, 2, 1, tzinfo=UTC), read_only=True)
+        open_key_store(source).add(key)
+    finally:
+        source.close()
+    report = run.json("migrate", "--from", first, "--to", pg_url)
+    assert (report["messages"], report["blocks"], report["api_keys"]) == (15, 1, 1)
+    assert run.json("migrate", "--from", pg_url, "--to", back)["messages"] == 15
+    original, via_pg, returned = _conversations(first), _conversations(pg_url), _conversations(back)
+    assert original == via_pg
+    assert original == returned
+    target = open_backend(back)
+    try:
+        assert open_key_store(target).list() == [key]  # the hash and every field survive both copies
+    finally:
+        target.close()
+    assert len(original["archived:alpha"]) == 5 and len(original["vectors:alpha"]) == 7  # type: ignore[arg-type]
+    assert len(original["blocks:alpha"][0][1]) == 2  # type: ignore[index]

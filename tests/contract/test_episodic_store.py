@@ -220,3 +220,22 @@ def test_claims_by_worker_and_release(store: EpisodicStore) -> None:
     assert store.release_claims(["host:1:a"]) == 3
     assert store.message_claims(None) == {"host:2:b": 1}
     assert len(store.claim_pending_messages("ns", 10, "w", 300, T0)) == 3  # freed at once, lease or not
+
+
+def test_job_state_updates_are_atomic_under_concurrency(store: EpisodicStore) -> None:
+    import threading
+
+    def bump(current: JobState | None) -> JobState:
+        state = current or JobState(name="semantic_sync")
+        return state.model_copy(update={"processed": state.processed + 1})
+
+    def work() -> None:
+        for _ in range(25):
+            store.update_job_state("semantic_sync", bump)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert store.get_job_state("semantic_sync").processed == 100  # type: ignore[union-attr]

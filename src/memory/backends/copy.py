@@ -4,7 +4,9 @@ Unlike export/import (which works through the facade, one namespace, no
 ledger), this copies below the facade: every namespace, every item with all
 its fields (ids, times, access statistics, sensitivity including secrets,
 embedding status), the vector of each item in its model's space, and the
-whole ledger (also the history of deleted items) in the order recorded.
+whole ledger (also the history of deleted items) in the order recorded,
+then the conversations (messages, archive, blocks; :mod:`.copy_episodic`)
+when both backends have a conversation store, and the API keys (hashes).
 
 The destination must be empty: a copy never merges into an existing store.
 Each item is written together with its own ``add`` ledger entry (the
@@ -21,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from memory.backends.base import Backend, NewRecord
+from memory.backends.keys import KeyStore, open_key_store
 from memory.errors import ConfigError
 from memory.filters import Filter
 from memory.records import ledger_entry
@@ -57,6 +60,9 @@ class CopyReport:
     namespaces: int
     vector_spaces: int
     synthesised_add_entries: int
+    messages: int = 0
+    blocks: int = 0
+    api_keys: int = 0
 
 
 def _everything(namespace: str, now: datetime) -> Filter:
@@ -88,6 +94,10 @@ def copy_store(src: Backend, dst: Backend, *, on_progress: ProgressCallback | No
     assert isinstance(src, LedgerTransfer) and isinstance(dst, LedgerTransfer)
     if dst.namespaces() or next(iter(dst.iter_ledger(batch_size=1)), None) is not None:
         raise ConfigError("the destination store is not empty; migrate copies into a new, empty store only")
+    from memory.backends.copy_episodic import copy_episodic, episodic_stores
+
+    conversations = episodic_stores(src, dst)  # checked before anything is written
+    keys = _key_stores(src, dst)
     now = datetime.now(UTC)
     spaces = src.vector_spaces()
     for space in spaces:
@@ -134,4 +144,46 @@ def copy_store(src: Backend, dst: Backend, *, on_progress: ProgressCallback | No
             pending = []
     dst.write_ledger(pending)
     ledger += len(pending)
-    return CopyReport(done, vectors, ledger, len(namespaces), len(spaces), synthesised)
+    messages, blocks = copy_episodic(*conversations) if conversations is not None else (0, 0)
+    copied_keys = 0
+    if keys is not None:
+        try:
+            for key in keys[0].list():
+                keys[1].add(key)
+                copied_keys += 1
+        finally:
+            for store in keys:
+                _close(store)
+    return CopyReport(done, vectors, ledger, len(namespaces), len(spaces), synthesised, messages, blocks, copied_keys)
+
+
+def _key_stores(src: Backend, dst: Backend) -> tuple[KeyStore, KeyStore] | None:
+    """The API key stores of both backends, or None when ``src`` holds no keys (or cannot hold any).
+
+    Raises ConfigError when ``src`` has keys that ``dst`` cannot hold, or ``dst`` already has keys.
+    """
+    try:
+        source = open_key_store(src)
+    except ConfigError:
+        return None
+    target: KeyStore | None = None
+    try:
+        if not source.list():
+            _close(source)
+            return None
+        target = open_key_store(dst)  # ConfigError: the destination cannot hold keys
+        if target.list():
+            raise ConfigError("the destination already holds API keys; migrate copies into an empty store only")
+    except BaseException:
+        _close(source)
+        if target is not None:
+            _close(target)
+        raise
+    return source, target
+
+
+def _close(store: KeyStore) -> None:
+    """Close a key store that holds its own connection (SQLite's)."""
+    close = getattr(store, "close", None)
+    if callable(close):
+        close()

@@ -25,7 +25,7 @@ checks them against every backend):
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -189,4 +189,12 @@ class EpisodicStore(Protocol):
 
     def put_job_state(self, state: JobState) -> None:
         """Persist the state of a job (replacing the previous one)."""
+        ...
+
+    def update_job_state(self, name: str, change: Callable[[JobState | None], JobState]) -> JobState:
+        """Replace job ``name``'s state by ``change(current)`` atomically and return it.
+
+        Read and write happen in one transaction holding the row (SQL
+        backends), so concurrent workers adding to the counters lose nothing.
+        """
         ...

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -412,3 +412,10 @@ class InMemoryEpisodicStore:
         """Replace the job's state."""
         with self._lock:
             self._jobs[state.name] = state
+
+    def update_job_state(self, name: str, change: Callable[[JobState | None], JobState]) -> JobState:
+        """Apply ``change`` to the job's state under the store's lock."""
+        with self._lock:
+            state = change(self._jobs.get(name))
+            self._jobs[name] = state
+            return state

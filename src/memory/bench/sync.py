@@ -73,8 +73,16 @@ def run_sync_bench(
     seed: int = 0,
     rounds: int = 4,
     progress: Progress | None = None,
+    backend: str = "sqlite",
+    dsn: str | None = None,
 ) -> dict[str, Any]:
-    """Run both parts; returns a JSON-ready report. Raises InvalidInputError for bad sizes."""
+    """Run both parts; returns a JSON-ready report. Raises InvalidInputError for bad sizes.
+
+    ``backend`` 'sqlite' (files in a temp dir) or 'postgres' (scratch databases
+    on ``dsn``'s server, dropped afterwards).
+    """
+    if backend not in ("sqlite", "postgres"):
+        raise InvalidInputError(f"unknown backend {backend!r}; use 'sqlite' or 'postgres'")
     if messages < 10:
         raise InvalidInputError("--messages must be at least 10")
     note = progress or (lambda _: None)
@@ -82,8 +90,8 @@ def run_sync_bench(
     inner = create_embedder(embedder, {})
     timed = TimedEmbedder(inner)
 
-    def settings_for(db: Path) -> Settings:
-        return Settings(database=f"sqlite:///{db}", embedder=ProviderSpec(provider=embedder))
+    def settings_for(url: str) -> Settings:
+        return Settings(database=url, embedder=ProviderSpec(provider=embedder))
 
     report: dict[str, Any] = {
         "benchmark": "sync",
@@ -93,19 +101,25 @@ def run_sync_bench(
         "messages": messages,
         "batch_size": batch_size,
         "rounds": rounds,
+        "backend": backend,
     }
-    with tempfile.TemporaryDirectory(prefix="memory-bench-sync-") as tmp:
+    from memory.bench.locomo import fresh_store
+
+    with (
+        tempfile.TemporaryDirectory(prefix="memory-bench-sync-") as tmp,
+        fresh_store(backend, Path(tmp), "alone", dsn) as alone_db,
+        fresh_store(backend, Path(tmp), "busy", dsn) as busy_db,
+        fresh_store(backend, Path(tmp), "sync", dsn) as sync_db,
+    ):
         # (a) appends alone, then with a worker process syncing alongside
-        alone_db = Path(tmp) / "alone.db"
         with Memory(settings=settings_for(alone_db), embedder=timed) as mem:
             note(f"appending {messages} messages (no sync running)")
             alone = _append_all(mem, texts)
-        busy_db = Path(tmp) / "busy.db"
         with Memory(settings=settings_for(busy_db), embedder=timed) as mem:
             env = {**os.environ, "MEMORY_EMBEDDER": embedder}
             env.pop("MEMORY_EMBEDDER_OPTIONS", None)
             worker = subprocess.Popen(
-                [sys.executable, "-m", "memory", "--db", str(busy_db), "worker", "--jobs", "sync",
+                [sys.executable, "-m", "memory", "--db", busy_db, "worker", "--jobs", "sync",
                  "--interval", "0.05", "--batch-size", str(batch_size)],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
@@ -140,7 +154,6 @@ def run_sync_bench(
         sync_times: list[float] = []
         inside = 0.0
         batches = 0
-        sync_db = Path(tmp) / "sync.db"
         with Memory(settings=settings_for(sync_db), embedder=timed) as mem:
             for number, chunk in enumerate(chunks):
                 mem.messages.append_many([{"thread": f"thread-{i % 20}", "content": t} for i, t in enumerate(chunk)])
@@ -191,7 +204,8 @@ def format_sync_bench(report: dict[str, Any]) -> str:
     return (
         "\n".join(
             [
-                f"sync benchmark — {report['messages']} messages, embedder {report['embedder']}, "
+                f"sync benchmark — {report.get('backend', 'sqlite')}, {report['messages']} messages, "
+                f"embedder {report['embedder']}, "
                 f"batch {report['batch_size']}; {m['cores']} cores, load {m['load_avg']}",
                 f"append alone:      {a['alone']['per_second']:>8} /s  p50 {a['alone']['p50_ms']} ms  "
                 f"p95 {a['alone']['p95_ms']} ms",

@@ -110,7 +110,9 @@ _DSN_OPTION = click.option(
     "--limit-conversations", type=click.IntRange(min=1), metavar="N", help="Use only the first N conversations."
 )
 @click.option(
-    "--extract", is_flag=True, help="Run extraction (heuristic LLM unless configured) at ingest; the graph preset needs it."
+    "--extract",
+    is_flag=True,
+    help="Run extraction (heuristic LLM unless configured) at ingest; the graph preset needs it.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
@@ -323,6 +325,9 @@ def speed(
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the text generator.")
 @click.option("--rounds", type=click.IntRange(min=1), default=4, show_default=True,
               help="Interleaved rounds of bare embedder vs sync job.")  # fmt: skip
+@click.option("--backend", type=click.Choice(["sqlite", "postgres"]), default="sqlite", show_default=True,
+              help="Store to measure (postgres: scratch databases on --dsn's server).")  # fmt: skip
+@click.option("--dsn", metavar="URL", envvar="MEMORY_BENCH_DSN", help="PostgreSQL server for --backend postgres.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
@@ -335,6 +340,8 @@ def sync_bench(
     data: Path | None,
     seed: int,
     rounds: int,
+    backend: str,
+    dsn: str | None,
     as_json: bool,
     out: Path | None,
     quiet: bool,
@@ -351,6 +358,7 @@ def sync_bench(
         report = run_sync_bench(
             messages=messages, embedder=embedder or _default_embedder(ctx), batch_size=batch_size,
             data=_data_path(data, required=False), seed=seed, rounds=rounds, progress=_note(quiet),
+            backend=backend, dsn=dsn,
         )  # fmt: skip
     _emit(report, format_sync_bench(report), as_json=as_json, out=out)
 
@@ -380,7 +388,9 @@ def embedders(args: tuple[str, ...]) -> None:
 @click.option("--duration", type=click.FloatRange(min=0.5), default=20.0, show_default=True, help="Seconds of load.")
 @click.option("--url", metavar="URL", help="Drive this server instead of starting `memory serve` (needs --key).")
 @click.option("--key", metavar="KEY", help="API key for --url (scoped to namespaces load-0 … load-N or '*').")
-@click.option("--embedder", metavar="NAME", default="hashing", show_default=True, help="Embedder of the started server.")
+@click.option(
+    "--embedder", metavar="NAME", default="hashing", show_default=True, help="Embedder of the started server."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 def serve_load(
@@ -413,8 +423,10 @@ def serve_load(
         f"load average before {report['loadavg_before']}, after {report['loadavg_after']}",
     ]  # fmt: skip
     if report.get("server_cpu_ms_per_request") is not None:
-        lines.append(f"CPU per request: server {report['server_cpu_ms_per_request']} ms, "
-                     f"load generator {report['client_cpu_ms_per_request']} ms")
+        lines.append(
+            f"CPU per request: server {report['server_cpu_ms_per_request']} ms, "
+            f"load generator {report['client_cpu_ms_per_request']} ms"
+        )
     _emit(report, "\n".join(lines), as_json=as_json, out=out)
     if report["missing"] or report["errors"]:
         raise click.ClickException(f"{report['errors']} errors, {report['missing']} acknowledged writes missing")

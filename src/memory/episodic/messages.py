@@ -60,7 +60,7 @@ def episodic_store(backend: Backend) -> EpisodicStore:
     if store is None:
         raise StoreUnavailableError(
             f"the {getattr(backend, 'name', type(backend).__name__)} backend has no conversation store yet "
-            "(messages, blocks, sync); use the sqlite or inmemory backend for these features"
+            "(messages, blocks, sync); use the sqlite, postgres or inmemory backend for these features"
         )
     return store  # type: ignore[no-any-return]
 

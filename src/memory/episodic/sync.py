@@ -323,16 +323,18 @@ class SyncJob:
         """The job-state key: ``semantic_sync`` or ``semantic_sync:<namespace>``."""
         return JOB_NAME if self.namespace is None else f"{JOB_NAME}:{self.namespace}"
 
-    def _state(self) -> JobState:
-        return self.store.get_job_state(self.state_name) or JobState(name=self.state_name)
-
     def _save(self, **changes: Any) -> None:
-        state = self._state()
-        update = dict(changes)
-        for counter in ("processed", "failed", "skipped", "runs"):
-            if counter in update:
-                update[counter] = getattr(state, counter) + update[counter]
-        self.store.put_job_state(state.model_copy(update=update))
+        """Add the counters in ``changes`` to the stored state and set its other fields, atomically."""
+
+        def apply(current: JobState | None) -> JobState:
+            state = current or JobState(name=self.state_name)
+            update = dict(changes)
+            for counter in ("processed", "failed", "skipped", "runs"):
+                if counter in update:
+                    update[counter] = getattr(state, counter) + update[counter]
+            return state.model_copy(update=update)
+
+        self.store.update_job_state(self.state_name, apply)
 
     def run(self, *, max_batches: int | None = None, should_stop: Callable[[], bool] | None = None) -> SyncReport:
         """Work until nothing is pending, an embedder error, ``max_batches`` or ``should_stop()``.

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -59,6 +59,11 @@ from memory.errors import (
 )
 from memory.filters import Filter
 from memory.types import LedgerEntry, MemoryItem
+
+if TYPE_CHECKING:
+    from memory.backends.postgres.episodic import PostgresEpisodicStore
+    from memory.backends.postgres.graph import PostgresGraph
+    from memory.backends.postgres.keys import PostgresKeyStore
 
 __all__ = ["PostgresBackend"]
 
@@ -150,6 +155,8 @@ class PostgresBackend:
         self._spaces: dict[str, _Space] = {}
         self._sizes: dict[tuple[int, str], tuple[bool, float]] = {}
         self._pool: Any = None
+        self._episodic: PostgresEpisodicStore | None = None
+        self._graph: PostgresGraph | None = None
         kwargs: dict[str, Any] = {
             "options": session_options(schema, ef_search=ef_search),
             "connect_timeout": max(1, int(connect_timeout)),
@@ -787,6 +794,33 @@ class PostgresBackend:
             if len(rows) < batch_size:
                 return
             after = (items[-1].created_at, items[-1].id)
+
+    # -- other stores --------------------------------------------------------
+    @property
+    def episodic(self) -> PostgresEpisodicStore:
+        """The conversation/blocks/job-state store in this schema (see :mod:`memory.backends.episodic`)."""
+        with self._lock:
+            if self._episodic is None:
+                from memory.backends.postgres.episodic import PostgresEpisodicStore
+
+                self._episodic = PostgresEpisodicStore(self)
+            return self._episodic
+
+    @property
+    def graph(self) -> PostgresGraph:
+        """The knowledge-graph store in this schema (see :mod:`memory.backends.graph`)."""
+        with self._lock:
+            if self._graph is None:
+                from memory.backends.postgres.graph import PostgresGraph
+
+                self._graph = PostgresGraph(self)
+            return self._graph
+
+    def key_store(self) -> PostgresKeyStore:
+        """The API key store in this schema (see :mod:`memory.backends.keys`)."""
+        from memory.backends.postgres.keys import PostgresKeyStore
+
+        return PostgresKeyStore(self)
 
     # -- administration ----------------------------------------------------
     def server_info(self) -> dict[str, Any]:

@@ -30,6 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory.backends.postgres.keys import API_KEYS_STATEMENTS
+from memory.backends.postgres.schema_episodic import EPISODIC_STATEMENTS
+from memory.backends.postgres.schema_graph import GRAPH_STATEMENTS
 from memory.errors import ConfigError, SchemaError
 
 __all__ = [
@@ -155,6 +158,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_items", _ITEMS),
     Migration("0002_ledger", _LEDGER),
     Migration("0003_vector_spaces", _VECTORS),
+    Migration("0004_episodic", EPISODIC_STATEMENTS),
+    Migration("0005_graph", GRAPH_STATEMENTS),
+    Migration("0006_api_keys", API_KEYS_STATEMENTS),
 )
 
 

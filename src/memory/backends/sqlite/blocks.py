@@ -8,6 +8,7 @@ A block's scope is (namespace, user, agent); an unset user or agent is stored as
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from memory.episodic.types import Block, BlockChange, JobState
@@ -93,6 +94,18 @@ class BlocksAndJobsMixin:
         with self._b._read() as conn:
             row = conn.execute("SELECT data FROM job_state WHERE name = ?", (name,)).fetchone()
         return None if row is None else JobState.model_validate_json(row[0])
+
+    def update_job_state(self, name: str, change: Callable[[JobState | None], JobState]) -> JobState:
+        """Apply ``change`` to the job's state inside one immediate transaction."""
+        with self._b._write() as conn:
+            row = conn.execute("SELECT data FROM job_state WHERE name = ?", (name,)).fetchone()
+            state = change(None if row is None else JobState.model_validate_json(row[0]))
+            conn.execute(
+                "INSERT INTO job_state (name, data) VALUES (?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET data = excluded.data",
+                (name, state.model_dump_json()),
+            )
+            return state
 
     def put_job_state(self, state: JobState) -> None:
         """Replace the job's state."""
