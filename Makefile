@@ -1,5 +1,5 @@
 # `make demo` and `make test` set everything up themselves (a .venv in this folder).
-.PHONY: setup demo test test-fast test-llm pg-start pg-stop bench-locomo bench-speed bench-context clean
+.PHONY: setup demo test test-fast test-llm pg-start pg-stop bench-locomo bench-speed bench-context bench-tiers clean
 
 VENV := .venv
 STAMP := $(VENV)/.installed
@@ -43,6 +43,9 @@ bench-speed: $(STAMP)
 
 bench-context: $(STAMP)
 	$(VENV)/bin/memory bench context --data ../shared/bench/locomo_dev.json --budget 4000
+
+bench-tiers: $(STAMP)
+	nice -n 10 $(VENV)/bin/memory bench tiers --data ../shared/bench/locomo_dev.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

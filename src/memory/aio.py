@@ -165,6 +165,11 @@ class AsyncMemory:
         return AsyncService(self._sync.messages, self._run)
 
     @property
+    def tiers(self) -> AsyncService:
+        """Awaitable :attr:`Memory.tiers` (``await amem.tiers.retrieve(...)``)."""
+        return AsyncService(self._sync.tiers, self._run)
+
+    @property
     def blocks(self) -> AsyncService:
         """Awaitable :attr:`Memory.blocks`."""
         return AsyncService(self._sync.blocks, self._run)

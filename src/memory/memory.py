@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from memory.backends.graph import MemoryLink
     from memory.context import CompiledPrompt, ContextRequest, ContextSource, Summariser
     from memory.episodic.blocks import Blocks
+    from memory.tiers.service import Tiers
     from memory.episodic.messages import Messages
     from memory.episodic.prune import PruneReport
     from memory.episodic.summarize import ConversationEnd, Summarizer
@@ -144,6 +145,7 @@ class Memory:
         self._clock = clock or utcnow
         self._summarizer = summarizer
         self._messages: Messages | None = None
+        self._tiers: Tiers | None = None
         self._backend: Backend = backend or open_backend(self.settings.database)
         try:
             self._owns_embedder = isinstance(embedder, str) or embedder is None
@@ -699,6 +701,15 @@ class Memory:
 
             self._messages = Messages(self)
         return self._messages
+
+    @property
+    def tiers(self) -> Tiers:
+        """Hierarchical memory (MemoryOS): ``mem.tiers.add_page/retrieve/consolidate/configure/show``."""
+        if self._tiers is None:
+            from memory.tiers.service import Tiers
+
+            self._tiers = Tiers(self)
+        return self._tiers
 
     @property
     def blocks(self) -> Blocks:

@@ -10,7 +10,8 @@ The first line is a header, then one line per memory::
 
 Conversation messages (hot and archived) and working-memory blocks follow
 the memories as ``"type": "message"`` and ``"type": "block"`` lines (see
-:mod:`memory.episodic.transfer`).
+:mod:`memory.episodic.transfer`), then memory tiers as ``"type": "tier"``
+lines (see :mod:`memory.tiers.transfer`).
 
 The round trip is lossless: ids, timestamps, access statistics, every field,
 and the vectors (float32 -> JSON float -> float32 is exact) with their model.
@@ -84,7 +85,8 @@ class ImportReport:
     ``pending``: memories stored without a vector because that embedding failed
     (``Memory.embed_pending`` retries them).
     ``messages``/``blocks``: conversation messages and working-memory blocks
-    written (see :mod:`memory.episodic.transfer`).
+    written (see :mod:`memory.episodic.transfer`). ``tiers``: tier records
+    written (see :mod:`memory.tiers.transfer`).
     """
 
     imported: int = 0
@@ -94,6 +96,7 @@ class ImportReport:
     pending: int = 0
     messages: int = 0
     blocks: int = 0
+    tiers: int = 0
 
 
 def _dumps(obj: Any) -> str:
@@ -200,6 +203,9 @@ def export_jsonl(
     from memory.episodic.transfer import export_episodic
 
     export_episodic(mem, stream, flt, memory_only_filters=bool(kinds or tags or tags_all or metadata))
+    from memory.tiers.transfer import export_tiers
+
+    export_tiers(mem, stream, flt, memory_only_filters=bool(kinds or tags or tags_all or metadata))
     stream.flush()
     return written
 
@@ -332,6 +338,11 @@ def _read_entries(stream: Iterable[str], max_chars: int, extras: list[Any] | Non
         if extras is not None and isinstance(obj, dict) and obj.get("type") in EPISODIC_TYPES:
             extras.append(parse_episodic(obj, line))
             continue
+        if extras is not None and isinstance(obj, dict) and obj.get("type") == "tier":
+            from memory.tiers.transfer import parse_tier_line
+
+            extras.append(parse_tier_line(obj, line))
+            continue
         entry = _parse_memory(obj, line, max_chars)
         if entry.item.id in first_line:
             raise InvalidInputError(
@@ -416,12 +427,18 @@ def import_jsonl(mem: Memory, stream: Iterable[str], *, on_progress: ProgressCal
     nothing is written. Raises StorageError if the backend fails while writing
     (batches written before the failure stay; re-running skips them).
     """
-    extras: list[Any] = []
-    entries = _read_entries(stream, mem.settings.limits.max_content_chars, extras)
+    from memory.tiers.transfer import TierLine, import_tiers
+
+    mixed: list[Any] = []
+    entries = _read_entries(stream, mem.settings.limits.max_content_chars, mixed)
+    extras = [e for e in mixed if not isinstance(e, TierLine)]
+    tier_lines = [e for e in mixed if isinstance(e, TierLine)]
     if extras:
         from memory.episodic.messages import episodic_store
 
         episodic_store(mem.backend)  # a store without conversations refuses before anything is written
+    if tier_lines:
+        mem.tiers.store  # likewise for tiers  # noqa: B018
     embedder = mem.embedder
     store_model = embedder.model_name
     plans = [_plan(entry, store_model, lambda: embedder.dimension) for entry in entries]
@@ -460,4 +477,5 @@ def import_jsonl(mem: Memory, stream: Iterable[str], *, on_progress: ProgressCal
     from memory.episodic.transfer import import_episodic
 
     messages, blocks = import_episodic(mem, extras)
-    return ImportReport(imported, duplicates, skipped, reembedded, pending, messages, blocks)
+    tiers = import_tiers(mem, tier_lines)
+    return ImportReport(imported, duplicates, skipped, reembedded, pending, messages, blocks, tiers)

@@ -45,6 +45,12 @@ def backend_name(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
+def open_backend(backend_name: str, tmp_path: Path) -> Callable[[], Backend]:
+    """Opens (another) backend of the kind under test on the same files; the caller closes it."""
+    return lambda: make_backend(backend_name, tmp_path)
+
+
+@pytest.fixture
 def backend(backend_name: str, tmp_path: Path) -> Iterator[Backend]:
     """A fresh, empty backend."""
     instance = make_backend(backend_name, tmp_path)

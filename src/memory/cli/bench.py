@@ -199,6 +199,40 @@ def _ablation(
     _emit(report, format_ablation(rows, markdown=markdown), as_json=as_json, out=out)
 
 
+@bench.command("tiers")
+@click.option("--data", type=_DATA_TYPE, help=f"LoCoMo JSON file (default: {_DEFAULT_DATA} when present).")
+@click.option("--embedder", metavar="NAME", help="Embedder for both runs (default: the root --embedder, else auto).")
+@click.option("--backend", type=click.Choice(["sqlite", "inmemory"]), default="sqlite", show_default=True,
+              help="Store for each conversation.")  # fmt: skip
+@click.option("--top-m", type=click.IntRange(min=1), default=5, show_default=True, help="Segments per question.")
+@click.option("--top-k", type=click.IntRange(min=1), default=10, show_default=True, help="Pages from those segments.")
+@click.option(
+    "--limit-conversations", type=click.IntRange(min=1), metavar="N", help="Use only the first N conversations."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
+@click.pass_context
+def tiers_bench(
+    ctx: click.Context, data: Path | None, embedder: str | None, backend: str, top_m: int, top_k: int,
+    limit_conversations: int | None, as_json: bool, out: Path | None, quiet: bool,
+) -> None:  # fmt: skip
+    """LoCoMo through tier retrieval (STM + top-m segments -> top-k pages) vs flat recall, same metric.
+
+    Also reports the time add_page and consolidation take per dialogue turn.
+    """
+    from memory.bench.tiers import format_tiers_report, run_tiers_bench
+
+    path = _data_path(data, required=True)
+    assert path is not None
+    with _errors():
+        report = run_tiers_bench(
+            path, embedder=embedder or _default_embedder(ctx), backend=backend, top_m=top_m, top_k=top_k,
+            limit_conversations=limit_conversations, progress=_note(quiet),
+        )  # fmt: skip
+    _emit(report, format_tiers_report(report), as_json=as_json, out=out)
+
+
 def _sizes(ctx: click.Context | None, param: click.Parameter | None, value: str) -> list[int]:
     try:
         sizes = [int(part.replace("_", "")) for part in value.split(",") if part.strip()]

@@ -29,6 +29,7 @@ from memory.cli.memories import forget, get, history, list_memories, recall, rem
 from memory.cli.migrate import migrate
 from memory.cli.servers import keys, mcp, serve
 from memory.cli.setup import init
+from memory.cli.tiers import tiers
 from memory.cli.transfer import export, import_memories
 from memory.errors import Error
 
@@ -142,6 +143,7 @@ for command in (context, chat):
 bench.add_command(bench_context)
 for command in (messages, tail, threads, namespaces, blocks, end_conversation, sync, prune, worker):
     cli.add_command(command)
+cli.add_command(tiers)
 for command in (serve, mcp, keys, doctor, migrate):
     cli.add_command(command)
 

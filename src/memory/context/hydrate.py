@@ -422,8 +422,15 @@ class TiersSource:
         tiers = getattr(ctx.memory, "tiers", None)
         if tiers is None or not callable(getattr(tiers, "retrieve", None)):
             return Skipped("this store has no memory tiers (mem.tiers)")
+        scope = ctx.scope()
+        if "agent" not in scope or "user" not in scope:
+            return Skipped("memory tiers are per agent and user: the request names no agent or no user")
+        if getattr(ctx.memory.backend, "tiers", None) is None:
+            return Skipped("this store has no memory tiers (backend.tiers)")
+        result = tiers.retrieve(recall_query(ctx.request), clearance=ctx.request.clearance, **scope)
+        records = result.records() if callable(getattr(result, "records", None)) else result
         out = []
-        for n, record in enumerate(tiers.retrieve(recall_query(ctx.request), **ctx.scope())):
+        for n, record in enumerate(records):
             text = _text_of(record)
             if not text.strip() or not ctx.visible(record):
                 continue

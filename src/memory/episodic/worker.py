@@ -41,8 +41,14 @@ def _prune_job(mem: Memory, should_stop: Callable[[], bool], options: Mapping[st
     return mem.prune(**options).to_dict()
 
 
+def _tiers_job(mem: Memory, should_stop: Callable[[], bool], options: Mapping[str, Any]) -> dict[str, Any]:
+    """Tier consolidation (STM→MTM→LPM→system memory) of every (agent, user) of the namespace."""
+    del should_stop
+    return mem.tiers.consolidate(**options).to_dict()
+
+
 #: Jobs the worker knows, by name.
-JOBS: dict[str, Job] = {"sync": _sync_job, "prune": _prune_job}
+JOBS: dict[str, Job] = {"sync": _sync_job, "prune": _prune_job, "tiers": _tiers_job}
 
 
 def register_job(name: str, job: Job) -> None:

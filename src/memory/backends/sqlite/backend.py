@@ -33,6 +33,7 @@ from memory.backends.sqlite.codec import (
     row_to_item,
     row_to_ledger,
 )
+from memory.backends.sqlite.tiers import SQLiteTierStore
 from memory.backends.sqlite.graph import SQLiteGraph
 from memory.backends.sqlite.connection import DEFAULT_BUSY_TIMEOUT, connect, driver_errors, load_driver
 from memory.backends.sqlite.migrations import apply_migrations, create_space_tables, space_tables
@@ -101,6 +102,7 @@ class SQLiteBackend:
         self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout)
         self._added_since_optimize = 0
         self.graph = SQLiteGraph(self)
+        self.tiers = SQLiteTierStore(self)
         self._episodic: SQLiteEpisodicStore | None = None
         try:
             with self._errors():

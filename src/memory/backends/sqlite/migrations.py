@@ -354,6 +354,21 @@ _INDEX_WINDOW = [
         SELECT rid, content, index_window, {time_words_sql('created_at')} FROM items""",
 ]
 
+# Hierarchical memory (issue 6): STM pages, MTM segments, personas, system memory and
+# tier configuration as JSON documents keyed by (namespace, kind, owner, id).
+_TIERS = [
+    """CREATE TABLE tier_records (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        namespace TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        id TEXT NOT NULL,
+        data TEXT NOT NULL,
+        UNIQUE (namespace, kind, owner, id)
+    )""",
+    "CREATE INDEX tier_records_owner ON tier_records (namespace, kind, owner, seq)",
+]
+
 #: Every migration this code knows, in the order they are applied.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_items", _ITEMS),
@@ -365,6 +380,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0007_api_keys", API_KEYS_MIGRATION),
     Migration("0008_graph", _GRAPH),
     Migration("0009_index_window", _INDEX_WINDOW),
+    Migration("0010_tiers", _TIERS),
 )
 
 

@@ -1,0 +1,72 @@
+"""Per-agent and per-agent-type tier configuration: stored overrides resolved over the defaults.
+
+Resolution: :class:`~memory.tiers.types.TierConfig` defaults < the agent
+type's overrides < the agent's own overrides. Overrides are stored in the
+tier store under ``type:<name>`` and ``agent:<name>`` (the agent's record
+also names its type under ``agent_type``). Every write is validated as a
+whole config first; a bad value raises InvalidInputError and stores nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from memory.backends.tiers import TierStore
+from memory.errors import InvalidInputError
+from memory.tiers.types import CONFIG_FIELDS, TierConfig
+
+__all__ = ["resolve_config", "store_config", "agent_type_of"]
+
+
+def _validated(values: dict[str, Any]) -> TierConfig:
+    unknown = sorted(set(values) - set(CONFIG_FIELDS))
+    if unknown:
+        raise InvalidInputError(f"unknown tier setting(s) {unknown}; known: {', '.join(CONFIG_FIELDS)}")
+    try:
+        return TierConfig(**values)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise InvalidInputError(f"invalid tier configuration: {problems}") from None
+
+
+def agent_type_of(store: TierStore, namespace: str, agent: str) -> str | None:
+    """The type the agent was configured with, or None."""
+    record = store.get_config(namespace, f"agent:{agent}") or {}
+    value = record.get("agent_type")
+    return value if isinstance(value, str) else None
+
+
+def resolve_config(store: TierStore, namespace: str, agent: str | None, agent_type: str | None = None) -> TierConfig:
+    """The effective configuration of ``agent`` (or of ``agent_type`` alone)."""
+    agent_record = dict(store.get_config(namespace, f"agent:{agent}") or {}) if agent else {}
+    kind = agent_type or agent_record.pop("agent_type", None)
+    agent_record.pop("agent_type", None)
+    type_record = store.get_config(namespace, f"type:{kind}") or {} if kind else {}
+    return _validated({**type_record, **agent_record})
+
+
+def store_config(
+    store: TierStore, namespace: str, *, agent: str | None, agent_type: str | None, values: dict[str, Any]
+) -> TierConfig:
+    """Merge ``values`` into the stored overrides of ``agent`` (or of ``agent_type``); returns the effective config."""
+    if agent is None and agent_type is None:
+        raise InvalidInputError("configure needs agent= or agent_type=")
+    _validated(values)  # the values on their own
+    if agent is not None:
+        key = f"agent:{agent}"
+        record = {**(store.get_config(namespace, key) or {}), **values}
+        if agent_type is not None:
+            record["agent_type"] = agent_type
+        kind = record.get("agent_type")
+        type_record = store.get_config(namespace, f"type:{kind}") or {} if kind else {}
+        effective = _validated({**type_record, **{k: v for k, v in record.items() if k != "agent_type"}})
+        store.set_config(namespace, key, record)
+        return effective
+    assert agent_type is not None
+    key = f"type:{agent_type}"
+    record = {**(store.get_config(namespace, key) or {}), **values}
+    effective = _validated(record)
+    store.set_config(namespace, key, record)
+    return effective

@@ -1,0 +1,534 @@
+"""The tiers service behind ``mem.tiers``: add pages, consolidate STM→MTM→LPM→system memory, retrieve.
+
+Flow (MemoryOS, DESIGN §7): :meth:`Tiers.add_page` appends a page to the STM
+queue of (agent, user) — and, unless ``record=False``, its query and
+response to the episodic message store, so pages are never lost when a
+segment is evicted. When the queue holds more than ``stm_capacity`` pages,
+:meth:`Tiers.consolidate` (inline by default, or from the worker job
+``tiers``) moves the oldest pages to MTM: each joins the segment with the
+best Fscore ≥ ``fscore_threshold`` or starts a new one; joined segments get
+a refreshed summary, keywords and embedding (unit mean of their pages).
+Segments over ``mtm_capacity`` are evicted coldest first. Segments whose
+heat reaches ``heat_threshold`` have their unanalysed pages analysed into
+persona updates (user persona, other object personas, agent persona,
+shared-knowledge candidates) and their visit and interaction counters reset
+(MemoryOS). Candidates whose importance reaches
+``system_importance_threshold`` enter the namespace's system memory, which
+keeps ``system_capacity`` entries by importance. One pass for one (agent,
+user) is written in one transaction.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memory.backends.tiers import TierChanges, TierStore
+from memory.errors import EmbedderError, InvalidInputError, StoreUnavailableError
+from memory.extraction.heuristic import keywords, normalise_name
+from memory.ids import new_id
+from memory.records import check_name
+from memory.types import SENSITIVITY_LEVELS
+from memory.tiers import analysis
+from memory.tiers.config import agent_type_of, resolve_config, store_config
+from memory.tiers.formulas import heat, jaccard, mean_vector, recency
+from memory.tiers.types import (
+    AgentPersona,
+    ConsolidationReport,
+    DialoguePage,
+    ObjectPersona,
+    PageHit,
+    Segment,
+    SegmentHit,
+    SystemEntry,
+    TierConfig,
+    TierContext,
+    TierSnapshot,
+)
+
+if TYPE_CHECKING:
+    from memory.memory import Memory
+
+__all__ = ["Tiers", "segment_heat", "similarity"]
+
+
+def similarity(vector_a: Sequence[float], keywords_a: Sequence[str], vector_b: Sequence[float], keywords_b: Sequence[str]) -> float:
+    """Fscore (:func:`memory.tiers.formulas.fscore`, cosine in numpy) that tolerates missing or
+    mismatched vectors: then only the keyword Jaccard counts."""
+    cos = 0.0
+    if vector_a and len(vector_a) == len(vector_b):
+        a = np.asarray(vector_a, dtype=np.float64)
+        b = np.asarray(vector_b, dtype=np.float64)
+        norms = float(np.linalg.norm(a) * np.linalg.norm(b))
+        cos = float(a @ b) / norms if norms else 0.0
+    return cos + jaccard(keywords_a, keywords_b)
+
+
+def segment_heat(segment: Segment, config: TierConfig, now: datetime) -> float:
+    """Heat of ``segment`` at ``now`` under ``config``."""
+    return heat(
+        segment.visits,
+        segment.interactions,
+        recency(segment.last_accessed, now, config.recency_mu),
+        alpha=config.heat_alpha,
+        beta=config.heat_beta,
+        gamma=config.heat_gamma,
+    )
+
+
+def _queue(old: Sequence[str], new: Sequence[str], capacity: int) -> tuple[tuple[str, ...], int]:
+    """Append the entries of ``new`` not yet in ``old`` (by normalised text); keep the last ``capacity``."""
+    seen = {normalise_name(x) for x in old}
+    added = []
+    for entry in new:
+        key = normalise_name(entry)
+        if key and key not in seen:
+            seen.add(key)
+            added.append(entry.strip())
+    merged = (*old, *added)
+    return tuple(merged[-capacity:]), len(added)
+
+
+class Tiers:
+    """Hierarchical memory of a :class:`~memory.Memory` (``mem.tiers``)."""
+
+    def __init__(self, mem: Memory) -> None:
+        """Bind to ``mem`` (backend, embedder, LLM, clock, namespace)."""
+        self._mem = mem
+        self._lock = threading.RLock()
+
+    # -- plumbing ----------------------------------------------------------
+    @property
+    def store(self) -> TierStore:
+        """The backend's tier store. Raises StoreUnavailableError when the backend has none."""
+        store = getattr(self._mem.backend, "tiers", None)
+        if store is None:
+            raise StoreUnavailableError(
+                f"the {self._mem.backend.name} backend has no tier store; use sqlite or inmemory for tiers"
+            )
+        return store  # type: ignore[no-any-return]
+
+    def _ns(self, namespace: str | None) -> str:
+        return check_name(namespace, "namespace") or self._mem.namespace
+
+    def _embed(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
+        """Unit vectors of ``texts``; empty tuples when the embedder fails (keywords still work)."""
+        from memory.embedders.base import embed_texts
+
+        try:
+            rows = embed_texts(self._mem.embedder, list(texts))
+        except EmbedderError:
+            return [() for _ in texts]
+        return [tuple(float(x) for x in row) for row in rows]
+
+    # -- configuration -----------------------------------------------------
+    def config(self, agent: str | None = None, *, agent_type: str | None = None, namespace: str | None = None) -> TierConfig:
+        """The effective configuration of ``agent`` (defaults < its type's overrides < its own)."""
+        check_name(agent, "agent")
+        check_name(agent_type, "agent_type")
+        return resolve_config(self.store, self._ns(namespace), agent, agent_type)
+
+    def configure(
+        self, *, agent: str | None = None, agent_type: str | None = None, namespace: str | None = None, **values: Any
+    ) -> TierConfig:
+        """Store overrides for ``agent`` (optionally assigning it ``agent_type``) or for ``agent_type``.
+
+        Returns the effective configuration. Raises InvalidInputError for an
+        unknown setting or a bad value (nothing is stored then).
+        """
+        check_name(agent, "agent")
+        check_name(agent_type, "agent_type")
+        return store_config(self.store, self._ns(namespace), agent=agent, agent_type=agent_type, values=values)
+
+    # -- writing -----------------------------------------------------------
+    def add_page(
+        self,
+        query: str,
+        response: str = "",
+        *,
+        agent: str,
+        user: str,
+        namespace: str | None = None,
+        thread: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        created_at: datetime | None = None,
+        record: bool = True,
+        consolidate: bool = True,
+        sensitivity: str = "normal",
+    ) -> DialoguePage:
+        """Append one exchange to the STM queue of (agent, user) and return the stored page.
+
+        ``record`` also appends query and response to the episodic message
+        store (thread ``thread``, default ``tiers-<agent>-<user>``);
+        ``consolidate`` runs consolidation inline when the queue overflows
+        (else the ``tiers`` worker job or :meth:`consolidate` does it).
+        ``sensitivity`` (normal | private | secret) goes to the page and its
+        messages: retrieval leaves pages above the caller's clearance out,
+        and secret pages are never analysed into personas or system memory.
+        Raises InvalidInputError.
+        """
+        agent_name = check_name(agent, "agent", optional=False)
+        user_name = check_name(user, "user", optional=False)
+        assert agent_name is not None and user_name is not None
+        if not isinstance(query, str) or not isinstance(response, str) or not (query.strip() or response.strip()):
+            raise InvalidInputError("a page needs a non-empty query or response (strings)")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise InvalidInputError("metadata must be a dict")
+        if sensitivity not in SENSITIVITY_LEVELS:
+            raise InvalidInputError(f"sensitivity must be one of {', '.join(SENSITIVITY_LEVELS)}, got {sensitivity!r}")
+        ns = self._ns(namespace)
+        store = self.store
+        config = resolve_config(store, ns, agent_name)
+        now = created_at or self._mem.now()
+        with self._lock:
+            stm = store.stm(ns, agent_name, user_name)
+            text = f"{query}\n{response}".strip()
+            words = keywords(text, config.segment_keywords)
+            # a secret page never feeds the meta-chain of another page
+            previous = next((p for p in reversed(stm) if p.sensitivity != "secret"), None)
+            chain, _ = analysis.meta_chain(self._mem.llm, previous, text, words)
+            message_ids: tuple[str, ...] = ()
+            if record:
+                thread_name = thread or f"tiers-{agent_name}-{user_name}"
+                entries = [{"thread": thread_name, "content": query, "role": "user"}] if query.strip() else []
+                if response.strip():
+                    entries.append({"thread": thread_name, "content": response, "role": "assistant"})
+                stored = self._mem.messages.append_many(
+                    entries, namespace=ns, user=user_name, agent=agent_name, sensitivity=sensitivity
+                )
+                message_ids = tuple(m.id for m in stored)
+            page = DialoguePage(
+                id=new_id(), namespace=ns, agent=agent_name, user=user_name, query=query, response=response,
+                created_at=now, meta_chain=chain, keywords=tuple(words), vector=self._embed([text])[0],
+                message_ids=message_ids, thread=thread, metadata=dict(metadata or {}),
+                sensitivity=sensitivity,
+            )  # fmt: skip
+            store.write(ns, TierChanges(pages=[page]))
+            if consolidate and len(stm) + 1 > config.stm_capacity:
+                self._consolidate_owner(ns, agent_name, user_name)
+        return page
+
+    def consolidate(
+        self, *, agent: str | None = None, user: str | None = None, namespace: str | None = None
+    ) -> ConsolidationReport:
+        """Run one consolidation pass for (agent, user), or for every pair of the namespace; returns the counts."""
+        check_name(agent, "agent")
+        check_name(user, "user")
+        ns = self._ns(namespace)
+        pairs = [(a, u) for a, u in self.store.owners(ns) if (agent is None or a == agent) and (user is None or u == user)]
+        totals: dict[str, int] = {}
+        for a, u in pairs:
+            for key, value in self._consolidate_owner(ns, a, u).to_dict().items():
+                totals[key] = totals.get(key, 0) + value
+        return ConsolidationReport(**totals)
+
+    def _consolidate_owner(self, ns: str, agent: str, user: str) -> ConsolidationReport:
+        with self._lock:
+            store = self.store
+            config = resolve_config(store, ns, agent)
+            now = self._mem.now()
+            llm = self._mem.llm
+            counts = {k: 0 for k in ConsolidationReport.model_fields}
+            changes = TierChanges()
+            stm = store.stm(ns, agent, user)
+            overflow = stm[: max(0, len(stm) - config.stm_capacity)]
+            segments: dict[str, Segment] = {s.id: s for s in store.segments(ns, agent, user)}
+            dirty: set[str] = set()
+            missing = [p for p in overflow if not p.vector]
+            if missing:
+                vectors = dict(zip((p.id for p in missing), self._embed([p.text for p in missing]), strict=True))
+                overflow = [p.model_copy(update={"vector": vectors.get(p.id, p.vector)}) for p in overflow]
+            for page in overflow:
+                scored = [(similarity(s.vector, s.keywords, page.vector, page.keywords), s.id) for s in segments.values()]
+                best = max(scored, key=lambda x: (x[0], x[1])) if scored else None
+                if best is not None and best[0] >= config.fscore_threshold:
+                    seg = segments[best[1]]
+                    pages = (*seg.pages, page)
+                    segments[seg.id] = seg.model_copy(
+                        update={
+                            "pages": pages,
+                            "interactions": seg.interactions + 1,
+                            "last_accessed": now,
+                            "keywords": tuple(keywords(" ".join(p.text for p in pages), config.segment_keywords)),
+                            "vector": tuple(mean_vector([p.vector for p in pages if p.vector])),
+                        }
+                    )
+                    counts["segments_joined"] += 1
+                else:
+                    seg = Segment(
+                        id=new_id(), namespace=ns, agent=agent, user=user, summary="", keywords=page.keywords,
+                        vector=page.vector, pages=(page,), visits=0, interactions=1, created_at=now, last_accessed=now,
+                    )  # fmt: skip
+                    segments[seg.id] = seg
+                    counts["segments_created"] += 1
+                dirty.add(seg.id)
+                counts["pages_moved"] += 1
+            changes.delete_pages.extend(overflow)
+            for seg_id in sorted(dirty):
+                seg = segments[seg_id]
+                summary, words, fell_back = analysis.summarize(llm, seg.pages, config.segment_keywords)
+                counts["llm_fallbacks"] += int(fell_back and getattr(llm, "provider", "") != "heuristic")
+                segments[seg_id] = seg.model_copy(update={"summary": summary, "keywords": tuple(words)})
+            # Evict the coldest segments over capacity (their pages stay in the episodic store).
+            excess = len(segments) - config.mtm_capacity
+            if excess > 0:
+                ranked = sorted(segments.values(), key=lambda s: (segment_heat(s, config, now), s.last_accessed, s.id))
+                for seg in ranked[:excess]:
+                    del segments[seg.id]
+                    dirty.discard(seg.id)
+                    changes.delete_segments.append(seg)
+                    counts["segments_evicted"] += 1
+            # Hot segments feed LPM; their counters are reset.
+            persona_pages: list[DialoguePage] = []
+            for seg in list(segments.values()):
+                if segment_heat(seg, config, now) < config.heat_threshold:
+                    continue
+                fresh = [p for p in seg.pages if not p.analyzed and p.sensitivity != "secret"]
+                persona_pages.extend(fresh)
+                segments[seg.id] = seg.model_copy(
+                    update={
+                        "visits": 0,
+                        "interactions": 0,
+                        "pages": tuple(p.model_copy(update={"analyzed": True}) for p in seg.pages),
+                    }
+                )
+                dirty.add(seg.id)
+                counts["segments_analysed"] += 1
+            if persona_pages:
+                self._update_personas(ns, agent, user, persona_pages, config, now, changes, counts)
+            changes.segments.extend(segments[s] for s in sorted(dirty))
+            if changes:
+                store.write(ns, changes)
+            return ConsolidationReport(**counts)
+
+    def _update_personas(
+        self,
+        ns: str,
+        agent: str,
+        user: str,
+        pages: Sequence[DialoguePage],
+        config: TierConfig,
+        now: datetime,
+        changes: TierChanges,
+        counts: dict[str, int],
+    ) -> None:
+        store = self.store
+        llm = self._mem.llm
+        update, fell_back = analysis.analyse(llm, user, agent, pages)
+        counts["llm_fallbacks"] += int(fell_back and getattr(llm, "provider", "") != "heuristic")
+        targets = [("user", user, update.user_profile, update.user_knowledge, update.user_traits)]
+        targets += [(o.type, o.identifier, o.profile, o.knowledge, o.traits) for o in update.objects]
+        merged: dict[tuple[str, str], ObjectPersona] = {}
+        for kind, identifier, profile, knowledge, traits in targets:
+            key = (kind, identifier)
+            old = merged.get(key) or store.object_persona(ns, agent, kind, identifier)
+            kb, kb_added = _queue(old.knowledge if old else (), knowledge, config.kb_capacity)
+            tr, tr_added = _queue(old.traits if old else (), traits, config.traits_capacity)
+            new_profile = {**(old.profile if old else {}), **profile}
+            changed = kb_added + tr_added + int(new_profile != (old.profile if old else {}))
+            if changed or old is None and kind == "user":
+                merged[key] = ObjectPersona(
+                    namespace=ns, agent=agent, type=kind, identifier=identifier, profile=new_profile,
+                    knowledge=kb, traits=tr, updated_at=now,
+                )  # fmt: skip
+                counts["persona_updates"] += changed
+        changes.objects.extend(merged.values())
+        old_agent = store.agent_persona(ns, agent)
+        traits, added = _queue(old_agent.traits if old_agent else (), update.agent_traits, config.traits_capacity)
+        if added or old_agent is None:
+            changes.agents.append(
+                AgentPersona(
+                    namespace=ns, agent=agent, profile=dict(old_agent.profile) if old_agent else {},
+                    traits=traits, updated_at=now,
+                )  # fmt: skip
+            )
+            counts["persona_updates"] += added
+        self._promote(ns, agent, update.shared, config, now, changes, counts)
+
+    def _promote(
+        self,
+        ns: str,
+        agent: str,
+        shared: Sequence[analysis.SharedFact],
+        config: TierConfig,
+        now: datetime,
+        changes: TierChanges,
+        counts: dict[str, int],
+    ) -> None:
+        """Shared facts at or above the importance threshold join system memory; evict by importance at capacity."""
+        chosen = [f for f in shared if f.importance >= config.system_importance_threshold]
+        if not chosen:
+            return
+        entries = {normalise_name(e.content): e for e in self.store.system_entries(ns)}
+        fresh = [f for f in chosen if normalise_name(f.content) not in entries]
+        vectors = self._embed([f.content for f in fresh])
+        new_ids: set[str] = set()
+        for fact in chosen:
+            key = normalise_name(fact.content)
+            existing = entries.get(key)
+            if existing is not None:
+                if fact.importance > existing.importance:
+                    entries[key] = existing.model_copy(update={"importance": fact.importance})
+                    changes.system.append(entries[key])
+                continue
+            entry = SystemEntry(
+                id=new_id(), namespace=ns, content=fact.content.strip(), importance=fact.importance,
+                source_agent=agent, vector=vectors[fresh.index(fact)], created_at=now,
+            )  # fmt: skip
+            entries[key] = entry
+            new_ids.add(entry.id)
+            changes.system.append(entry)
+            counts["system_promoted"] += 1
+        excess = len(entries) - config.system_capacity
+        if excess > 0:
+            evicted = sorted(entries.values(), key=lambda e: (e.importance, e.created_at, e.id))[:excess]
+            gone = {e.id for e in evicted}
+            kept_new = [e for e in changes.system if e.id not in gone]
+            counts["system_promoted"] -= len(gone & new_ids)
+            changes.system = kept_new
+            changes.delete_system.extend(evicted)
+            counts["system_evicted"] += excess
+
+    # -- reading -----------------------------------------------------------
+    def retrieve(
+        self,
+        query: str,
+        *,
+        agent: str,
+        user: str,
+        namespace: str | None = None,
+        top_m: int | None = None,
+        top_k: int | None = None,
+        clearance: str = "private",
+    ) -> TierContext:
+        """All STM pages + the top-m segments by Fscore with the query → top-k pages + personas + system memory.
+
+        Visiting a segment counts: its visit counter and last access are
+        updated (its heat rises). Pages above ``clearance`` (normal | private
+        | secret; default private) are left out. Raises InvalidInputError.
+        """
+        agent_name = check_name(agent, "agent", optional=False)
+        user_name = check_name(user, "user", optional=False)
+        assert agent_name is not None and user_name is not None
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("query must be a non-empty string")
+        if clearance not in SENSITIVITY_LEVELS:
+            raise InvalidInputError(f"clearance must be one of {', '.join(SENSITIVITY_LEVELS)}, got {clearance!r}")
+        allowed = SENSITIVITY_LEVELS[clearance]
+        for name, value in (("top_m", top_m), ("top_k", top_k)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
+        ns = self._ns(namespace)
+        store = self.store
+        config = resolve_config(store, ns, agent_name)
+        now = self._mem.now()
+        q_vector = self._embed([query])[0]
+        q_words = keywords(query, config.segment_keywords)
+        with self._lock:
+            stm = store.stm(ns, agent_name, user_name)
+            segments = store.segments(ns, agent_name, user_name)
+            scored = sorted(
+                ((similarity(s.vector, s.keywords, q_vector, q_words), s) for s in segments),
+                key=lambda x: (-x[0], x[1].id),
+            )[: top_m or config.top_m_segments]
+            visited = [
+                (score, s.model_copy(update={"visits": s.visits + 1, "last_accessed": now})) for score, s in scored
+            ]
+            if visited:
+                store.write(ns, TierChanges(segments=[s for _, s in visited]))
+        page_hits = sorted(
+            (
+                PageHit(page=p, segment_id=s.id, score=similarity(p.vector, p.keywords, q_vector, q_words))
+                for _, s in visited
+                for p in s.pages
+                if SENSITIVITY_LEVELS[p.sensitivity] <= allowed
+            ),
+            key=lambda h: (-h.score, h.page.id),
+        )[: top_k or config.top_k_pages]
+        lowered = query.lower()
+        objects = tuple(
+            o
+            for o in store.object_personas(ns, agent_name)
+            if o.type != "user" and normalise_name(o.identifier) and normalise_name(o.identifier) in lowered
+        )[:5]
+        system = store.system_entries(ns)
+        ranked_system = sorted(
+            system, key=lambda e: (-(similarity(e.vector, keywords(e.content), q_vector, q_words) + 0.1 * e.importance), e.id)
+        )[: config.system_top_k]
+        return TierContext(
+            query=query,
+            agent=agent_name,
+            user=user_name,
+            stm=tuple(p for p in stm if SENSITIVITY_LEVELS[p.sensitivity] <= allowed),
+            segments=tuple(
+                SegmentHit(segment_id=s.id, summary="" if hidden else s.summary, keywords=() if hidden else s.keywords,
+                           fscore=score, heat=segment_heat(s, config, now))
+                for score, s in visited
+                # a segment holding pages above the clearance does not show its summary or keywords
+                for hidden in [any(SENSITIVITY_LEVELS[p.sensitivity] > allowed for p in s.pages)]
+            ),  # fmt: skip
+            pages=tuple(page_hits),
+            user_persona=store.object_persona(ns, agent_name, "user", user_name),
+            objects=objects,
+            agent_persona=store.agent_persona(ns, agent_name),
+            system=tuple(ranked_system),
+        )
+
+    def show(self, *, agent: str, user: str, namespace: str | None = None) -> TierSnapshot:
+        """Every tier of (agent, user): config, STM, segments with their heat now, personas, system memory."""
+        agent_name = check_name(agent, "agent", optional=False)
+        user_name = check_name(user, "user", optional=False)
+        assert agent_name is not None and user_name is not None
+        ns = self._ns(namespace)
+        store = self.store
+        config = resolve_config(store, ns, agent_name)
+        now = self._mem.now()
+        personas = store.object_personas(ns, agent_name)
+        return TierSnapshot(
+            namespace=ns,
+            agent=agent_name,
+            user=user_name,
+            config=config,
+            agent_type=agent_type_of(store, ns, agent_name),
+            stm=tuple(store.stm(ns, agent_name, user_name)),
+            segments=tuple((s, segment_heat(s, config, now)) for s in store.segments(ns, agent_name, user_name)),
+            user_persona=next((p for p in personas if p.type == "user" and p.identifier == user_name), None),
+            objects=tuple(p for p in personas if p.type != "user"),
+            agent_persona=store.agent_persona(ns, agent_name),
+            system=tuple(store.system_entries(ns)),
+        )
+
+    def forget(self, *, user: str, agent: str | None = None, namespace: str | None = None) -> int:
+        """Delete what the tiers hold about ``user`` (with every agent, or only ``agent``): STM pages,
+        MTM segments and the user's persona. Returns how many records went. Messages recorded by
+        :meth:`add_page` stay in the conversation store (delete them there); agent personas and
+        system memory are shared and stay. Raises InvalidInputError."""
+        user_name = check_name(user, "user", optional=False)
+        check_name(agent, "agent")
+        ns = self._ns(namespace)
+        store = self.store
+        changes = TierChanges()
+        with self._lock:
+            agents = {a for a, u in store.owners(ns) if u == user_name and (agent is None or a == agent)}
+            for a in sorted(agents):
+                changes.delete_pages.extend(store.stm(ns, a, user_name or ""))
+                changes.delete_segments.extend(store.segments(ns, a, user_name or ""))
+                persona = store.object_persona(ns, a, "user", user_name or "")
+                if persona is not None:
+                    changes.delete_objects.append(persona)
+            if agent is not None and agent not in agents:
+                persona = store.object_persona(ns, agent, "user", user_name or "")
+                if persona is not None:
+                    changes.delete_objects.append(persona)
+            if changes:
+                store.write(ns, changes)
+        return len(changes.delete_pages) + len(changes.delete_segments) + len(changes.delete_objects)
+
+    def owners(self, namespace: str | None = None) -> builtins.list[tuple[str, str]]:
+        """(agent, user) pairs with STM pages or segments in the namespace."""
+        return self.store.owners(self._ns(namespace))
