@@ -79,6 +79,9 @@ class ExtractionSettings(BaseModel):
     entity_merge_similarity: float = Field(
         0.92, gt=0, le=1, description="cosine above which a new entity name becomes an alias of an existing one"
     )
+    messages: bool = Field(
+        False, description="the sync job stores facts from conversation messages (not secrets) as memories"
+    )
 
 
 class ChatSettings(BaseModel):

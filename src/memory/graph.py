@@ -214,6 +214,18 @@ class GraphView:
         memory_ids = list(dict.fromkeys(m for r in relations for m in r.source_ids))
         return GraphResult(entities=entities, relations=relations, memory_ids=memory_ids)
 
+    def visible(
+        self, relations: Sequence[Relation], *, namespace: str | None = None, clearance: str = "private"
+    ) -> builtins.list[Relation]:
+        """The relations a caller with ``clearance`` may see: those without source memories, or with at least
+        one source memory visible at that clearance (a fact only secret memories support stays hidden)."""
+        sources = sorted({s for r in relations for s in r.source_ids})
+        if not sources:
+            return list(relations)
+        flt = self._mem.filter(self._mem._ns(namespace), clearance=clearance, include_invalid=True)
+        allowed = set(self._mem.backend.find_ids(flt.model_copy(update={"ids": tuple(sources)})))
+        return [r for r in relations if not r.source_ids or allowed & set(r.source_ids)]
+
     # -- memory links ------------------------------------------------------------
     def links(
         self, memory_id: str, *, namespace: str | None = None, types: Sequence[str] | None = None

@@ -729,11 +729,16 @@ class Memory:
     ) -> ConversationEnd:
         """Update the working-memory blocks (summary, user info, goals) from a finished thread.
 
-        Uses ``summarizer``, else the one given to Memory, else the extractive default.
+        Uses ``summarizer``, else the one given to Memory, else an LLMSummarizer
+        when an LLM provider other than ``heuristic`` is configured, else the
+        extractive default. An LLM failure falls back to the extractive summary
+        (``result.fallback_reason`` says why).
         """
+        from memory.episodic.llm_summarize import LLMSummarizer
         from memory.episodic.summarize import ExtractiveSummarizer, end_conversation
 
-        chosen = summarizer or self._summarizer or ExtractiveSummarizer()
+        default = ExtractiveSummarizer() if self._llm.provider == "heuristic" else LLMSummarizer(self._llm)
+        chosen = summarizer or self._summarizer or default
         return end_conversation(self, thread, summarizer=chosen, namespace=namespace, user=user, agent=agent)
 
     def run_sync(
@@ -1027,7 +1032,10 @@ class Memory:
         cut and why). Raises InvalidInputError or ContextBudgetError.
         """
         from memory.context.pipeline import as_request, build_context
+        from memory.context.summarise import llm_summariser
 
+        if summariser is None and self._llm.provider != "heuristic":
+            summariser = llm_summariser(self._llm)
         return build_context(self, as_request(request, fields), sources=sources, summariser=summariser)
 
     def get_memory_context(self, query: str, max_tokens: int = 1000, **scope: Any) -> str:

@@ -32,6 +32,12 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "get_blocks": {},
     "write_block": {"value": "likes tea", "mode": "append"},
     "get_context": {"observation": "what are the plans?"},
+    "link": {"target": "$other", "type": "relates_to"},
+    "query_graph": {"depth": 2},
+    "facts_about": {},
+    "extract": {"text": "Alice moved to Berlin in 2021."},
+    "end_conversation": {},
+    "tiers_retrieve": {"query": "plans", "agent": "g", "user": "alice"},
 }
 SCOPED = [op for op in OPERATIONS.values() if op.rest is not None and op.scoped]
 
@@ -41,7 +47,7 @@ def test_every_scoped_route_has_an_example() -> None:
     assert not missing, f"add a valid request for {missing} to EXAMPLES so the scope test covers it"
 
 
-def _request(live: Live, role: str, namespace: str, op_name: str, item_id: str) -> Any:
+def _request(live: Live, role: str, namespace: str, op_name: str, item_id: str, other_id: str = "") -> Any:
     op = OPERATIONS[op_name]
     assert op.rest is not None
     path = "/v1/namespaces/{namespace}" + op.rest.path
@@ -50,8 +56,9 @@ def _request(live: Live, role: str, namespace: str, op_name: str, item_id: str) 
         .replace("{id}", item_id)
         .replace("{thread}", "t1")
         .replace("{label}", "user_info")
+        .replace("{entity}", "Berlin")
     )
-    payload = EXAMPLES[op_name]
+    payload = {k: other_id if v == "$other" else v for k, v in EXAMPLES[op_name].items()}
     with live.client(role) as c:
         if op.rest.method in ("GET", "DELETE"):
             return c.request(op.rest.method, url, params=payload)
@@ -67,6 +74,8 @@ def _snapshot(live: Live, namespace: str) -> tuple[Any, ...]:
         tuple(m.model_dump_json() for m in messages),
         live.mem.sync_status(namespace=namespace).to_dict()["messages"],
         tuple(b.model_dump_json() for b in live.mem.blocks.all(namespace=namespace)),
+        tuple(link.model_dump_json() for link in live.mem.graph.store.links(namespace, [i.id for i in items.items])),
+        live.mem.graph.counts(namespace=namespace),
     )
 
 
@@ -76,17 +85,20 @@ def test_key_for_a_cannot_touch_b(live: Live, op_name: str) -> None:
     a_item = live.mem.remember("plans of a", namespace="a")
     live.mem.messages.append("t1", "secret plans discussed in b", namespace="b")
     live.mem.messages.append("t1", "plans discussed in a", namespace="a")
+    b_other = live.mem.remember("Bob moved to Berlin", namespace="b", extract=True)
+    a_other = live.mem.remember("Ann moved to Berlin", namespace="a", extract=True)
     before = _snapshot(live, "b")
-    refused = _request(live, "a", "b", op_name, b_item)
+    refused = _request(live, "a", "b", op_name, b_item, b_other)
     assert refused.status_code == 403, refused.text
     assert refused.headers["content-type"].startswith("application/problem+json")
     assert "secret plans" not in refused.text
     assert _snapshot(live, "b") == before
     # The same request in the key's own namespace is served: the refusal above is about scope.
-    allowed = _request(live, "a", "a", op_name, a_item)
+    allowed = _request(live, "a", "a", op_name, a_item, a_other)
     assert allowed.status_code < 300, allowed.text
+    assert "Bob" not in allowed.text
     # …and the owner of b is served too.
-    assert _request(live, "b", "b", op_name, b_item).status_code < 300
+    assert _request(live, "b", "b", op_name, b_item, b_other).status_code < 300
 
 
 def test_unscoped_routes_only_show_the_keys_namespaces(live: Live) -> None:

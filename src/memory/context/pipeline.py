@@ -65,7 +65,12 @@ def build_context(
         **{f"source.{note.source}": note.ms for note in ir.sources},
         **ir.timings_ms,
     }
-    return compiled.model_copy(update={"trace": compiled.trace.model_copy(update={"timings_ms": timings})})
+    trace_update: dict[str, Any] = {"timings_ms": timings}
+    note = getattr(summariser, "note", None)
+    summariser_note = note() if callable(note) else None
+    if summariser_note is not None:
+        trace_update["sources"] = (*compiled.trace.sources, summariser_note)
+    return compiled.model_copy(update={"trace": compiled.trace.model_copy(update=trace_update)})
 
 
 def memory_context_text(

@@ -4,8 +4,11 @@ The extractive summariser is deterministic and needs no model: it splits a
 text into lines (or sentences, for a one-paragraph text), scores each by
 overlap with the query and by how central its words are to the text, keeps
 the best ones that fit, and returns them in their original order. An LLM can
-be plugged in instead (:data:`Summariser`); whatever it returns is checked and
-cut to the target, so it can never break the budget.
+be plugged in instead (:data:`Summariser`; :class:`LLMSectionSummariser`
+is used by ``Memory.context`` when an LLM provider other than ``heuristic`` is
+configured); whatever it returns is checked and cut to the target, so it can
+never break the budget, and an empty answer (an LLM failure) falls back to the
+extractive summary.
 """
 
 from __future__ import annotations
@@ -13,10 +16,18 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from memory.context.tokens import TokenCounter
+from memory.errors import LLMError
 
-__all__ = ["Summariser", "extractive_summary", "shrink_text", "ELLIPSIS"]
+if TYPE_CHECKING:
+    from memory.context.types import SourceNote
+    from memory.llms.base import LLM
+
+__all__ = ["Summariser", "LLMSectionSummariser", "llm_summariser", "extractive_summary", "shrink_text", "ELLIPSIS"]
 
 #: ``(text, max_tokens, query) -> summary``; the result is cut to ``max_tokens`` if longer.
 Summariser = Callable[[str, int, str | None], str]
@@ -41,6 +52,59 @@ def _units(text: str) -> tuple[list[str], str]:
         return lines, "\n"
     sentences = [s for s in _SENTENCE.split(text.strip()) if s]
     return sentences, " "
+
+
+class SectionSummary(BaseModel):
+    """The model's shortened section."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    summary: str = Field(max_length=100_000)
+
+
+class LLMSectionSummariser:
+    """A :data:`Summariser` that asks an LLM provider (task ``summarise_section``) to shorten a section.
+
+    On an LLMError it returns ``""``, so :func:`shrink_text` uses the
+    extractive summary instead; :meth:`note` reports calls and failures for
+    the compile trace.
+    """
+
+    def __init__(self, llm: LLM) -> None:
+        """Use ``llm`` (an openai/ollama provider; the heuristic one has no model for this)."""
+        self.llm = llm
+        self.calls = 0
+        self.failures: list[str] = []
+
+    def __call__(self, text: str, max_tokens: int, query: str | None) -> str:
+        """The model's summary of ``text`` for ``query`` (cut to ``max_tokens`` by the caller), or "" on failure."""
+        from memory.llms.base import structured
+
+        self.calls += 1
+        inputs = {"text": text, "query": query or "", "max_words": max(1, int(max_tokens * 0.75))}
+        try:
+            return structured(self.llm, "summarise_section", inputs, SectionSummary).output.summary
+        except LLMError as exc:
+            self.failures.append(f"{type(exc).__name__}: {exc}"[:300])
+            return ""
+
+    def note(self) -> SourceNote | None:
+        """A trace note when the LLM was asked: how often, and why it fell back (None if never asked)."""
+        from memory.context.types import SourceNote
+
+        if not self.calls:
+            return None
+        if not self.failures:
+            return SourceNote(source="llm_summariser", status="used", sections=self.calls, note=f"{self.llm.model_name}")
+        return SourceNote(
+            source="llm_summariser", status="failed", sections=self.calls,
+            note=f"{len(self.failures)} of {self.calls} summaries fell back to extractive: {self.failures[-1]}",
+        )  # fmt: skip
+
+
+def llm_summariser(llm: LLM) -> LLMSectionSummariser:
+    """A section summariser backed by ``llm`` with the extractive fallback (see :class:`LLMSectionSummariser`)."""
+    return LLMSectionSummariser(llm)
 
 
 def extractive_summary(text: str, max_tokens: int, counter: TokenCounter, query: str | None = None) -> str:

@@ -40,6 +40,7 @@ from memory.retrieval.text import query_terms
 
 if TYPE_CHECKING:
     from memory.backends.base import Backend
+    from memory.episodic.extract import MessageExtraction
     from memory.memory import Memory
 
 __all__ = ["Messages", "episodic_store", "default_media_dir", "ROLE_PATTERN"]
@@ -173,7 +174,9 @@ class Messages:
             embedding_status="pending",
         )
 
-    def append(self, thread: str, content: str | None = None, *, embed: bool = False, **fields: Any) -> Message:
+    def append(
+        self, thread: str, content: str | None = None, *, embed: bool = False, extract: bool = False, **fields: Any
+    ) -> Message:
         """Add a message to ``thread`` and return it with its turn number.
 
         Fields: role ('user'), speaker, user, agent, namespace, content_type
@@ -183,14 +186,21 @@ class Messages:
         sensitivity, ttl or expires_at, created_at. The message is stored
         ``pending`` for the sync job; ``embed=True`` embeds it now (an
         embedder failure still stores it, ``failed`` with the error, and the
-        sync job retries it). Raises InvalidInputError.
+        sync job retries it). ``extract=True`` stores the facts the configured
+        LLM (or the heuristic extractor) finds in it now, as memories citing the
+        message (:mod:`memory.episodic.extract`; never for secrets; an LLM
+        failure is logged and the message stays stored — retry with
+        :meth:`extract_facts`). Without it, the sync job extracts when
+        ``settings.extraction.messages`` is on. Raises InvalidInputError.
         """
-        return self.append_many([{"thread": thread, "content": content, **fields}], embed=embed)[0]
+        return self.append_many([{"thread": thread, "content": content, **fields}], embed=embed, extract=extract)[0]
 
     def append_many(
-        self, entries: Sequence[Mapping[str, Any]], *, embed: bool = False, **defaults: Any
+        self, entries: Sequence[Mapping[str, Any]], *, embed: bool = False, extract: bool = False, **defaults: Any
     ) -> builtins.list[Message]:
         """Append several messages in one transaction (each a mapping with thread, content and fields)."""
+        if not isinstance(extract, bool):
+            raise InvalidInputError(f"extract must be True or False, got {extract!r}")
         if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
             raise InvalidInputError("entries must be a list of mappings with thread and content")
         now = self._mem.now()
@@ -209,7 +219,26 @@ class Messages:
 
             embed_messages(self._mem, store, stored)
             stored = [store.get_messages(m.namespace, [m.id])[0] for m in stored]
+        if extract and stored:
+            from memory.episodic.extract import extract_messages
+
+            for report in extract_messages(self._mem, stored):
+                if report.status == "failed":
+                    log.warning("extraction of message %s failed (message kept): %s", report.message_id, report.error)
         return stored
+
+    def extract_facts(self, message_ids: Sequence[str], *, namespace: str | None = None) -> builtins.list[MessageExtraction]:
+        """Extract facts from stored messages now (see :mod:`memory.episodic.extract`); one report per message.
+
+        Unknown ids are left out. Raises InvalidInputError for bad ids.
+        """
+        from memory.episodic.extract import extract_messages
+
+        if isinstance(message_ids, str) or not isinstance(message_ids, Sequence):
+            raise InvalidInputError("message_ids must be a list of message ids")
+        ids = [check_name(i, "message id", optional=False) for i in message_ids]
+        found = self.store.get_messages(self._ns(namespace), ids) if ids else []
+        return extract_messages(self._mem, found)
 
     # -- reading -----------------------------------------------------------
     def query(

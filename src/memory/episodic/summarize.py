@@ -5,8 +5,12 @@ block values. :class:`ExtractiveSummarizer` is the deterministic default that
 needs no model: it picks the most informative sentences for
 ``last_conversation_summary``, and the user's own statements about themselves
 and their goals for ``user_info`` and ``goals_and_status``. An LLM-backed
-summarizer implements the same one-method protocol and is passed to
-``Memory.end_conversation(thread, summarizer=...)`` or ``Memory(summarizer=...)``.
+summarizer (:class:`~memory.episodic.llm_summarize.LLMSummarizer`, used by
+default when an LLM provider other than ``heuristic`` is configured)
+implements the same one-method protocol; ``Memory.end_conversation(thread,
+summarizer=...)`` or ``Memory(summarizer=...)`` picks another. When a
+summarizer raises LLMError, :func:`end_conversation` falls back to the
+extractive summary and records why (in the result and the blocks' history).
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from memory.episodic.types import Block, Message
+from memory.errors import LLMError
 from memory.retrieval.text import STOPWORDS, words
 
 if TYPE_CHECKING:
@@ -72,6 +77,7 @@ class ExtractiveSummarizer:
     """Deterministic, model-free summaries: top sentences by word salience, plus the user's self-statements."""
 
     max_sentences: int = 5
+    name: ClassVar[str] = "extractive"
 
     def summarize(self, messages: Sequence[Message], blocks: Mapping[str, Block]) -> dict[str, str]:
         """Summary, user facts and goals from the conversation's text messages."""
@@ -125,6 +131,8 @@ class ConversationEnd:
     user: str | None
     agent: str | None
     updated: dict[str, Block] = field(default_factory=dict)
+    summarizer: str = "extractive"
+    fallback_reason: str | None = None
 
 
 def end_conversation(
@@ -151,11 +159,19 @@ def end_conversation(
     if not messages:
         return result
     blocks = {b.label: b for b in mem.blocks.all(user=user, agent=agent, namespace=namespace)}
-    values = summarizer.summarize(messages, blocks)
+    result.summarizer = getattr(summarizer, "name", type(summarizer).__name__)
+    reason = f"end of conversation {thread}"
+    try:
+        values = summarizer.summarize(messages, blocks)
+    except LLMError as exc:  # the model failed: the extractive summary still updates the blocks
+        result.fallback_reason = f"{type(exc).__name__}: {exc}"[:500]
+        result.summarizer = ExtractiveSummarizer.name
+        reason += f" (extractive fallback; {result.summarizer} used because the LLM failed: {result.fallback_reason})"
+        values = ExtractiveSummarizer().summarize(messages, blocks)
     for label, value in values.items():
         if blocks.get(label) is not None and blocks[label].value == value:
             continue
         result.updated[label] = mem.blocks.write_summary(
-            label, value, user=user, agent=agent, namespace=namespace, reason=f"end of conversation {thread}"
+            label, value, user=user, agent=agent, namespace=namespace, reason=reason
         )
     return result

@@ -22,6 +22,7 @@ pending are embedded by the same job after the messages.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -41,6 +42,8 @@ from memory.windows import anchor_of
 
 if TYPE_CHECKING:
     from memory.memory import Memory
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "SyncJob",
@@ -246,6 +249,10 @@ class SyncReport:
     error: str | None = None
     stopped: bool = False
     released: int = 0
+    messages_extracted: int = 0
+    facts_stored: int = 0
+    extraction_failed: int = 0
+    extraction_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -364,6 +371,8 @@ class SyncJob:
                     messages_left = False
                     continue
                 outcome = embed_messages(self.mem, self.store, claimed)
+                if self.mem.settings.extraction.messages:
+                    self._extract(claimed, outcome, report)
                 report.batches += 1
                 report.messages_done += outcome.done
                 report.messages_failed += outcome.failed
@@ -399,6 +408,26 @@ class SyncJob:
         report.seconds = time.perf_counter() - started
         self._save(last_finished_at=self.mem.now())
         return report
+
+    def _extract(self, claimed: Sequence[Message], outcome: _Outcome, report: SyncReport) -> None:
+        """Store the facts of the messages this batch embedded (settings.extraction.messages); never raises LLMError."""
+        from memory.episodic.extract import extract_messages, skip_reason
+
+        del outcome
+        by_ns: dict[str, list[str]] = {}
+        for message in claimed:
+            if skip_reason(self.mem, message) is None:
+                by_ns.setdefault(message.namespace, []).append(message.id)
+        # only the ones embedded now: failed ones are extracted when a later run marks them done
+        ready = [m for ns, ids in by_ns.items() for m in self.store.get_messages(ns, ids) if m.embedding_status == "done"]
+        for result in extract_messages(self.mem, ready):
+            if result.status == "done":
+                report.messages_extracted += 1
+                report.facts_stored += len(result.memory_ids)
+            elif result.status == "failed":
+                report.extraction_failed += 1
+                report.extraction_error = result.error
+                log.warning("extraction of message %s failed (message kept): %s", result.message_id, result.error)
 
     def estimate(self) -> SyncEstimate:
         """What a run would embed now; claims and writes nothing."""

@@ -15,7 +15,7 @@ from memory.llms.base import ChatMessage
 
 __all__ = ["PROMPT_VERSION", "TASKS", "render", "repair_message"]
 
-PROMPT_VERSION = "extract-v1/decide-v1"
+PROMPT_VERSION = "extract-v1/decide-v1/summarize-v1/section-v1"
 
 _EXTRACT_SYSTEM = """You extract structured memory from text for a long-term memory store.
 Answer with one JSON object and nothing else:
@@ -59,9 +59,38 @@ def _decide_user(inputs: dict[str, Any]) -> str:
     return f"NEW: {inputs['fact']}\nEXISTING:\n{numbered}"
 
 
+_SUMMARIZE_SYSTEM = """A conversation has ended. Update the agent's working-memory blocks from it.
+Answer with one JSON object and nothing else:
+{"last_conversation_summary": text, "user_info": text or null, "goals_and_status": text or null,
+ "important_context": text or null}
+- last_conversation_summary: what the conversation was about and what was decided, a few sentences.
+- user_info: the CURRENT user_info block rewritten with anything new the user said about themselves
+  (keep what is still true); null if nothing changed.
+- goals_and_status: the user's goals and their status, updated; null if nothing changed.
+- important_context: anything else the agent must keep in mind; null if nothing.
+Each value must stay under its size limit (characters), given with the current blocks."""
+
+_SECTION_SYSTEM = """You shorten a section of an LLM prompt so it fits a token budget.
+Keep the facts that matter for the QUERY; drop the rest. Never invent anything.
+Answer with one JSON object and nothing else: {"summary": text}"""
+
+
+def _summarize_user(inputs: dict[str, Any]) -> str:
+    blocks = inputs.get("blocks") or {}
+    current = "\n".join(f"[{label}] (limit {b['limit']} chars): {b['value'] or '(empty)'}" for label, b in blocks.items())
+    lines = "\n".join(f"{m['who']}: {m['content']}" for m in inputs.get("messages") or [])
+    return f"CURRENT BLOCKS:\n{current or '(none)'}\n\nCONVERSATION:\n{lines}"
+
+
+def _section_user(inputs: dict[str, Any]) -> str:
+    return f"QUERY: {inputs.get('query') or '(none)'}\nBUDGET: about {inputs['max_words']} words\nSECTION:\n{inputs['text']}"
+
+
 TASKS = {
     "extract": (_EXTRACT_SYSTEM, _extract_user),
     "decide": (_DECIDE_SYSTEM, _decide_user),
+    "summarize_conversation": (_SUMMARIZE_SYSTEM, _summarize_user),
+    "summarise_section": (_SECTION_SYSTEM, _section_user),
 }
 
 

@@ -11,8 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory.backends.graph import Entity, MemoryLink, Relation
 from memory.context.types import Trace
 from memory.episodic.types import Block, Message, MessageHit, ThreadInfo
+from memory.llms.base import Usage
+from memory.llms.schemas import EntityOut, RelationOut
 from memory.types import Hit, LedgerEntry, MemoryItem
 
 __all__ = [
@@ -53,6 +56,16 @@ __all__ = [
     "WriteBlockIn",
     "GetContextIn",
     "GetContextOut",
+    "LinkIn",
+    "QueryGraphIn",
+    "GraphOut",
+    "FactsAboutIn",
+    "FactsOut",
+    "ExtractIn",
+    "ExtractOut",
+    "EndConversationIn",
+    "EndConversationOut",
+    "TiersRetrieveIn",
 ]
 
 Clearance = Literal["normal", "private", "secret"]
@@ -410,3 +423,111 @@ class GetContextOut(_Out):
 
     messages: list[dict[str, Any]]
     trace: Trace
+
+
+# -- knowledge graph and extraction (issue 5) -----------------------------------
+
+
+class LinkIn(_In):
+    """A typed edge from one memory to another."""
+
+    id: str = Field(..., description="The source memory id.", min_length=1, max_length=256)
+    target: str = Field(..., description="The target memory id.", min_length=1, max_length=256)
+    type: str = Field("relates_to", description="The link type, e.g. relates_to, follows, contradicts.",
+                      min_length=1, max_length=64)  # fmt: skip
+
+
+class QueryGraphIn(_In):
+    """Which part of the knowledge graph to return."""
+
+    start: str | None = Field(None, description="Entity name (or alias) to start from; omit for the whole graph.",
+                              max_length=256)  # fmt: skip
+    depth: int = Field(1, ge=1, le=4, description="How many relations away from start to go.")
+    predicates: list[str] | None = Field(None, description="Keep only relations with these predicates.")
+    entity_types: list[str] | None = Field(None, description="Keep only entities of these types (person, place, …).")
+    include_invalid: bool = Field(False, description="Also relations that are no longer valid (superseded).")
+    limit: int = Field(200, ge=1, le=1000, description="At most this many entities and relations.")
+    clearance: Clearance = _CLEARANCE
+
+
+class GraphOut(_Out):
+    """A subgraph: entities, the relations between them, and the ids of the memories supporting them."""
+
+    entities: list[Entity]
+    relations: list[Relation]
+    memory_ids: list[str]
+
+
+class FactsAboutIn(_In):
+    """The facts (relations) the graph holds about one entity."""
+
+    entity: str = Field(..., description="The entity name or alias (case and articles ignored).",
+                        min_length=1, max_length=256)  # fmt: skip
+    user: str | None = _USER
+    agent: str | None = _AGENT
+    include_invalid: bool = Field(False, description="Also facts that are no longer valid (superseded).")
+    clearance: Clearance = _CLEARANCE
+
+
+class FactsOut(_Out):
+    """Relations whose subject or object is the entity, newest first (empty for an unknown entity)."""
+
+    entity: str
+    facts: list[str] = Field(description='The relations as text: "subject predicate object".')
+    relations: list[Relation]
+
+
+class ExtractIn(_In):
+    """The text to analyse; nothing is stored."""
+
+    text: str = Field(..., description="The text to extract facts, keywords, entities and relations from.",
+                      min_length=1)  # fmt: skip
+    speaker: str | None = Field(None, description='Who says it ("I" and "my" are resolved to them).', max_length=256)
+
+
+class ExtractOut(_Out):
+    """What extraction would store, which model said so and what it cost."""
+
+    facts: list[str]
+    keywords: list[str]
+    entities: list[EntityOut]
+    relations: list[RelationOut]
+    model: str
+    prompt_version: str
+    usage: Usage
+
+
+# -- conversation end and tiers (issues 4, 6) -------------------------------------
+
+
+class EndConversationIn(_In):
+    """A finished conversation whose messages update the working-memory blocks."""
+
+    thread: str = Field(..., description="The conversation thread that ended.", min_length=1, max_length=256)
+    user: str | None = Field(None, description="Whose blocks to update (default: the thread's main user).",
+                             max_length=256)  # fmt: skip
+    agent: str | None = Field(None, description="The agent whose blocks to update (default: the thread's).",
+                              max_length=256)  # fmt: skip
+
+
+class EndConversationOut(_Out):
+    """What was read, what was updated, and by which summarizer (with the reason of a fallback)."""
+
+    thread: str
+    messages: int
+    user: str | None
+    agent: str | None
+    summarizer: str
+    fallback_reason: str | None = None
+    updated: list[Block]
+
+
+class TiersRetrieveIn(_In):
+    """A query across the memory tiers (short-, mid- and long-term) of one agent and user."""
+
+    query: str = Field(..., description="What to look for.", min_length=1)
+    agent: str = Field(..., description="The agent whose tiers to search.", min_length=1, max_length=256)
+    user: str = Field(..., description="The user the conversation is with.", min_length=1, max_length=256)
+    top_m: int | None = Field(None, ge=1, le=100, description="Mid-term segments to visit (default: configured).")
+    top_k: int | None = Field(None, ge=1, le=1000, description="Pages to return from them (default: configured).")
+    clearance: Clearance = _CLEARANCE

@@ -36,11 +36,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from memory.backends.graph import MemoryLink
 from memory.episodic.types import Block, Message
 from memory.errors import InvalidInputError
 from memory.keys import Caller
 from memory.memory import Memory
 from memory.server import models as m
+from memory.tiers.types import TierContext
 from memory.types import SENSITIVITY_LEVELS, LedgerEntry, MemoryItem, Stats
 
 if TYPE_CHECKING:
@@ -463,6 +465,114 @@ register(Operation(
     rest=Rest("POST", "/context"),
 ))  # fmt: skip
 
+# -- knowledge graph and extraction (issue 5) -----------------------------------------
+
+
+def _link(mem: Memory, a: m.LinkIn, call: Call) -> Any:
+    for memory_id in (a.id, a.target):  # secrets stay invisible: linking one must not reveal it exists
+        mem.get(memory_id, namespace=call.namespace, clearance=call.caller.clearance)
+    return mem.link(a.id, a.target, a.type, namespace=call.namespace)
+
+
+def _query_graph(mem: Memory, a: m.QueryGraphIn, call: Call) -> m.GraphOut:
+    found = mem.graph.query_graph(
+        a.start, namespace=call.namespace, **_fields(a, "depth", "predicates", "entity_types", "include_invalid", "limit")
+    )
+    relations = mem.graph.visible(found.relations, namespace=call.namespace, clearance=a.clearance)
+    ends = {e for r in relations for e in (r.subject_id, r.object_id)}
+    entities = [e for i, e in enumerate(found.entities) if e.id in ends or (i == 0 and a.start is not None)]
+    sources = set(mem.backend.find_ids(mem.filter(call.namespace, clearance=a.clearance, include_invalid=True)
+                                       .model_copy(update={"ids": tuple(found.memory_ids)}))) if found.memory_ids else set()  # fmt: skip
+    memory_ids = [i for i in dict.fromkeys(s for r in relations for s in r.source_ids) if i in sources]
+    return m.GraphOut(entities=entities, relations=relations, memory_ids=memory_ids)
+
+
+def _facts_about(mem: Memory, a: m.FactsAboutIn, call: Call) -> m.FactsOut:
+    relations = mem.graph.facts_about(
+        a.entity, namespace=call.namespace, **_fields(a, "user", "agent", "include_invalid", "clearance")
+    )
+    relations = mem.graph.visible(relations, namespace=call.namespace, clearance=a.clearance)
+    return m.FactsOut(entity=a.entity, facts=[r.text for r in relations], relations=relations)
+
+
+def _extract(mem: Memory, a: m.ExtractIn, call: Call) -> m.ExtractOut:
+    return m.ExtractOut.model_validate(mem.extract(a.text, speaker=a.speaker, namespace=call.namespace).to_json())
+
+
+register(Operation(
+    name="link",
+    description=(
+        "Link two memories with a typed edge (e.g. relates_to, follows, contradicts), so either one leads to "
+        "the other. Idempotent: linking again returns the existing link."
+    ),
+    params=m.LinkIn, result=MemoryLink, run=_link, write=True, tags=("graph",),
+    rest=Rest("POST", "/memories/{id}/links", status=201),
+))  # fmt: skip
+register(Operation(
+    name="query_graph",
+    description=(
+        "Explore the knowledge graph built from memories: the entities within `depth` relations of `start` "
+        "(or the whole graph), the relations between them as subject–predicate–object, and the ids of the "
+        "memories that support them. Filter by predicates and entity types."
+    ),
+    params=m.QueryGraphIn, result=m.GraphOut, run=_query_graph, tags=("graph",),
+    rest=Rest("POST", "/graph/query"),
+))  # fmt: skip
+register(Operation(
+    name="facts_about",
+    description=(
+        "Everything the knowledge graph knows about one entity (a person, place, organisation …): its "
+        "relations as short facts, newest first. Optionally only facts from one user's or agent's memories."
+    ),
+    params=m.FactsAboutIn, result=m.FactsOut, run=_facts_about, tags=("graph",),
+    rest=Rest("GET", "/graph/entities/{entity}/facts"),
+))  # fmt: skip
+register(Operation(
+    name="extract",
+    description=(
+        "Preview extraction: the facts, keywords, entities and relations the configured LLM (or the "
+        "heuristic extractor) finds in a text. Stores nothing."
+    ),
+    params=m.ExtractIn, result=m.ExtractOut, run=_extract, tags=("graph",),
+    rest=Rest("POST", "/extract"),
+))  # fmt: skip
+
+
+# -- end of a conversation (issue 4) and tiers (issue 6) ------------------------------
+
+
+def _end_conversation(mem: Memory, a: m.EndConversationIn, call: Call) -> m.EndConversationOut:
+    ended = mem.end_conversation(a.thread, namespace=call.namespace, user=a.user, agent=a.agent)
+    return m.EndConversationOut(
+        thread=ended.thread, messages=ended.messages, user=ended.user, agent=ended.agent,
+        summarizer=ended.summarizer, fallback_reason=ended.fallback_reason, updated=list(ended.updated.values()),
+    )  # fmt: skip
+
+
+def _tiers_retrieve(mem: Memory, a: m.TiersRetrieveIn, call: Call) -> Any:
+    return mem.tiers.retrieve(a.query, namespace=call.namespace, **_fields(a, "agent", "user", "top_m", "top_k", "clearance"))
+
+
+register(Operation(
+    name="end_conversation",
+    description=(
+        "Call when a conversation is over: its messages update the working-memory blocks of its user/agent "
+        "(last_conversation_summary, user_info, goals_and_status), with the configured LLM or the "
+        "extractive summarizer. Secret messages are left out."
+    ),
+    params=m.EndConversationIn, result=m.EndConversationOut, run=_end_conversation, write=True,
+    tags=("conversations",), rest=Rest("POST", "/threads/{thread}/end"),
+))  # fmt: skip
+register(Operation(
+    name="tiers_retrieve",
+    description=(
+        "Search the memory tiers of an agent and user (MemoryOS): the short-term pages, the best-matching "
+        "mid-term topic segments and their pages, the user and agent personas and shared knowledge."
+    ),
+    params=m.TiersRetrieveIn, result=TierContext, run=_tiers_retrieve, tags=("tiers",),
+    rest=Rest("POST", "/tiers/retrieve"),
+))  # fmt: skip
+
 RESOURCES.extend([
     ResourceSpec("memory://namespaces", "namespaces", "namespaces", "Namespaces holding memories (JSON)."),
     ResourceSpec("memory://{namespace}/memories/{id}", "get", "memory", "One memory by id (JSON)."),
@@ -470,4 +580,6 @@ RESOURCES.extend([
     ResourceSpec("memory://{namespace}/threads/{thread}", "recent_messages", "thread",
                  "A thread's episodic timeline: its latest messages, oldest first (JSON)."),
     ResourceSpec("memory://{namespace}/jobs/sync", "sync_status", "sync-status", "The sync job's status (JSON)."),
+    ResourceSpec("memory://{namespace}/entities/{entity}", "facts_about", "entity-facts",
+                 "What the knowledge graph knows about an entity: its facts (JSON)."),
 ])  # fmt: skip
