@@ -30,7 +30,8 @@ def test_link_graph_and_facts_over_http(live: Live) -> None:
         r = c.post(f"/v1/namespaces/a/memories/{moved}/links", json={"target": works, "type": "relates_to"})
         assert r.status_code == 201, r.text
         assert (r.json()["source_id"], r.json()["target_id"], r.json()["type"]) == (moved, works, "relates_to")
-        assert c.post(f"/v1/namespaces/a/memories/{moved}/links", json={"target": works}).status_code == 201  # idempotent
+        again = c.post(f"/v1/namespaces/a/memories/{moved}/links", json={"target": works})
+        assert again.status_code == 201 and again.json() == r.json()  # idempotent
         assert len(live.mem.graph.links(moved, namespace="a")) == 1
         _problem(c.post(f"/v1/namespaces/a/memories/{moved}/links", json={"target": hidden}), 404)  # secret: invisible
         _problem(c.post(f"/v1/namespaces/a/memories/{moved}/links", json={"target": moved}), 422)
@@ -54,12 +55,13 @@ def test_link_graph_and_facts_over_http(live: Live) -> None:
         _problem(c.post("/v1/namespaces/a/graph/query", json={"start": "Nobody"}), 404)
     with live.client("a_secret") as c:
         secret = c.get("/v1/namespaces/a/graph/entities/Dave/facts", params={"clearance": "secret"}).json()
-        assert secret["facts"] == ["Dave lives in Paris"] or any("Paris" in f for f in secret["facts"])
+        assert any("Paris" in f for f in secret["facts"])
 
 
 def test_extract_preview_stores_nothing(live: Live) -> None:
     with live.client("a") as c:
-        r = c.post("/v1/namespaces/a/extract", json={"text": "Bob moved to Lisbon. He loves surfing.", "speaker": "bob"})
+        text = "Bob moved to Lisbon. He loves surfing."
+        r = c.post("/v1/namespaces/a/extract", json={"text": text, "speaker": "bob"})
         assert r.status_code == 200, r.text
         body = r.json()
         assert body["facts"] and any(e["name"] == "Lisbon" for e in body["entities"])

@@ -320,9 +320,13 @@ def end_conversation(ctx: click.Context, thread: str, user: str | None, agent: s
         result = mem.end_conversation(thread, user=user, agent=agent)
     if as_json:
         emit_json({"thread": result.thread, "messages": result.messages, "user": result.user, "agent": result.agent,
+                   "summarizer": result.summarizer, "fallback_reason": result.fallback_reason,
                    "updated": {k: b.model_dump(mode="json") for k, b in result.updated.items()}})  # fmt: skip
     else:
-        click.echo(f"{result.messages} message(s) read; updated: {', '.join(result.updated) or 'nothing'}")
+        click.echo(f"{result.messages} message(s) read; updated: {', '.join(result.updated) or 'nothing'} "
+                   f"({result.summarizer} summarizer)")  # fmt: skip
+        if result.fallback_reason:
+            click.echo(f"the LLM failed, extractive summary used: {result.fallback_reason}", err=True)
 
 
 # -- jobs --------------------------------------------------------------------

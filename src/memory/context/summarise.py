@@ -95,7 +95,7 @@ class LLMSectionSummariser:
         if not self.calls:
             return None
         if not self.failures:
-            return SourceNote(source="llm_summariser", status="used", sections=self.calls, note=f"{self.llm.model_name}")
+            return SourceNote(source="llm_summariser", status="used", sections=self.calls, note=self.llm.model_name)
         return SourceNote(
             source="llm_summariser", status="failed", sections=self.calls,
             note=f"{len(self.failures)} of {self.calls} summaries fell back to extractive: {self.failures[-1]}",

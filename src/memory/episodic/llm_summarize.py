@@ -68,10 +68,13 @@ class LLMSummarizer:
             return {}
         labels = ("last_conversation_summary", "user_info", "goals_and_status", "important_context")
         current = {
-            label: {"value": blocks[label].value if label in blocks else "", "limit": blocks[label].limit if label in blocks else 2000}
+            label: {"value": blocks[label].value, "limit": blocks[label].limit}
+            if label in blocks
+            else {"value": "", "limit": 2000}
             for label in labels
         }
-        answer = structured(self.llm, "summarize_conversation", {"messages": transcript, "blocks": current}, BlockUpdates)
+        inputs = {"messages": transcript, "blocks": current}
+        answer = structured(self.llm, "summarize_conversation", inputs, BlockUpdates)
         updates = answer.output.model_dump()
         if not updates["last_conversation_summary"].strip():
             raise LLMOutputError("the model returned an empty conversation summary")

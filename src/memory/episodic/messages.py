@@ -227,7 +227,9 @@ class Messages:
                     log.warning("extraction of message %s failed (message kept): %s", report.message_id, report.error)
         return stored
 
-    def extract_facts(self, message_ids: Sequence[str], *, namespace: str | None = None) -> builtins.list[MessageExtraction]:
+    def extract_facts(
+        self, message_ids: Sequence[str], *, namespace: str | None = None
+    ) -> builtins.list[MessageExtraction]:
         """Extract facts from stored messages now (see :mod:`memory.episodic.extract`); one report per message.
 
         Unknown ids are left out. Raises InvalidInputError for bad ids.

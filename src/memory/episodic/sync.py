@@ -419,7 +419,8 @@ class SyncJob:
             if skip_reason(self.mem, message) is None:
                 by_ns.setdefault(message.namespace, []).append(message.id)
         # only the ones embedded now: failed ones are extracted when a later run marks them done
-        ready = [m for ns, ids in by_ns.items() for m in self.store.get_messages(ns, ids) if m.embedding_status == "done"]
+        found = [m for ns, ids in by_ns.items() for m in self.store.get_messages(ns, ids)]
+        ready = [m for m in found if m.embedding_status == "done"]
         for result in extract_messages(self.mem, ready):
             if result.status == "done":
                 report.messages_extracted += 1

@@ -77,13 +77,16 @@ Answer with one JSON object and nothing else: {"summary": text}"""
 
 def _summarize_user(inputs: dict[str, Any]) -> str:
     blocks = inputs.get("blocks") or {}
-    current = "\n".join(f"[{label}] (limit {b['limit']} chars): {b['value'] or '(empty)'}" for label, b in blocks.items())
+    current = "\n".join(
+        f"[{label}] (limit {b['limit']} chars): {b['value'] or '(empty)'}" for label, b in blocks.items()
+    )
     lines = "\n".join(f"{m['who']}: {m['content']}" for m in inputs.get("messages") or [])
     return f"CURRENT BLOCKS:\n{current or '(none)'}\n\nCONVERSATION:\n{lines}"
 
 
 def _section_user(inputs: dict[str, Any]) -> str:
-    return f"QUERY: {inputs.get('query') or '(none)'}\nBUDGET: about {inputs['max_words']} words\nSECTION:\n{inputs['text']}"
+    query = inputs.get("query") or "(none)"
+    return f"QUERY: {query}\nBUDGET: about {inputs['max_words']} words\nSECTION:\n{inputs['text']}"
 
 
 TASKS = {

@@ -475,14 +475,15 @@ def _link(mem: Memory, a: m.LinkIn, call: Call) -> Any:
 
 
 def _query_graph(mem: Memory, a: m.QueryGraphIn, call: Call) -> m.GraphOut:
-    found = mem.graph.query_graph(
-        a.start, namespace=call.namespace, **_fields(a, "depth", "predicates", "entity_types", "include_invalid", "limit")
-    )
+    options = _fields(a, "depth", "predicates", "entity_types", "include_invalid", "limit")
+    found = mem.graph.query_graph(a.start, namespace=call.namespace, **options)
     relations = mem.graph.visible(found.relations, namespace=call.namespace, clearance=a.clearance)
     ends = {e for r in relations for e in (r.subject_id, r.object_id)}
     entities = [e for i, e in enumerate(found.entities) if e.id in ends or (i == 0 and a.start is not None)]
-    sources = set(mem.backend.find_ids(mem.filter(call.namespace, clearance=a.clearance, include_invalid=True)
-                                       .model_copy(update={"ids": tuple(found.memory_ids)}))) if found.memory_ids else set()  # fmt: skip
+    sources: set[str] = set()
+    if found.memory_ids:
+        flt = mem.filter(call.namespace, clearance=a.clearance, include_invalid=True)
+        sources = set(mem.backend.find_ids(flt.model_copy(update={"ids": tuple(found.memory_ids)})))
     memory_ids = [i for i in dict.fromkeys(s for r in relations for s in r.source_ids) if i in sources]
     return m.GraphOut(entities=entities, relations=relations, memory_ids=memory_ids)
 
@@ -550,7 +551,8 @@ def _end_conversation(mem: Memory, a: m.EndConversationIn, call: Call) -> m.EndC
 
 
 def _tiers_retrieve(mem: Memory, a: m.TiersRetrieveIn, call: Call) -> Any:
-    return mem.tiers.retrieve(a.query, namespace=call.namespace, **_fields(a, "agent", "user", "top_m", "top_k", "clearance"))
+    options = _fields(a, "agent", "user", "top_m", "top_k", "clearance")
+    return mem.tiers.retrieve(a.query, namespace=call.namespace, **options)
 
 
 register(Operation(
