@@ -71,3 +71,18 @@ def test_sync_job_reports_extraction_failures(server: FakeLLMServer, tmp_path: P
         assert report.messages_done == 1  # embedding is not held up by the model
         assert report.extraction_failed == 1 and report.extraction_error and "LLMError" in report.extraction_error
         assert mem.stats().total == 0 and mem.messages.recent("t1", 5)[0].embedding_status == "done"
+
+
+def test_worker_extracts_queued_facts_in_the_background(server: FakeLLMServer, tmp_path: Path, clock: Any) -> None:
+    from memory.episodic.worker import Worker
+
+    with _memory(server, tmp_path, clock, sync_extracts=True) as mem:
+        said = mem.messages.append("t1", "Gina moved to Porto.", user="gina")
+        assert server.requests == []  # the append did not wait for the model
+        runner = Worker(mem, jobs=["sync", "extract"], interval=0)
+        results = runner.run_once()
+        assert results["sync"]["messages_extracted"] == 1
+        assert results["extract"]["processed"] >= 1 and results["extract"].get("done", 0) >= 1
+        items = mem.list().items
+        assert items and all(i.source_ids == (said.id,) and i.metadata["_extraction"] == "done" for i in items)
+        assert mem.graph.facts_about("Gina")

@@ -47,8 +47,18 @@ def _tiers_job(mem: Memory, should_stop: Callable[[], bool], options: Mapping[st
     return mem.tiers.consolidate(**options).to_dict()
 
 
+def _extract_job(mem: Memory, should_stop: Callable[[], bool], options: Mapping[str, Any]) -> dict[str, Any]:
+    """Background extraction: memories queued by ``remember(..., extract=...)`` (also facts from messages)."""
+    del should_stop
+    counts: dict[str, Any] = {"processed": 0}
+    for report in mem.extract_pending(**options):
+        counts["processed"] += 1
+        counts[report.status] = counts.get(report.status, 0) + 1
+    return counts
+
+
 #: Jobs the worker knows, by name.
-JOBS: dict[str, Job] = {"sync": _sync_job, "prune": _prune_job, "tiers": _tiers_job}
+JOBS: dict[str, Job] = {"sync": _sync_job, "prune": _prune_job, "tiers": _tiers_job, "extract": _extract_job}
 
 
 def register_job(name: str, job: Job) -> None:
