@@ -129,7 +129,8 @@ class Memory:
         ``heuristic``). Unset values come
         from the environment, the config file and defaults (see
         :mod:`memory.config`). ``summarizer`` turns finished conversations into
-        block updates (default: :class:`~memory.episodic.summarize.ExtractiveSummarizer`).
+        block updates (default: an LLMSummarizer when the LLM is not
+        ``heuristic``, else :class:`~memory.episodic.summarize.ExtractiveSummarizer`).
         Raises ConfigError or EmbeddingMismatchError.
         """
         overrides: dict[str, Any] = {"database": database, "namespace": namespace}
@@ -1029,7 +1030,9 @@ class Memory:
         observation text with request fields as keywords (user, thread,
         budget, strategy, system, …). Returns a CompiledPrompt: ``.messages``
         (OpenAI shape), ``.anthropic()``, ``.trace`` (what went in, what was
-        cut and why). Raises InvalidInputError or ContextBudgetError.
+        cut and why). Sections are summarised with the configured LLM when it is
+        not ``heuristic`` (extractive on failure, noted in ``trace.sources``)
+        unless ``summariser`` is given. Raises InvalidInputError or ContextBudgetError.
         """
         from memory.context.pipeline import as_request, build_context
         from memory.context.summarise import llm_summariser

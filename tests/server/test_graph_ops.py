@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from server_helpers import Live
-from test_mcp import MEMORY_BIN, _data, _env
+from test_mcp import MEMORY_BIN, _data, _env, _http_client, http_server  # noqa: F401  (fixture)
 
 from memory import Memory
 
@@ -127,5 +128,32 @@ def test_new_tools_and_entity_resource_over_stdio(tmp_path: Path) -> None:
             assert "memory://{namespace}/entities/{entity}" in templates
             resource = json.loads((await client.read_resource("memory://default/entities/Alice")).contents[0].text)
             assert "Alice moved to Berlin" in resource["facts"]
+
+    anyio.run(scenario)
+
+
+def test_graph_tools_over_mcp_http_stay_in_the_keys_namespace(http_server: tuple[str, dict[str, str]]) -> None:
+    url, tokens = http_server
+
+    async def scenario() -> None:
+        async with _http_client(url, tokens["b"]) as client:
+            first = _data(await client.call_tool("remember", {"content": "Hugo moved to Nantes.", "namespace": "b"}))
+            second = _data(await client.call_tool("remember", {"content": "Hugo likes sailing.", "namespace": "b"}))
+            _data(await client.call_tool("link", {"id": first["id"], "target": second["id"]}))
+        async with _http_client(url, tokens["a"]) as client:
+            for name, args in [
+                ("facts_about", {"entity": "Hugo"}),
+                ("query_graph", {}),
+                ("extract", {"text": "Hugo moved to Nantes."}),
+                ("link", {"id": first["id"], "target": second["id"]}),
+                ("end_conversation", {"thread": "t1"}),
+                ("tiers_retrieve", {"query": "x", "agent": "g", "user": "u"}),
+            ]:
+                refused = await client.call_tool(name, {**args, "namespace": "b"})
+                assert refused.is_error and "PermissionDeniedError" in refused.content[0].text, name
+            with pytest.raises(Exception, match="PermissionDenied"):
+                await client.read_resource("memory://b/entities/Hugo")
+            missing = await client.call_tool("link", {"id": first["id"], "target": second["id"]})  # in a
+            assert missing.is_error and "NotFoundError" in missing.content[0].text
 
     anyio.run(scenario)
