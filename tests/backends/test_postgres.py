@@ -26,6 +26,7 @@ from memory.backends.postgres import PostgresBackend
 from memory.backends.postgres.migrations import MIGRATIONS
 from memory.backends.sqlite import SQLiteBackend
 from memory.errors import ConfigError, InvalidInputError, SchemaError, StorageError
+from memory.records import ledger_entry
 from pg_support import drop_test_schemas, postgres_dsn, schema_for
 
 
@@ -359,3 +360,55 @@ def test_bm25_ranks_like_sqlite(backend: PostgresBackend, tmp_path: Path) -> Non
             theirs = sqlite.search_lexical(flt(), terms, 20)
             assert [h.id for h in ours] == [h.id for h in theirs], terms
             assert [h.score for h in ours] == pytest.approx([h.score for h in theirs], rel=1e-6)
+
+
+def test_field_weighted_bm25_ranks_like_sqlite(backend: PostgresBackend, tmp_path: Path) -> None:
+    """Content, window and time words weighted per field: same ids and scores as bm25(items_key_fts, ...)."""
+    rng = random.Random(5)
+    vocab = "apple banana cherry delta echo fox golf hotel india juliet kilo lima may".split()
+    days = [NOW - timedelta(days=rng.randrange(0, 900)) for _ in range(12)]
+
+    def text(low: int, high: int) -> str:
+        return " ".join(rng.choice(vocab) for _ in range(rng.randrange(low, high)))
+
+    items = [make_item(text(3, 12), model=None, created_at=rng.choice(days)) for _ in range(150)]
+    windows = [(item.id, text(0, 30), None) for item in items if rng.random() < 0.8]
+    later = [(item.id, text(2, 20), None) for item in items[:40]]  # rewritten windows change the lengths
+    with SQLiteBackend(tmp_path / "ref.db") as sqlite:
+        for store in (backend, sqlite):
+            store.add([record(i, None) for i in items])
+            assert store.set_windows("default", None, windows) == len(windows)
+            assert store.set_windows("default", None, later) == len(later)
+            store.delete("default", [i.id for i in items[140:]], [])
+        years = sorted({str(d.year) for d in days})
+        fields_cases: list[dict[str, float]] = [
+            {"content": 1.0, "window": 0.3, "time": 0.5},
+            {"content": 1.0, "window": 0.3},
+            {"window": 1.0},
+            {"time": 1.0},
+            {"content": 2.0, "time": 0.25},
+        ]
+        compared = 0
+        for fields in fields_cases:
+            for terms in (["apple"], ["fox", "golf"], ["kilo", "lima", "may"], [years[0], "banana"], ["zulu"]):
+                ours = backend.search_lexical(flt(), terms, 25, fields=fields)
+                theirs = sqlite.search_lexical(flt(), terms, 25, fields=fields)
+                compared += len(theirs)
+                assert [h.id for h in ours] == [h.id for h in theirs], (fields, terms)
+                assert [h.score for h in ours] == pytest.approx([h.score for h in theirs], rel=1e-6)
+        assert compared > 300  # most cases rank a full page
+        assert backend.search_lexical(flt(), ["apple"], 25, fields={"time": 1.0}) == []
+
+
+def test_window_words_follow_set_windows_replace_and_delete(backend: PostgresBackend) -> None:
+    items = [make_item(f"note {n}", model=None) for n in range(3)]
+    backend.add([record(i, None) for i in items])
+    backend.set_windows("default", None, [(items[0].id, "one two three", None), (items[1].id, "four", None)])
+    assert _sql(backend, "SELECT window_words FROM lexical_stats WHERE namespace = 'default'") == [(4,)]
+    changed = items[0].model_copy(update={"content": "changed note"})
+    backend.replace(changed, None, ledger_entry("update", changed.id, "default", NOW, before=items[0], after=changed))
+    backend.set_windows("default", None, [(items[1].id, "four five", None)])
+    assert _sql(backend, "SELECT window_words FROM lexical_stats WHERE namespace = 'default'") == [(5,)]
+    backend.delete("default", [items[0].id], [])
+    assert _sql(backend, "SELECT window_words FROM lexical_stats WHERE namespace = 'default'") == [(2,)]
+    assert _sql(backend, "SELECT sum(window_len) FROM items WHERE namespace = 'default'") == [(2,)]
