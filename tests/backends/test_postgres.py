@@ -11,7 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import random
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -412,3 +412,29 @@ def test_window_words_follow_set_windows_replace_and_delete(backend: PostgresBac
     backend.delete("default", [items[0].id], [])
     assert _sql(backend, "SELECT window_words FROM lexical_stats WHERE namespace = 'default'") == [(2,)]
     assert _sql(backend, "SELECT sum(window_len) FROM items WHERE namespace = 'default'") == [(2,)]
+
+
+def test_index_window_migration_indexes_rows_of_an_older_store(dsn: str, schema: str) -> None:
+    """A store written before 0007_index_window: opening it adds the key index over its existing rows."""
+    import psycopg
+
+    from memory.backends.postgres.backend import _INSERT_ITEM
+    from memory.backends.postgres.codec import item_values
+    from memory.backends.postgres.connection import session_options
+    from memory.backends.postgres.migrations import apply_migrations
+
+    older = [m for m in MIGRATIONS if m.name < "0007"]
+    item = make_item("the red kite", model=None, created_at=datetime(2023, 5, 8, tzinfo=UTC))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    with psycopg.connect(dsn, autocommit=True, options=session_options(schema)) as conn:
+        assert apply_migrations(conn, older) == [m.name for m in older]
+        conn.execute(_INSERT_ITEM, item_values(item))
+        conn.execute("INSERT INTO lexical_stats (namespace, docs, words) VALUES ('default', 1, 3)")
+    with PostgresBackend(dsn, schema=schema) as backend:
+        assert len(_sql(backend, "SELECT name FROM schema_migrations")) == len(MIGRATIONS)
+        assert [h.id for h in backend.search_lexical(flt(), ["may"], 5, fields={"time": 1.0})] == [item.id]
+        assert [h.id for h in backend.search_lexical(flt(), ["kite"], 5, fields={"content": 1.0, "window": 1.0})] == [
+            item.id
+        ]
+        assert backend.tiers.owners("default") == []

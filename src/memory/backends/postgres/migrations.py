@@ -22,6 +22,12 @@ can distribute all tables by ``namespace`` and co-locate them):
   space has its own table ``vectors_<space_id>`` (``vector(dim)``) with its own
   HNSW index (cosine), created by :func:`create_space_table`. One table per
   (model, dimension) keeps every HNSW graph to one vector space.
+* ``items.index_window``/``window_len``/``key_tsv`` (0007) — the context window text the
+  library computes (``retrieval.window``) and a generated tsvector over content (label A),
+  window (B) and ``memory_time_words(created_at)`` (C) with a GIN index;
+  ``lexical_stats.window_words`` completes BM25's average length over the three fields.
+* ``tier_records`` (0008) — hierarchical-memory documents keyed by
+  ``(namespace, kind, owner, id)``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,13 @@ are all bound parameters.
 
 from __future__ import annotations
 
-__all__ = ["HYBRID_SEARCH_V1_LEXICAL", "HYBRID_SEARCH_V1_KEY", "hybrid_search_v1_vector", "LEXICAL_DF_CAP", "LEXICAL_POOL"]
+__all__ = [
+    "HYBRID_SEARCH_V1_LEXICAL",
+    "HYBRID_SEARCH_V1_KEY",
+    "hybrid_search_v1_vector",
+    "LEXICAL_DF_CAP",
+    "LEXICAL_POOL",
+]
 
 #: BM25 parameters, the ones SQLite's FTS5 uses.
 _K1, _B = 1.2, 0.75
