@@ -11,7 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import random
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from memory.backends.postgres import PostgresBackend
 from memory.backends.postgres.migrations import MIGRATIONS
 from memory.backends.sqlite import SQLiteBackend
 from memory.errors import ConfigError, InvalidInputError, SchemaError, StorageError
+from memory.records import ledger_entry
 from pg_support import drop_test_schemas, postgres_dsn, schema_for
 
 
@@ -359,3 +360,81 @@ def test_bm25_ranks_like_sqlite(backend: PostgresBackend, tmp_path: Path) -> Non
             theirs = sqlite.search_lexical(flt(), terms, 20)
             assert [h.id for h in ours] == [h.id for h in theirs], terms
             assert [h.score for h in ours] == pytest.approx([h.score for h in theirs], rel=1e-6)
+
+
+def test_field_weighted_bm25_ranks_like_sqlite(backend: PostgresBackend, tmp_path: Path) -> None:
+    """Content, window and time words weighted per field: same ids and scores as bm25(items_key_fts, ...)."""
+    rng = random.Random(5)
+    vocab = "apple banana cherry delta echo fox golf hotel india juliet kilo lima may".split()
+    days = [NOW - timedelta(days=rng.randrange(0, 900)) for _ in range(12)]
+
+    def text(low: int, high: int) -> str:
+        return " ".join(rng.choice(vocab) for _ in range(rng.randrange(low, high)))
+
+    items = [make_item(text(3, 12), model=None, created_at=rng.choice(days)) for _ in range(150)]
+    windows = [(item.id, text(0, 30), None) for item in items if rng.random() < 0.8]
+    later = [(item.id, text(2, 20), None) for item in items[:40]]  # rewritten windows change the lengths
+    with SQLiteBackend(tmp_path / "ref.db") as sqlite:
+        for store in (backend, sqlite):
+            store.add([record(i, None) for i in items])
+            assert store.set_windows("default", None, windows) == len(windows)
+            assert store.set_windows("default", None, later) == len(later)
+            store.delete("default", [i.id for i in items[140:]], [])
+        years = sorted({str(d.year) for d in days})
+        fields_cases: list[dict[str, float]] = [
+            {"content": 1.0, "window": 0.3, "time": 0.5},
+            {"content": 1.0, "window": 0.3},
+            {"window": 1.0},
+            {"time": 1.0},
+            {"content": 2.0, "time": 0.25},
+        ]
+        compared = 0
+        for fields in fields_cases:
+            for terms in (["apple"], ["fox", "golf"], ["kilo", "lima", "may"], [years[0], "banana"], ["zulu"]):
+                ours = backend.search_lexical(flt(), terms, 25, fields=fields)
+                theirs = sqlite.search_lexical(flt(), terms, 25, fields=fields)
+                compared += len(theirs)
+                assert [h.id for h in ours] == [h.id for h in theirs], (fields, terms)
+                assert [h.score for h in ours] == pytest.approx([h.score for h in theirs], rel=1e-6)
+        assert compared > 300  # most cases rank a full page
+        assert backend.search_lexical(flt(), ["apple"], 25, fields={"time": 1.0}) == []
+
+
+def test_window_words_follow_set_windows_replace_and_delete(backend: PostgresBackend) -> None:
+    items = [make_item(f"note {n}", model=None) for n in range(3)]
+    backend.add([record(i, None) for i in items])
+    backend.set_windows("default", None, [(items[0].id, "one two three", None), (items[1].id, "four", None)])
+    assert _sql(backend, "SELECT window_words FROM lexical_stats WHERE namespace = 'default'") == [(4,)]
+    changed = items[0].model_copy(update={"content": "changed note"})
+    backend.replace(changed, None, ledger_entry("update", changed.id, "default", NOW, before=items[0], after=changed))
+    backend.set_windows("default", None, [(items[1].id, "four five", None)])
+    assert _sql(backend, "SELECT window_words FROM lexical_stats WHERE namespace = 'default'") == [(5,)]
+    backend.delete("default", [items[0].id], [])
+    assert _sql(backend, "SELECT window_words FROM lexical_stats WHERE namespace = 'default'") == [(2,)]
+    assert _sql(backend, "SELECT sum(window_len) FROM items WHERE namespace = 'default'") == [(2,)]
+
+
+def test_index_window_migration_indexes_rows_of_an_older_store(dsn: str, schema: str) -> None:
+    """A store written before 0007_index_window: opening it adds the key index over its existing rows."""
+    import psycopg
+
+    from memory.backends.postgres.backend import _INSERT_ITEM
+    from memory.backends.postgres.codec import item_values
+    from memory.backends.postgres.connection import session_options
+    from memory.backends.postgres.migrations import apply_migrations
+
+    older = [m for m in MIGRATIONS if m.name < "0007"]
+    item = make_item("the red kite", model=None, created_at=datetime(2023, 5, 8, tzinfo=UTC))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    with psycopg.connect(dsn, autocommit=True, options=session_options(schema)) as conn:
+        assert apply_migrations(conn, older) == [m.name for m in older]
+        conn.execute(_INSERT_ITEM, item_values(item))
+        conn.execute("INSERT INTO lexical_stats (namespace, docs, words) VALUES ('default', 1, 3)")
+    with PostgresBackend(dsn, schema=schema) as backend:
+        assert len(_sql(backend, "SELECT name FROM schema_migrations")) == len(MIGRATIONS)
+        assert [h.id for h in backend.search_lexical(flt(), ["may"], 5, fields={"time": 1.0})] == [item.id]
+        assert [h.id for h in backend.search_lexical(flt(), ["kite"], 5, fields={"content": 1.0, "window": 1.0})] == [
+            item.id
+        ]
+        assert backend.tiers.owners("default") == []

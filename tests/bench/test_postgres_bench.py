@@ -21,10 +21,8 @@ def test_locomo_recall_on_postgres_matches_sqlite() -> None:
     dsn = postgres_dsn()
     embedder = HashingEmbedder()
     reports = {
-        # preset plain: postgres stores no context windows yet, so compare on content only
-        backend: run_locomo(
-            LOCOMO, embedder=embedder, backend=backend, preset="plain", limit_conversations=1, dsn=dsn
-        ).to_json()
+        # the default preset: context windows, time words and window vectors on both backends
+        backend: run_locomo(LOCOMO, embedder=embedder, backend=backend, limit_conversations=1, dsn=dsn).to_json()
         for backend in ("sqlite", "postgres")
     }
     sqlite, postgres = reports["sqlite"]["overall"], reports["postgres"]["overall"]

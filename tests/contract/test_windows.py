@@ -45,13 +45,6 @@ def _window_hits(mem: Memory, word: str, namespace: str | None = None) -> set[st
     return {item.content for item in mem.backend.get(flt.namespace, [h.id for h in hits])}
 
 
-@pytest.fixture(autouse=True)
-def _backend_stores_windows(backend_name: str) -> None:
-    """Skip, visibly, on a backend without context windows (recall there uses content only)."""
-    if backend_name == "postgres":
-        pytest.skip("the postgres backend does not store context windows yet (no set_windows, no fields)")
-
-
 # -- the backend contract ---------------------------------------------------
 def test_fields_weigh_content_window_and_time(backend: Backend) -> None:
     a, b = _record("the red kite", created_at=datetime(2023, 5, 8, tzinfo=UTC)), _record("a blue heron")

@@ -109,7 +109,7 @@ class Tiers:
         store = getattr(self._mem.backend, "tiers", None)
         if store is None:
             raise StoreUnavailableError(
-                f"the {self._mem.backend.name} backend has no tier store; use sqlite or inmemory for tiers"
+                f"the {self._mem.backend.name} backend has no tier store; use sqlite, postgres or inmemory for tiers"
             )
         return store  # type: ignore[no-any-return]
 

@@ -18,7 +18,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -31,6 +31,7 @@ from memory.backends.postgres.codec import (
     ITEM_COLUMNS,
     ITEM_SELECT,
     LEDGER_SELECT,
+    doc_len,
     item_values,
     ledger_values,
     parse_vector,
@@ -47,7 +48,8 @@ from memory.backends.postgres.connection import (
     session_options,
 )
 from memory.backends.postgres.migrations import HNSW_MAX_DIM, apply_migrations, create_space_table, space_table
-from memory.backends.postgres.queries import HYBRID_SEARCH_V1_LEXICAL, hybrid_search_v1_vector
+from memory.backends.postgres.queries import HYBRID_SEARCH_V1_KEY, HYBRID_SEARCH_V1_LEXICAL, hybrid_search_v1_vector
+from memory.backends.postgres.tiers import PostgresTierStore
 from memory.backends.postgres.sql import compile_filter, storable, text_list
 from memory.errors import (
     ConfigError,
@@ -58,6 +60,7 @@ from memory.errors import (
     StorageError,
 )
 from memory.filters import Filter
+from memory.retrieval.window import field_weights
 from memory.types import LedgerEntry, MemoryItem
 
 if TYPE_CHECKING:
@@ -157,6 +160,7 @@ class PostgresBackend:
         self._pool: Any = None
         self._episodic: PostgresEpisodicStore | None = None
         self._graph: PostgresGraph | None = None
+        self.tiers = PostgresTierStore(self)
         kwargs: dict[str, Any] = {
             "options": session_options(schema, ef_search=ef_search),
             "connect_timeout": max(1, int(connect_timeout)),
@@ -322,15 +326,17 @@ class PostgresBackend:
 
     @staticmethod
     def _bump_stats(conn: Any, deltas: dict[str, list[int]]) -> None:
-        """Add (documents, words) deltas to each namespace's lexical statistics, in a fixed order."""
+        """Add (documents, words[, window words]) deltas to each namespace's lexical statistics, in a fixed order."""
         for namespace in sorted(deltas):
-            docs, words = deltas[namespace]
-            if docs or words:
+            docs, words, *more = deltas[namespace]
+            window = more[0] if more else 0
+            if docs or words or window:
                 conn.execute(
-                    "INSERT INTO lexical_stats (namespace, docs, words) VALUES (%s, %s, %s) "
+                    "INSERT INTO lexical_stats (namespace, docs, words, window_words) VALUES (%s, %s, %s, %s) "
                     "ON CONFLICT (namespace) DO UPDATE SET docs = lexical_stats.docs + EXCLUDED.docs, "
-                    "words = lexical_stats.words + EXCLUDED.words",
-                    (namespace, docs, words),
+                    "words = lexical_stats.words + EXCLUDED.words, "
+                    "window_words = lexical_stats.window_words + EXCLUDED.window_words",
+                    (namespace, docs, words, window),
                 )
 
     def add(self, records: Sequence[NewRecord]) -> list[AddResult]:
@@ -483,6 +489,60 @@ class PostgresBackend:
                 count += 1
             return count
 
+    def set_windows(
+        self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]
+    ) -> int:
+        """Store the context windows of existing items: (id, window text, window vector or None).
+
+        The text goes to the lexical ``window`` field (``index_window``, part of
+        the generated ``key_tsv``); the vector to ``model``'s space (registered
+        with :meth:`ensure_vector_space`), replacing the old one (None removes
+        it; ``model=None`` leaves vectors alone). Embedding status is not
+        touched. Every vector is checked before anything is written. Returns
+        rows updated.
+        """
+        if not updates:
+            return 0
+        for _, text, _ in updates:
+            if not isinstance(text, str) or not storable(text):
+                raise InvalidInputError("window text must be a string without NUL characters")
+        with self._tx() as conn:
+            space = self._require_space(conn, model) if model is not None else None
+            checked = [
+                (item_id, text, None if vector is None or space is None else self._checked_vector(space, vector))
+                for item_id, text, vector in updates
+            ]
+            wanted = sorted({item_id for item_id, _, _ in checked if isinstance(item_id, str) and storable(item_id)})
+            current = {
+                str(r[0]): (str(r[1]), int(r[2]))
+                for r in conn.execute(
+                    "SELECT id, index_window, window_len FROM items WHERE namespace = %s AND id = ANY(%s::text[]) "
+                    "ORDER BY id FOR UPDATE",
+                    (namespace, wanted),
+                )
+            }
+            count = 0
+            delta = 0
+            for item_id, text, vector in checked:
+                if item_id not in current:
+                    continue
+                old_text, old_len = current[item_id]
+                if old_text != text:
+                    new_len = doc_len(text)
+                    conn.execute(
+                        "UPDATE items SET index_window = %s, window_len = %s WHERE namespace = %s AND id = %s",
+                        (text, new_len, namespace, item_id),
+                    )
+                    current[item_id] = (text, new_len)
+                    delta += new_len - old_len
+                if space is not None and vector is not None:
+                    self._write_vector(conn, space, namespace, item_id, vector)  # replaces the old one
+                elif space is not None:
+                    conn.execute(f"DELETE FROM {space.table} WHERE namespace = %s AND id = %s", (namespace, item_id))
+                count += 1
+            self._bump_stats(conn, {namespace: [0, 0, delta]})
+            return count
+
     def mark_embedding(self, namespace: str, ids: Sequence[str], status: str, error: str | None) -> int:
         """Set embedding_status (and error) on items of ``namespace`` and clear their claim; returns rows updated."""
         if status not in _EMBEDDING_STATUSES:
@@ -504,14 +564,17 @@ class PostgresBackend:
         """
         with self._tx() as conn:
             rows = conn.execute(
-                "DELETE FROM items WHERE namespace = %s AND id = ANY(%s::text[]) RETURNING doc_len",
+                "DELETE FROM items WHERE namespace = %s AND id = ANY(%s::text[]) RETURNING doc_len, window_len",
                 (namespace, text_list(ids)),
             ).fetchall()
             if ledger:
                 with conn.cursor() as cur:
                     cur.executemany(_INSERT_LEDGER, [ledger_values(entry) for entry in ledger])
             if rows:
-                self._bump_stats(conn, {namespace: [-len(rows), -sum(int(r[0]) for r in rows)]})
+                self._bump_stats(
+                    conn,
+                    {namespace: [-len(rows), -sum(int(r[0]) for r in rows), -sum(int(r[1]) for r in rows)]},
+                )
             return len(rows)
 
     def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
@@ -610,21 +673,34 @@ class PostgresBackend:
         with self._read() as conn:
             return int(conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0])
 
-    def search_lexical(self, flt: Filter, terms: Sequence[str], k: int) -> builtins.list[ChannelHit]:
+    def search_lexical(
+        self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
+    ) -> builtins.list[ChannelHit]:
         """BM25-ranked items matching ``flt`` that contain any of ``terms``, best first, ties by id.
 
         Terms are stemmed by PostgreSQL (English, no stopword list) and only
         ever bound as data; the score is Okapi BM25 with k1=1.2, b=0.75 and
         the namespace's own document count and average length (higher is
-        better), the formula SQLite's FTS5 uses.
+        better), the formula SQLite's FTS5 uses. ``fields`` weighs the
+        indexed fields (``content``, ``window``, ``time``; see
+        :mod:`memory.retrieval.window`) exactly as SQLite's
+        ``bm25(items_key_fts, ...)`` does; by default only content counts, and
+        a field of weight 0 does not match.
         """
+        weights = field_weights(fields)
         words = [t for t in terms if isinstance(t, str) and t.strip() and storable(t)]
-        if not words or k <= 0:
+        if not words or k <= 0 or not any(weights):
             return []
         where, params = compile_filter(flt)
-        sql = HYBRID_SEARCH_V1_LEXICAL.replace("{where}", where)
+        if weights[1:] == (0.0, 0.0):  # content only: the content tsvector, ranking exactly as before
+            sql = HYBRID_SEARCH_V1_LEXICAL.replace("{where}", where)
+            args = [words, flt.namespace, flt.namespace, *params, int(k)]
+        else:
+            labels = "".join(label for label, weight in zip("ABC", weights, strict=True) if weight > 0)
+            sql = HYBRID_SEARCH_V1_KEY.replace("{where}", where)
+            args = [*weights, words, labels, flt.namespace, flt.namespace, *params, int(k)]
         with self._read() as conn:
-            rows = conn.execute(sql, [words, flt.namespace, flt.namespace, *params, int(k)], prepare=True).fetchall()
+            rows = conn.execute(sql, args, prepare=True).fetchall()
         return [ChannelHit(str(r[0]), float(r[1])) for r in rows]
 
     def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:

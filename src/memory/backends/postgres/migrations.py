@@ -22,6 +22,12 @@ can distribute all tables by ``namespace`` and co-locate them):
   space has its own table ``vectors_<space_id>`` (``vector(dim)``) with its own
   HNSW index (cosine), created by :func:`create_space_table`. One table per
   (model, dimension) keeps every HNSW graph to one vector space.
+* ``items.index_window``/``window_len``/``key_tsv`` (0007) — the context window text the
+  library computes (``retrieval.window``) and a generated tsvector over content (label A),
+  window (B) and ``memory_time_words(created_at)`` (C) with a GIN index;
+  ``lexical_stats.window_words`` completes BM25's average length over the three fields.
+* ``tier_records`` (0008) — hierarchical-memory documents keyed by
+  ``(namespace, kind, owner, id)``.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from memory.backends.postgres.keys import API_KEYS_STATEMENTS
 from memory.backends.postgres.schema_episodic import EPISODIC_STATEMENTS
 from memory.backends.postgres.schema_graph import GRAPH_STATEMENTS
 from memory.errors import ConfigError, SchemaError
+from memory.retrieval.window import MONTHS
 
 __all__ = [
     "Migration",
@@ -153,6 +160,47 @@ _VECTORS = [
     "INSERT INTO meta (key, value) VALUES ('schema', 'memory-postgres')",
 ]
 
+_MONTHS_SQL = ", ".join(f"'{name}'" for name in MONTHS)
+
+# The index key (retrieval.window), as SQLite's items_key_fts: content, the context window
+# the library writes to items.index_window, and the time words of created_at, in one
+# generated tsvector whose weight labels name the field (A content, B window, C time), so
+# a tsquery restricted to labels matches only the weighted fields and the per-field term
+# frequencies come from the labels. ``window_len`` and ``lexical_stats.window_words`` give
+# BM25 the document length over all three fields, as FTS5 counts it.
+_INDEX_WINDOW = [
+    f"""CREATE FUNCTION memory_time_words(t timestamptz) RETURNS text
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE
+        RETURN extract(day FROM t AT TIME ZONE 'UTC')::int::text || ' '
+            || (ARRAY[{_MONTHS_SQL}])[extract(month FROM t AT TIME ZONE 'UTC')::int] || ' '
+            || extract(year FROM t AT TIME ZONE 'UTC')::int::text""",
+    "ALTER TABLE items ADD COLUMN index_window text NOT NULL DEFAULT ''",
+    "ALTER TABLE items ADD COLUMN window_len integer NOT NULL DEFAULT 0",
+    """ALTER TABLE items ADD COLUMN key_tsv tsvector GENERATED ALWAYS AS (
+        setweight(to_tsvector('memory_english'::regconfig, content), 'A')
+        || setweight(to_tsvector('memory_english'::regconfig, index_window), 'B')
+        || setweight(to_tsvector('memory_english'::regconfig, memory_time_words(created_at)), 'C')
+    ) STORED""",
+    "CREATE INDEX items_key_tsv ON items USING gin (key_tsv)",
+    "ALTER TABLE lexical_stats ADD COLUMN window_words bigint NOT NULL DEFAULT 0",
+]
+
+# Hierarchical memory (issue 6): tier documents keyed by (namespace, kind, owner, id),
+# as SQLite's tier_records; ``seq`` keeps insertion order.
+_TIERS = [
+    """CREATE TABLE tier_records (
+        namespace text NOT NULL,
+        kind text NOT NULL,
+        owner text NOT NULL,
+        id text NOT NULL,
+        seq bigint GENERATED ALWAYS AS IDENTITY,
+        data text NOT NULL,
+        PRIMARY KEY (namespace, kind, owner, id)
+    )""",
+    "CREATE INDEX tier_records_owner ON tier_records (namespace, kind, owner, seq)",
+    "CREATE INDEX tier_records_kind ON tier_records (namespace, kind, seq)",
+]
+
 #: Every migration this code knows, in the order they are applied.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_items", _ITEMS),
@@ -161,6 +209,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0004_episodic", EPISODIC_STATEMENTS),
     Migration("0005_graph", GRAPH_STATEMENTS),
     Migration("0006_api_keys", API_KEYS_STATEMENTS),
+    Migration("0007_index_window", _INDEX_WINDOW),
+    Migration("0008_tiers", _TIERS),
 )
 
 
