@@ -13,14 +13,10 @@ releases it, and it is released when the embedder is garbage-collected.
 
 from __future__ import annotations
 
-import email.utils
 import os
-import random
 import threading
-import time
 import weakref
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 import httpx
@@ -30,16 +26,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.embedders._options import parse_options
 from memory.errors import EmbedderError
+from memory.http_json import EXCERPT, post_json
 
 __all__ = ["OpenAIEmbedder", "OllamaEmbedder"]
 
-#: A Retry-After longer than this is not waited for: the call fails instead.
-MAX_RETRY_AFTER = 30.0
-#: Upper bound of one backoff pause, in seconds.
-MAX_BACKOFF = 20.0
 #: The text embedded to learn a model's dimension.
 PROBE_TEXT = "dimension probe"
-_EXCERPT = 300
 
 
 class _CommonOptions(BaseModel):
@@ -65,47 +57,6 @@ class _CommonOptions(BaseModel):
         if not host:
             raise ValueError(f"base_url {value!r} has no host")
         return value
-
-
-def _excerpt(response: httpx.Response) -> str:
-    """The server's error message, or the start of its body."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict):
-        error = body.get("error")
-        message = error.get("message") if isinstance(error, dict) else None
-        if isinstance(message, str):
-            return message[:_EXCERPT]
-        if isinstance(error, str):
-            return error[:_EXCERPT]
-    text = response.text.strip().replace("\n", " ")
-    return (text[:_EXCERPT] + "…") if len(text) > _EXCERPT else (text or "(empty body)")
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    """Seconds the server asks us to wait (``retry-after-ms`` or ``Retry-After``), if it says."""
-    millis = response.headers.get("retry-after-ms")
-    if millis:
-        try:
-            return max(0.0, float(millis) / 1000.0)
-        except ValueError:
-            pass
-    value = response.headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 class _HTTPEmbedder:
@@ -221,45 +172,13 @@ class _HTTPEmbedder:
             raise self._fail(f"the server returned {dim}-d vectors, expected {self._dimension} ({source})")
         return array.astype(np.float32)
 
-    def _pause(self, attempt: int, asked: float | None) -> float:
-        if asked is not None:
-            return asked
-        backoff: float = min(MAX_BACKOFF, self._options.retry_backoff * (2**attempt))
-        return backoff * random.uniform(0.8, 1.2)
-
     def _post(self, payload: dict[str, Any]) -> Any:
-        """POST ``payload`` with retries; returns the decoded JSON body."""
-        client = self._http()
-        attempts = self._options.max_retries + 1
-        problem = "no attempt made"
-        for attempt in range(attempts):
-            asked: float | None = None
-            try:
-                response = client.post(self.url, json=payload)
-            except httpx.TimeoutException:
-                problem = f"timed out after {self._options.timeout:g}s"
-            except httpx.TransportError as exc:
-                problem = f"cannot connect: {exc or type(exc).__name__}"
-            except (httpx.HTTPError, httpx.InvalidURL, RuntimeError) as exc:  # RuntimeError: closed meanwhile
-                raise self._fail(f"request failed: {exc}") from exc
-            else:
-                status = response.status_code
-                if response.is_success:
-                    try:
-                        return response.json()
-                    except ValueError:
-                        raise self._fail(
-                            f"HTTP {status} with a body that is not JSON: {response.text[:_EXCERPT]!r}"
-                        ) from None
-                if status != 429 and status < 500:
-                    raise self._fail(f"HTTP {status}: {_excerpt(response)}{self._hint(status)}")
-                problem = f"HTTP {status}: {_excerpt(response)}"
-                asked = _retry_after(response)
-                if asked is not None and asked > MAX_RETRY_AFTER:
-                    raise self._fail(f"{problem} (server asks to retry after {asked:.0f}s; not waiting)")
-            if attempt + 1 < attempts:
-                time.sleep(self._pause(attempt, asked))
-        raise self._fail(f"gave up after {attempts} attempt(s): {problem}")
+        """POST ``payload`` with retries (memory.http_json); returns the decoded JSON body."""
+        o = self._options
+        return post_json(
+            self._http(), self.url, payload, max_retries=o.max_retries, timeout=o.timeout,
+            retry_backoff=o.retry_backoff, fail=self._fail, hint=self._hint,
+        )  # fmt: skip
 
     def _hint(self, status: int) -> str:
         if status in (401, 403):
@@ -327,7 +246,7 @@ class OpenAIEmbedder(_HTTPEmbedder):
     def _rows(self, body: Any) -> Any:
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list):
-            raise self._fail(f"response has no 'data' list: {str(body)[:_EXCERPT]}")
+            raise self._fail(f"response has no 'data' list: {str(body)[:EXCERPT]}")
         if not all(isinstance(entry, dict) and "embedding" in entry for entry in data):
             raise self._fail("an entry of 'data' has no 'embedding'")
         if all("index" in entry for entry in data):
@@ -389,7 +308,7 @@ class OllamaEmbedder(_HTTPEmbedder):
     def _rows(self, body: Any) -> Any:
         rows = body.get("embeddings") if isinstance(body, dict) else None
         if not isinstance(rows, list):
-            raise self._fail(f"response has no 'embeddings' list: {str(body)[:_EXCERPT]}")
+            raise self._fail(f"response has no 'embeddings' list: {str(body)[:EXCERPT]}")
         return rows
 
     def _hint(self, status: int) -> str:

@@ -15,17 +15,15 @@ attempts.
 from __future__ import annotations
 
 import os
-import random
 import threading
-import time
 import weakref
 from typing import Any, ClassVar
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from memory.embedders.http import MAX_BACKOFF, MAX_RETRY_AFTER, _excerpt, _retry_after
 from memory.errors import ConfigError, LLMError, LLMOutputError
+from memory.http_json import post_json
 from memory.llms.base import ChatMessage, ChatRequest, ChatResult, OutputT, Usage
 from memory.llms.parsing import OutputProblem, parse_output
 from memory.llms.prompts import repair_message
@@ -146,46 +144,21 @@ class _HTTPLLM:
     def _fail(self, message: str) -> LLMError:
         return LLMError(f"LLM {self.model_name} ({self.url}): {message}")
 
-    def _pause(self, attempt: int, asked: float | None) -> float:
-        if asked is not None:
-            return asked
-        backoff: float = min(MAX_BACKOFF, self._options.retry_backoff * (2**attempt))
-        return backoff * random.uniform(0.8, 1.2)
-
     def _post(self, payload: dict[str, Any]) -> Any:
-        client = self._http()
-        attempts = self._options.max_retries + 1
-        problem = "no attempt made"
-        for attempt in range(attempts):
-            asked: float | None = None
-            try:
-                response = client.post(self.url, json=payload)
-            except httpx.TimeoutException:
-                problem = f"timed out after {self._options.timeout:g}s"
-            except httpx.TransportError as exc:
-                problem = f"cannot connect: {exc or type(exc).__name__}"
-            except (httpx.HTTPError, httpx.InvalidURL, RuntimeError) as exc:
-                raise self._fail(f"request failed: {exc}") from exc
-            else:
-                status = response.status_code
-                if response.is_success:
-                    try:
-                        return response.json()
-                    except ValueError:
-                        raise self._fail(
-                            f"HTTP {status} with a body that is not JSON: {response.text[:300]!r}"
-                        ) from None
-                if status != 429 and status < 500:
-                    hint = " (check api_key)" if status in (401, 403) else ""
-                    hint = " (check base_url and model)" if status == 404 else hint
-                    raise self._fail(f"HTTP {status}: {_excerpt(response)}{hint}")
-                problem = f"HTTP {status}: {_excerpt(response)}"
-                asked = _retry_after(response)
-                if asked is not None and asked > MAX_RETRY_AFTER:
-                    raise self._fail(f"{problem} (server asks to retry after {asked:.0f}s; not waiting)")
-            if attempt + 1 < attempts:
-                time.sleep(self._pause(attempt, asked))
-        raise self._fail(f"gave up after {attempts} attempt(s): {problem}")
+        """POST ``payload`` with retries (memory.http_json); returns the decoded JSON body."""
+        o = self._options
+        return post_json(
+            self._http(), self.url, payload, max_retries=o.max_retries, timeout=o.timeout,
+            retry_backoff=o.retry_backoff, fail=self._fail, hint=_hint,
+        )  # fmt: skip
+
+
+def _hint(status: int) -> str:
+    if status in (401, 403):
+        return " (check api_key)"
+    if status == 404:
+        return " (check base_url and model)"
+    return ""
 
 
 class OpenAILLM(_HTTPLLM):
