@@ -15,7 +15,7 @@ def test_all_matches_exports() -> None:
         "aio", "backends", "config", "embedders", "errors", "filters", "ids", "memory", "pagination",
         "records", "registry", "retrieval", "types", "cli", "bench", "transfer", "episodic", "context", "agent",
         "graph", "llms", "extraction", "tiers",
-        "keys", "server", "windows",
+        "keys", "server", "windows", "http_json",
     }  # fmt: skip
     assert public == set(memory.__all__) - {"__version__"}
 
