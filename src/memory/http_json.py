@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import email.utils
 import random
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
-__all__ = ["MAX_RETRY_AFTER", "MAX_BACKOFF", "EXCERPT", "post_json", "excerpt", "retry_after"]
+__all__ = ["LazyClient", "MAX_RETRY_AFTER", "MAX_BACKOFF", "EXCERPT", "post_json", "excerpt", "retry_after"]
 
 #: A Retry-After longer than this is not waited for: the call fails instead.
 MAX_RETRY_AFTER = 30.0
@@ -26,6 +28,35 @@ MAX_RETRY_AFTER = 30.0
 MAX_BACKOFF = 20.0
 #: How much of a server's error body goes into an error message.
 EXCERPT = 300
+
+
+class LazyClient:
+    """An ``httpx.Client`` opened on first use (thread-safe) and closed by :meth:`close` or garbage collection."""
+
+    def __init__(self, timeout: float, headers: dict[str, str]) -> None:
+        """Remember the settings; no connection is made."""
+        self._timeout = timeout
+        self._headers = headers
+        self._client: httpx.Client | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> httpx.Client:
+        """The open client, creating it on the first call."""
+        with self._lock:
+            if self._client is None:
+                client = httpx.Client(timeout=httpx.Timeout(self._timeout), headers=self._headers)
+                self._finalizer = weakref.finalize(self, client.close)
+                self._client = client
+            return self._client
+
+    def close(self) -> None:
+        """Close the connection pool. Idempotent; a later :meth:`get` opens a new one."""
+        with self._lock:
+            if self._finalizer is not None:
+                self._finalizer()
+            self._client = None
+            self._finalizer = None
 
 
 def _no_hint(status: int) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import threading
-import weakref
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -26,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.embedders._options import parse_options
 from memory.errors import EmbedderError
-from memory.http_json import EXCERPT, post_json
+from memory.http_json import EXCERPT, LazyClient, post_json
 
 __all__ = ["OpenAIEmbedder", "OllamaEmbedder"]
 
@@ -66,13 +65,10 @@ class _HTTPEmbedder:
 
     def __init__(self, options: _CommonOptions, headers: dict[str, str], dimension: int | None) -> None:
         self._options = options
-        self._headers = headers
         self._dimension = dimension
         self._configured_dimension = dimension
         self.model_name = f"{self.provider}:{options.model}"
-        self._client: httpx.Client | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
-        self._client_lock = threading.Lock()
+        self._client = LazyClient(self._options.timeout, headers)
         self._probe_lock = threading.Lock()
 
     # -- subclass hooks ------------------------------------------------------
@@ -90,21 +86,11 @@ class _HTTPEmbedder:
 
     # -- lifecycle -----------------------------------------------------------
     def _http(self) -> httpx.Client:
-        if self._client is None:
-            with self._client_lock:
-                if self._client is None:
-                    client = httpx.Client(timeout=httpx.Timeout(self._options.timeout), headers=self._headers)
-                    self._finalizer = weakref.finalize(self, client.close)
-                    self._client = client
-        return self._client
+        return self._client.get()
 
     def close(self) -> None:
         """Close the connection pool. Idempotent; a later call opens a new one."""
-        with self._client_lock:
-            if self._finalizer is not None:
-                self._finalizer()
-            self._client = None
-            self._finalizer = None
+        self._client.close()
 
     def __enter__(self) -> _HTTPEmbedder:
         return self

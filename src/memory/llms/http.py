@@ -15,15 +15,13 @@ attempts.
 from __future__ import annotations
 
 import os
-import threading
-import weakref
 from typing import Any, ClassVar
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memory.errors import ConfigError, LLMError, LLMOutputError
-from memory.http_json import post_json
+from memory.http_json import LazyClient, post_json
 from memory.llms.base import ChatMessage, ChatRequest, ChatResult, OutputT, Usage
 from memory.llms.parsing import OutputProblem, parse_output
 from memory.llms.prompts import repair_message
@@ -70,11 +68,8 @@ class _HTTPLLM:
 
     def __init__(self, options: _CommonOptions, headers: dict[str, str]) -> None:
         self._options = options
-        self._headers = headers
         self.model_name = f"{self.provider}:{options.model}"
-        self._client: httpx.Client | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
-        self._lock = threading.Lock()
+        self._client = LazyClient(self._options.timeout, headers)
 
     # -- subclass hooks --------------------------------------------------------
     @property
@@ -91,20 +86,11 @@ class _HTTPLLM:
 
     # -- lifecycle -------------------------------------------------------------
     def _http(self) -> httpx.Client:
-        with self._lock:
-            if self._client is None:
-                client = httpx.Client(timeout=httpx.Timeout(self._options.timeout), headers=self._headers)
-                self._finalizer = weakref.finalize(self, client.close)
-                self._client = client
-            return self._client
+        return self._client.get()
 
     def close(self) -> None:
         """Close the connection pool. Idempotent."""
-        with self._lock:
-            if self._finalizer is not None:
-                self._finalizer()
-            self._client = None
-            self._finalizer = None
+        self._client.close()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self._options.model!r}, base_url={self._options.base_url!r})"
