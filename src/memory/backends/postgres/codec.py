@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memory.backends.columns import ITEM_COLUMNS, JSON_COLUMNS, TIME_COLUMNS
 from memory.types import LedgerEntry, MemoryItem
 
 __all__ = [
@@ -26,16 +27,6 @@ __all__ = [
     "vector_text",
     "parse_vector",
 ]
-
-#: Columns of ``items`` that hold MemoryItem fields, in MemoryItem field names.
-ITEM_COLUMNS: tuple[str, ...] = (
-    "id", "namespace", "user", "agent", "thread", "kind", "content", "context", "tags", "keywords",
-    "entities", "metadata", "source_ids", "importance", "created_at", "updated_at", "accessed_at",
-    "access_count", "valid_from", "valid_to", "sensitivity", "expires_at", "content_hash",
-    "embedding_model", "embedding_status", "embedding_error",
-)  # fmt: skip
-_JSON_COLUMNS = frozenset({"tags", "keywords", "entities", "metadata", "source_ids"})
-_TIME_COLUMNS = frozenset({"created_at", "updated_at", "accessed_at", "valid_from", "valid_to", "expires_at"})
 
 
 def _quoted(column: str) -> str:
@@ -65,7 +56,7 @@ def item_values(item: MemoryItem) -> tuple[Any, ...]:
     out: list[Any] = []
     for column in ITEM_COLUMNS:
         value = getattr(item, column)
-        if column in _JSON_COLUMNS:
+        if column in JSON_COLUMNS:
             value = Jsonb(list(value) if isinstance(value, tuple) else value)
         out.append(value)
     out.append(doc_len(item.content))
@@ -80,9 +71,9 @@ def row_to_item(row: Sequence[Any]) -> MemoryItem:
     """Build a MemoryItem from a row selected with :data:`ITEM_SELECT` (extra trailing columns ignored)."""
     data: dict[str, Any] = {}
     for column, value in zip(ITEM_COLUMNS, row[: len(ITEM_COLUMNS)], strict=True):
-        if column in _TIME_COLUMNS:
+        if column in TIME_COLUMNS:
             value = _utc(value)
-        elif column in _JSON_COLUMNS and isinstance(value, list):
+        elif column in JSON_COLUMNS and isinstance(value, list):
             value = tuple(value)
         data[column] = value
     return MemoryItem(**data)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from memory.backends.columns import ITEM_COLUMNS, JSON_COLUMNS, TIME_COLUMNS
 from memory.ids import from_epoch, to_epoch
 from memory.types import LedgerEntry, MemoryItem
 
@@ -20,15 +21,6 @@ __all__ = [
     "row_to_ledger",
 ]
 
-#: Columns of ``items`` that hold MemoryItem fields, in MemoryItem field names.
-ITEM_COLUMNS: tuple[str, ...] = (
-    "id", "namespace", "user", "agent", "thread", "kind", "content", "context", "tags", "keywords",
-    "entities", "metadata", "source_ids", "importance", "created_at", "updated_at", "accessed_at",
-    "access_count", "valid_from", "valid_to", "sensitivity", "expires_at", "content_hash",
-    "embedding_model", "embedding_status", "embedding_error",
-)  # fmt: skip
-_JSON_COLUMNS = frozenset({"tags", "keywords", "entities", "metadata", "source_ids"})
-_TIME_COLUMNS = frozenset({"created_at", "updated_at", "accessed_at", "valid_from", "valid_to", "expires_at"})
 
 #: ``SELECT`` list for items aliased ``i``.
 ITEM_SELECT = ", ".join(f"i.{c}" for c in ITEM_COLUMNS)
@@ -49,9 +41,9 @@ def item_values(item: MemoryItem) -> tuple[Any, ...]:
     out: list[Any] = []
     for column in ITEM_COLUMNS:
         value = getattr(item, column)
-        if column in _JSON_COLUMNS:
+        if column in JSON_COLUMNS:
             value = _dump(list(value) if isinstance(value, tuple) else value)
-        elif column in _TIME_COLUMNS:
+        elif column in TIME_COLUMNS:
             value = _epoch(value)
         out.append(value)
     return tuple(out)
@@ -61,9 +53,9 @@ def row_to_item(row: Sequence[Any]) -> MemoryItem:
     """Build a MemoryItem from a row selected with :data:`ITEM_SELECT` (extra trailing columns ignored)."""
     data: dict[str, Any] = {}
     for column, value in zip(ITEM_COLUMNS, row[: len(ITEM_COLUMNS)], strict=True):
-        if column in _JSON_COLUMNS:
+        if column in JSON_COLUMNS:
             value = json.loads(value)
-        elif column in _TIME_COLUMNS and value is not None:
+        elif column in TIME_COLUMNS and value is not None:
             value = from_epoch(value)
         data[column] = value
     return MemoryItem(**data)
