@@ -185,6 +185,37 @@ def test_locked_database_becomes_storage_error(db_path: Path) -> None:
         backend.close()
 
 
+def test_opening_a_new_file_waits_for_another_connection_switching_it_to_wal(db_path: Path) -> None:
+    """Switching to WAL skips SQLite's busy handler; opening must wait anyway, not fail at once."""
+    driver = load_driver()
+    other = driver.connect(str(db_path), isolation_level=None, check_same_thread=False)  # fresh, rollback mode
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("CREATE TABLE holding (x)")
+    releaser = threading.Timer(0.3, lambda: other.execute("ROLLBACK"))
+    releaser.start()
+    try:
+        backend = SQLiteBackend(db_path, busy_timeout=10)
+    finally:
+        releaser.join()
+        other.close()
+    with backend:
+        assert backend.add([record(make_item("opened", model=None), None)])[0].created
+        assert backend._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_opening_gives_up_after_the_busy_timeout(db_path: Path) -> None:
+    driver = load_driver()
+    other = driver.connect(str(db_path), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("CREATE TABLE holding (x)")
+    try:
+        with pytest.raises(StorageError, match="locked"):
+            SQLiteBackend(db_path, busy_timeout=0.2)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
 def test_times_round_trip_to_the_microsecond(backend: SQLiteBackend) -> None:
     created = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
     item = make_item("precise", model=None, created_at=created, expires_at=created + timedelta(microseconds=1))

@@ -12,6 +12,7 @@ is loaded into every connection for ``vec_distance_cosine``.
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -91,7 +92,7 @@ def connect(path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Any:
         try:
             _load_vec(conn)
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = _switch_to_wal(conn, driver, busy_timeout)
             if str(mode).lower() != "wal":
                 raise StorageError(f"cannot switch {path} to WAL mode (journal_mode is {mode})")
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -103,6 +104,27 @@ def connect(path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Any:
             conn.close()
             raise
     return conn
+
+
+def _switch_to_wal(conn: Any, driver: ModuleType, busy_timeout: float) -> str:
+    """Set ``journal_mode = WAL`` and return the mode now in force.
+
+    Switching a new file to WAL takes an exclusive lock *without* calling
+    SQLite's busy handler, so when several processes open a new file at once
+    all but one may get ``database is locked`` at once. Retry with a short
+    backoff until ``busy_timeout`` has passed, as the busy handler would.
+    """
+    deadline = time.monotonic() + busy_timeout
+    pause = 0.002
+    while True:
+        try:
+            return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+        except driver.OperationalError as exc:
+            lowered = str(exc).lower()
+            if ("locked" not in lowered and "busy" not in lowered) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 @contextmanager
