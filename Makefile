@@ -1,5 +1,5 @@
 # `make demo` and `make test` set everything up themselves (a .venv in this folder).
-.PHONY: setup demo test test-fast test-llm pg-start pg-stop bench-locomo bench-speed bench-context bench-tiers clean
+.PHONY: setup demo lint test test-fast test-llm pg-start pg-stop bench-locomo bench-speed bench-context bench-tiers clean
 
 VENV := .venv
 STAMP := $(VENV)/.installed
@@ -13,9 +13,14 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/python examples/demo.py
 
+# Style first (ruff lint + format check, seconds), so CI refuses code that drifts from it.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff format --check src tests
+
 # A real PostgreSQL (scripts/pg.sh) runs for the duration of the tests; the postgres
 # tests never skip here (MEMORY_REQUIRE_POSTGRES=1) and the server stops even on failure.
-test: $(STAMP)
+test: $(STAMP) lint
 	pgenv="$$(./scripts/pg.sh start)" && eval "$$pgenv" && export MEMORY_REQUIRE_POSTGRES=1 && \
 	  { $(VENV)/bin/python -m pytest $(PYTEST_ARGS); rc=$$?; ./scripts/pg.sh stop; exit $$rc; }
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from memory.errors import InvalidInputError, LLMError
 from memory.extraction.decide import Neighbour, decide_heuristic
 from memory.extraction.heuristic import entities, extract_heuristic, keywords, normalise_name, relations
 from memory.extraction.service import clean_extraction, decide
-from memory.llms.heuristic import HeuristicLLM
 from memory.llms.base import ChatRequest
+from memory.llms.heuristic import HeuristicLLM
 from memory.llms.prompts import PROMPT_VERSION, render
 from memory.llms.schemas import DecisionOut, EntityOut, ExtractionOut, RelationOut
-from memory.errors import InvalidInputError, LLMError
 
 
 def test_entities_capitalised_spans_dates_and_known_names() -> None:
@@ -72,12 +72,22 @@ def test_decide_service_maps_target_to_ids() -> None:
 
 
 def test_clean_extraction_dedups_and_drops_empty() -> None:
-    out = clean_extraction(ExtractionOut(
-        facts=[" a fact ", "a fact", ""], keywords=["Berlin", "berlin "],
-        entities=[EntityOut(name="Alice", type="Person"), EntityOut(name=" alice", type="thing"), EntityOut(name="...")],
-        relations=[RelationOut(subject="A", predicate="Likes  ", object="B"), RelationOut(subject="a", predicate="likes", object="b"),
-                   RelationOut(subject="!", predicate="x", object="y")],
-    ))  # fmt: skip
+    out = clean_extraction(
+        ExtractionOut(
+            facts=[" a fact ", "a fact", ""],
+            keywords=["Berlin", "berlin "],
+            entities=[
+                EntityOut(name="Alice", type="Person"),
+                EntityOut(name=" alice", type="thing"),
+                EntityOut(name="..."),
+            ],
+            relations=[
+                RelationOut(subject="A", predicate="Likes  ", object="B"),
+                RelationOut(subject="a", predicate="likes", object="b"),
+                RelationOut(subject="!", predicate="x", object="y"),
+            ],
+        )
+    )
     assert out.facts == ["a fact"] and out.keywords == ["berlin"]
     assert [(e.name, e.type) for e in out.entities] == [("Alice", "person")]
     assert [(r.subject, r.predicate, r.object) for r in out.relations] == [("A", "likes", "B")]
@@ -86,7 +96,9 @@ def test_clean_extraction_dedups_and_drops_empty() -> None:
 def test_heuristic_provider_contract() -> None:
     llm = HeuristicLLM()
     messages = tuple(render("extract", {"text": "Alice moved to Berlin."}))
-    result = llm.chat(ChatRequest("extract", {"text": "Alice moved to Berlin."}, messages, ExtractionOut, PROMPT_VERSION))
+    result = llm.chat(
+        ChatRequest("extract", {"text": "Alice moved to Berlin."}, messages, ExtractionOut, PROMPT_VERSION)
+    )
     assert result.output.relations[0].object == "Berlin" and result.usage.estimated and result.model == "heuristic:v1"
     with pytest.raises(LLMError, match="cannot answer task"):
         llm.chat(ChatRequest("summarise", {}, (), DecisionOut))

@@ -58,9 +58,7 @@ class Filter(BaseModel):
             return value
         for key in value:
             if not METADATA_KEY_PATTERN.match(key):
-                raise ValueError(
-                    f"metadata filter key {key!r} is not allowed: use letters, digits, '_', '-' or '.'"
-                )
+                raise ValueError(f"metadata filter key {key!r} is not allowed: use letters, digits, '_', '-' or '.'")
         return value
 
     @property

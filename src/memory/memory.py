@@ -56,13 +56,13 @@ if TYPE_CHECKING:
     from memory.backends.graph import MemoryLink
     from memory.context import CompiledPrompt, ContextRequest, ContextSource, Summariser
     from memory.episodic.blocks import Blocks
-    from memory.tiers.service import Tiers
     from memory.episodic.messages import Messages
     from memory.episodic.prune import PruneReport
     from memory.episodic.summarize import ConversationEnd, Summarizer
     from memory.episodic.sync import SyncEstimate, SyncReport, SyncStatus
     from memory.extraction.pipeline import ExtractionReport
     from memory.extraction.service import Extraction
+    from memory.tiers.service import Tiers
     from memory.transfer import ImportReport
 
 __all__ = ["Memory"]
@@ -158,7 +158,9 @@ class Memory:
             self._space_ready = False
             self._ensure_space(strict=False)
             self._owns_llm = not isinstance(llm, LLM)
-            self._llm: LLM = create_llm(self.settings.llm.provider, self.settings.llm.options) if self._owns_llm else llm  # type: ignore[assignment]
+            self._llm: LLM = (
+                create_llm(self.settings.llm.provider, self.settings.llm.options) if self._owns_llm else llm
+            )  # type: ignore[assignment]
             self.graph = GraphView(self)
         except BaseException:
             self._backend.close()
@@ -442,7 +444,8 @@ class Memory:
         True follows ``settings.extraction.mode`` (inline with the heuristic
         LLM, else background); background queues the memory for
         :meth:`extract_pending`. Inline, the id returned is the memory that
-        holds the fact afterwards (an existing one after NOOP or UPDATE). A batch may hold strings or dicts of ``{"content": ..., **fields}``;
+        holds the fact afterwards (an existing one after NOOP or UPDATE).
+        A batch may hold strings or dicts of ``{"content": ..., **fields}``;
         ``fields`` are defaults for every entry. The whole batch is validated
         before anything is written and written in one transaction.
 
@@ -886,7 +889,9 @@ class Memory:
                 return space
         return model
 
-    def _search_vectors(self, flt: Filter, config: RetrievalConfig, vector: Vector, k: int) -> builtins.list[ChannelHit]:
+    def _search_vectors(
+        self, flt: Filter, config: RetrievalConfig, vector: Vector, k: int
+    ) -> builtins.list[ChannelHit]:
         """The vector channel: window vectors, and own vectors of memories that have no window vector.
 
         Only memories with a thread get a window vector (for the others it would

@@ -217,7 +217,6 @@ def check_datetime(value: object, what: str) -> datetime | None:
     return value.astimezone(UTC)
 
 
-
 def check_seconds(value: object, what: str) -> float:
     """A positive, finite duration in seconds from a number or a timedelta; InvalidInputError otherwise."""
     if isinstance(value, timedelta):

@@ -32,9 +32,7 @@ def anchor_of(item: MemoryItem) -> Anchor:
     return (item.thread, item.created_at, item.id)
 
 
-def _thread_slice(
-    backend: Backend, flt: Filter, points: list[tuple[datetime, str]], reach: int
-) -> list[MemoryItem]:
+def _thread_slice(backend: Backend, flt: Filter, points: list[tuple[datetime, str]], reach: int) -> list[MemoryItem]:
     """The thread's memories from ``reach`` before the first point to ``reach`` after the last, in order."""
     first, last = points[0], points[-1]
     before = backend.list(flt, reach, ListOrder(newest_first=True, after_created_at=first[0], after_id=first[1]))

@@ -15,7 +15,9 @@ def tool_call(name: str, arguments: dict[str, Any], call_id: str = "call_1") -> 
     return {
         "role": "assistant",
         "content": None,
-        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}],
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        ],
     }
 
 

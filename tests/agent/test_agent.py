@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
+from chat_server import ChatServer, answer, tool_call
 
 from memory import Memory
 from memory.agent import (
@@ -20,11 +20,9 @@ from memory.agent import (
     execute_tool,
     openai_tools,
 )
-from memory.embedders.hashing import HashingEmbedder
 from memory.context import ContextStrategy, TokenBudget, counter_for
+from memory.embedders.hashing import HashingEmbedder
 from memory.errors import AgentError, InvalidInputError, ProviderError
-
-from chat_server import ChatServer, answer, tool_call
 
 
 @pytest.fixture
@@ -61,7 +59,9 @@ def test_tool_execution_is_scoped_and_errors_are_results(mem: Memory) -> None:
     execute_tool(mem, "update_block", {"label": "user_info", "content": "likes tea", "mode": "append"}, alice)
     assert mem.blocks.get("user_info", user="alice").value == "Alice, cat owner\nlikes tea"
     assert mem.blocks.get("user_info", user="bob").value == ""
-    assert "limit" in execute_tool(mem, "update_block", {"label": "user_info", "content": "x" * 100_000}, alice)["error"]
+    assert (
+        "limit" in execute_tool(mem, "update_block", {"label": "user_info", "content": "x" * 100_000}, alice)["error"]
+    )
     mem.messages.append("t1", "my cat Miso sleeps all day", role="user", user="alice")
     mem.messages.append("t2", "bob's cat is called Tom", role="user", user="bob")
     found_messages = execute_tool(mem, "search_conversation", {"query": "cat"}, alice)["messages"]
@@ -170,8 +170,13 @@ def test_the_whole_request_with_the_tool_exchange_fits_the_budget(mem: Memory) -
         mem.remember(f"Erin note {i}: she keeps plants number {i} on the balcony", user="erin")
     script = [tool_call("recall", {"query": "plants", "limit": 10}, "c1"), answer("You keep plants.")]
     with ChatServer(script).running() as server:
-        agent = MemoryAgent(mem, ChatClient(server.url, "gpt-4o"), user="erin", budget=TokenBudget(total=1600),
-                            strategy=ContextStrategy(semantic_limit=40))
+        agent = MemoryAgent(
+            mem,
+            ChatClient(server.url, "gpt-4o"),
+            user="erin",
+            budget=TokenBudget(total=1600),
+            strategy=ContextStrategy(semantic_limit=40),
+        )
         turn = agent.run("What do I keep on the balcony?")
     counter = counter_for("gpt-4o")
     second = server.requests[1]

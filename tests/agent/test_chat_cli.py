@@ -16,7 +16,11 @@ from memory.embedders.hashing import HashingEmbedder
 def test_chat_runs_the_agent_interactively(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = f"sqlite:///{tmp_path / 'm.db'}"
     monkeypatch.setenv("MEMORY_CHAT_API_KEY", "sk-local")
-    script = [tool_call("remember", {"content": "Dana's favourite colour is teal"}), answer("Noted: teal."), answer("Teal.")]
+    script = [
+        tool_call("remember", {"content": "Dana's favourite colour is teal"}),
+        answer("Noted: teal."),
+        answer("Teal."),
+    ]
     with ChatServer(script).running() as server:
         monkeypatch.setenv("MEMORY_CHAT_URL", server.url)
         result = CliRunner().invoke(

@@ -27,9 +27,7 @@ TINY: list[dict[str, Any]] = [
             "speaker_a": "Ann",
             "speaker_b": "Bob",
             "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [
-                {"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(TURNS)
-            ],
+            "session_1": [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(TURNS)],
         },
         "qa": [
             {"question": "What is the kitten called?", "answer": "Pixel", "evidence": ["D1:1"], "category": 4},

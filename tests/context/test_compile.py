@@ -213,9 +213,7 @@ def test_tokenizer_choice_by_model_name() -> None:
     assert counter_for("gpt-4").count("hello world") == 2
 
 
-_TEXT = st.text(
-    alphabet=st.sampled_from(list("abcXYZ019 .,!?'-\n\t#:é中😀")), min_size=0, max_size=300
-)
+_TEXT = st.text(alphabet=st.sampled_from(list("abcXYZ019 .,!?'-\n\t#:é中😀")), min_size=0, max_size=300)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

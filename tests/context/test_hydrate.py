@@ -29,8 +29,6 @@ from memory.embedders.hashing import HashingEmbedder
 from memory.errors import InvalidInputError, StorageError
 
 
-
-
 @pytest.fixture
 def mem(tmp_db: str, clock: Any) -> Iterator[Memory]:
     m = Memory(tmp_db, embedder=HashingEmbedder(), clock=clock)

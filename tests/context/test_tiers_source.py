@@ -39,4 +39,7 @@ def test_tier_context_records_are_flat_and_ordered(tmp_db: str, clock: Any) -> N
         assert tiers == sorted(tiers, key=["lpm", "system", "mtm", "stm"].index)
         assert tiers.count("stm") == 2 and tiers.count("mtm") == 2
         assert all(r.score is not None and 0.0 <= r.score <= 1.0 for r in records if r.tier == "mtm")
-        assert [r.content for r in records if r.tier == "stm"] == ["hiking trip number 2\nok", "hiking trip number 3\nok"]
+        assert [r.content for r in records if r.tier == "stm"] == [
+            "hiking trip number 2\nok",
+            "hiking trip number 3\nok",
+        ]

@@ -59,9 +59,7 @@ def backend(backend_name: str, tmp_path: Path) -> Iterator[Backend]:
 
 
 @pytest.fixture
-def make_memory(
-    backend_name: str, tmp_path: Path, clock: Callable[[], object]
-) -> Iterator[Callable[..., Memory]]:
+def make_memory(backend_name: str, tmp_path: Path, clock: Callable[[], object]) -> Iterator[Callable[..., Memory]]:
     """Factory for Memory objects over the backend under test (hashing embedder, test clock)."""
     opened: list[Memory] = []
 

@@ -58,9 +58,7 @@ def _snapshot(mem: Memory) -> tuple[int, int]:
         ("ok", {"vector": ["a"] * 384}, "sequence"),
     ],
 )
-def test_rejected_writes_change_nothing(
-    mem: Memory, content: Any, fields: dict[str, Any], message: str
-) -> None:
+def test_rejected_writes_change_nothing(mem: Memory, content: Any, fields: dict[str, Any], message: str) -> None:
     mem.remember("existing memory")
     before = _snapshot(mem)
     with pytest.raises(InvalidInputError, match=message):

@@ -107,7 +107,9 @@ def test_bad_extract_value_changes_nothing(emem: Memory) -> None:
 
 def test_extract_preview_writes_nothing(emem: Memory) -> None:
     result = emem.extract("Ivan moved to Oslo.")
-    assert [r.model_dump() for r in result.relations] == [{"subject": "Ivan", "predicate": "moved to", "object": "Oslo"}]
+    assert [r.model_dump() for r in result.relations] == [
+        {"subject": "Ivan", "predicate": "moved to", "object": "Oslo"}
+    ]
     assert emem.stats().total == 0 and emem.graph.counts()["entities"] == 0
     assert result.usage.estimated and result.usage.total_tokens > 0
 

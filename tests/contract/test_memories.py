@@ -136,9 +136,7 @@ def test_forget_all_is_scoped(mem: Memory) -> None:
 def test_list_filters_and_pagination(mem: Memory, clock: Callable[[], object]) -> None:
     ids = []
     for i in range(25):
-        ids.append(
-            mem.remember(f"note number {i}", tags=["even" if i % 2 == 0 else "odd", "all"], metadata={"i": i})
-        )
+        ids.append(mem.remember(f"note number {i}", tags=["even" if i % 2 == 0 else "odd", "all"], metadata={"i": i}))
         clock.advance(seconds=1)  # type: ignore[attr-defined]
     seen: list[str] = []
     cursor = None

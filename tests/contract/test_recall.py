@@ -100,9 +100,7 @@ def test_access_statistics_update(mem: Memory, clock: Callable[[], object]) -> N
     assert item.accessed_at == clock()  # type: ignore[operator]
 
 
-def test_recency_and_importance_break_otherwise_equal_scores(
-    mem: Memory, clock: Callable[[], object]
-) -> None:
+def test_recency_and_importance_break_otherwise_equal_scores(mem: Memory, clock: Callable[[], object]) -> None:
     low = mem.remember("project kickoff meeting notes alpha", importance=0.1)
     high = mem.remember("project kickoff meeting notes beta", importance=0.9)
     hits = mem.recall("project kickoff meeting notes", limit=2, retrieval="lexical")

@@ -307,7 +307,9 @@ class ScriptedLLM:
             "tiers_meta_chain": MetaChainOut(meta_chain="chain from the model"),
             "tiers_summary": SummaryOut(summary="model summary", keywords=["Model", "words"]),
             "tiers_persona": PersonaUpdate(
-                user_profile={"mood": "cheerful"}, user_knowledge=["knows the model"], agent_traits=["concise"],
+                user_profile={"mood": "cheerful"},
+                user_knowledge=["knows the model"],
+                agent_traits=["concise"],
                 shared=[SharedFact(content="The office opens at nine.", importance=0.9)],
             ),
         }

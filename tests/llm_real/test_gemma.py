@@ -59,7 +59,9 @@ def test_extraction_with_json_schema_output(llm: OpenAILLM) -> None:
         names = {normalise_name(e.name) for e in result.entities}
         found_total += len(expected & names)
         expected_total += len(expected)
-        print(f"\n[{time.monotonic() - started:.1f}s, {result.usage.total_tokens} tokens] {text}\n  -> {result.to_json()}")
+        print(
+            f"\n[{time.monotonic() - started:.1f}s, {result.usage.total_tokens} tokens] {text}\n  -> {result.to_json()}"
+        )
     print(f"\nvalid answers: {valid}/{len(SAMPLES)}; entity recall on those: {found_total}/{expected_total}")
 
 

@@ -98,7 +98,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path == "/v1/chat/completions":
             self._send(200, {
                 "id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model"),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                ],
                 "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
             })  # fmt: skip
         elif self.path == "/api/chat":

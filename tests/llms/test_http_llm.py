@@ -13,8 +13,8 @@ from fake_llm_server import FakeLLMServer
 from memory import Memory
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import ConfigError, LLMError, LLMOutputError, ProviderError
-from memory.extraction.service import decide, extract
 from memory.extraction.decide import Neighbour
+from memory.extraction.service import decide, extract
 from memory.llms import create_llm
 from memory.llms.base import LLM, structured
 from memory.llms.http import OllamaLLM, OpenAILLM
@@ -58,7 +58,12 @@ def test_valid_answer_is_validated_with_usage_and_schema_sent(provider: str, ser
         assert server.requests[0]["path"] == "/api/chat"
         schema = body["format"]
         assert body["stream"] is False
-    assert "$ref" not in json.dumps(schema) and set(schema["properties"]) == {"facts", "keywords", "entities", "relations"}
+    assert "$ref" not in json.dumps(schema) and set(schema["properties"]) == {
+        "facts",
+        "keywords",
+        "entities",
+        "relations",
+    }
     assert body["messages"][0]["role"] == "system" and TEXT in body["messages"][-1]["content"]
 
 

@@ -132,7 +132,7 @@ def test_new_tools_and_entity_resource_over_stdio(tmp_path: Path) -> None:
     anyio.run(scenario)
 
 
-def test_graph_tools_over_mcp_http_stay_in_the_keys_namespace(http_server: tuple[str, dict[str, str]]) -> None:
+def test_graph_tools_over_mcp_http_stay_in_the_keys_namespace(http_server: tuple[str, dict[str, str]]) -> None:  # noqa: F811
     url, tokens = http_server
 
     async def scenario() -> None:

@@ -225,9 +225,7 @@ class WindowIndex(Protocol):
     searches content only, as before windows existed.
     """
 
-    def set_windows(
-        self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]
-    ) -> int:
+    def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
         """Store library-computed context windows: (id, window text, window vector or None).
 
         The text becomes the lexical ``window`` field (kept when the item is

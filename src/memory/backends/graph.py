@@ -89,7 +89,14 @@ class GraphStore(Protocol):
     """Graph storage of one backend. See the module docstring for the rules."""
 
     def upsert_entity(
-        self, namespace: str, name: str, type: str, now: datetime, *, vector: Vector | None = None, model: str | None = None
+        self,
+        namespace: str,
+        name: str,
+        type: str,
+        now: datetime,
+        *,
+        vector: Vector | None = None,
+        model: str | None = None,
     ) -> Entity:
         """The entity whose normalised name or alias equals ``name``'s, else a new one.
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memory.backends.base import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
-from memory.backends.inmemory_tiers import InMemoryTierStore
 from memory.backends.inmemory_graph import InMemoryGraph
+from memory.backends.inmemory_tiers import InMemoryTierStore
 from memory.errors import EmbeddingMismatchError, InvalidInputError, NotFoundError
 from memory.filters import Filter, matches
 from memory.retrieval.text import words
@@ -194,9 +194,7 @@ class InMemoryBackend:
                 count += 1
             return count
 
-    def set_windows(
-        self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]
-    ) -> int:
+    def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
         """Store context windows (id, text, vector or None) of existing items; status untouched."""
         with self._lock:
             if model is not None:
@@ -226,9 +224,7 @@ class InMemoryBackend:
                 item = self._items.get(item_id)
                 if item is None or item.namespace != namespace:
                     continue
-                self._items[item_id] = item.model_copy(
-                    update={"embedding_status": status, "embedding_error": error}
-                )
+                self._items[item_id] = item.model_copy(update={"embedding_status": status, "embedding_error": error})
                 self._claims.pop(item_id, None)
                 count += 1
             return count
@@ -378,8 +374,7 @@ class InMemoryBackend:
             pending = [
                 i
                 for i in self._items.values()
-                if i.embedding_status in ("pending", "failed")
-                and (namespace is None or i.namespace == namespace)
+                if i.embedding_status in ("pending", "failed") and (namespace is None or i.namespace == namespace)
             ]
         pending.sort(key=lambda i: (i.created_at, i.id))
         return pending[:limit]

@@ -57,13 +57,22 @@ class InMemoryGraph:
         return None
 
     def upsert_entity(
-        self, namespace: str, name: str, type: str, now: datetime, *, vector: Vector | None = None, model: str | None = None
+        self,
+        namespace: str,
+        name: str,
+        type: str,
+        now: datetime,
+        *,
+        vector: Vector | None = None,
+        model: str | None = None,
     ) -> Entity:
         """Find by normalised name/alias or create; see GraphStore."""
         with self._lock:
             entity = self._by_key(namespace, normalise_name(name))
             if entity is None:
-                entity = Entity(id=new_id(), namespace=namespace, name=name.strip(), type=type, created_at=now, updated_at=now)
+                entity = Entity(
+                    id=new_id(), namespace=namespace, name=name.strip(), type=type, created_at=now, updated_at=now
+                )
             elif entity.type == "thing" and type != "thing":
                 entity = entity.model_copy(update={"type": type, "updated_at": now})
             self._entities[entity.id] = entity
@@ -107,7 +116,9 @@ class InMemoryGraph:
             rows = [e for e in self._entities.values() if e.namespace == namespace and (type is None or e.type == type)]
             return sorted(rows, key=lambda e: (e.name.lower(), e.id))[:limit]
 
-    def search_entities(self, namespace: str, model: str, vector: Vector, k: int) -> builtins.list[tuple[Entity, float]]:
+    def search_entities(
+        self, namespace: str, model: str, vector: Vector, k: int
+    ) -> builtins.list[tuple[Entity, float]]:
         """Entities by cosine similarity; see GraphStore."""
         with self._lock:
             vectors = {
@@ -138,10 +149,12 @@ class InMemoryGraph:
             subject = self._entities[subject_id]
             obj = self._entities[object_id]
             for relation in self._relations.values():
-                if (
-                    relation.namespace == namespace and relation.invalid_at is None
-                    and (relation.subject_id, relation.predicate, relation.object_id) == (subject_id, predicate, object_id)
-                ):  # fmt: skip
+                same = (relation.subject_id, relation.predicate, relation.object_id) == (
+                    subject_id,
+                    predicate,
+                    object_id,
+                )
+                if relation.namespace == namespace and relation.invalid_at is None and same:
                     if source_id and source_id not in relation.source_ids:
                         relation = relation.model_copy(update={"source_ids": (*relation.source_ids, source_id)})
                         self._relations[relation.id] = relation
@@ -164,7 +177,12 @@ class InMemoryGraph:
         )
 
     def relations(
-        self, namespace: str, entity_ids: Sequence[str] | None = None, *, include_invalid: bool = False, limit: int = 1000
+        self,
+        namespace: str,
+        entity_ids: Sequence[str] | None = None,
+        *,
+        include_invalid: bool = False,
+        limit: int = 1000,
     ) -> builtins.list[Relation]:
         """Relations touching entities; see GraphStore."""
         wanted = set(entity_ids) if entity_ids is not None else None

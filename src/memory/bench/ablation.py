@@ -49,27 +49,46 @@ _BALANCED = PRESETS["balanced"]
 #: The ablation, in order: from each memory on its own words to the default, then variations.
 STEPS: tuple[Step, ...] = (
     Step("plain: own words + own vector (old default)", PRESETS["plain"], "baseline", context_window=0),
-    Step("+ time words of created_at", _BALANCED.model_copy(update={"fields": {"content": 1.0, "time": 1.0},
-         "window_vectors": False}), "kept", context_window=0),  # fmt: skip
+    Step(
+        "+ time words of created_at",
+        _BALANCED.model_copy(update={"fields": {"content": 1.0, "time": 1.0}, "window_vectors": False}),
+        "kept",
+        context_window=0,
+    ),  # fmt: skip
     Step("+ context window, lexical (w=0.3)", _BALANCED.model_copy(update={"window_vectors": False}), "kept"),
     Step("+ window vectors = balanced (default)", _BALANCED, "kept"),
-    Step("window vectors only (no window text)", _BALANCED.model_copy(update={"fields": {"content": 1.0,
-         "time": 1.0}}), "dropped"),  # fmt: skip
+    Step(
+        "window vectors only (no window text)",
+        _BALANCED.model_copy(update={"fields": {"content": 1.0, "time": 1.0}}),
+        "dropped",
+    ),  # fmt: skip
     Step("window 1 turn each side", _BALANCED, "dropped", context_window=1),
     Step("window 3 turns each side", _BALANCED, "dropped", context_window=3),
-    Step("window weight 0.6", _BALANCED.model_copy(update={"fields": {"content": 1.0, "window": 0.6,
-         "time": 1.0}}), "dropped"),  # fmt: skip
+    Step(
+        "window weight 0.6",
+        _BALANCED.model_copy(update={"fields": {"content": 1.0, "window": 0.6, "time": 1.0}}),
+        "dropped",
+    ),  # fmt: skip
     Step("thread = whole conversation", _BALANCED, "dropped", threads="conversation"),
     Step("rrf_k 60 (customary)", _BALANCED.model_copy(update={"rrf_k": 60.0}), "dropped"),
-    Step("+ pseudo-relevance feedback (w=0.5)", _BALANCED.model_copy(update={
-         "channels": ("vector", "lexical", "feedback"), "weights": PRESETS["best"].weights}), "in best"),  # fmt: skip
+    Step(
+        "+ pseudo-relevance feedback (w=0.5)",
+        _BALANCED.model_copy(
+            update={"channels": ("vector", "lexical", "feedback"), "weights": PRESETS["best"].weights}
+        ),
+        "in best",
+    ),  # fmt: skip
     Step("100 candidates per channel", _BALANCED.model_copy(update={"candidates": 100}), "in best"),
     Step("preset fast (20 candidates)", PRESETS["fast"], "preset"),
     Step("preset best (feedback + 100 candidates)", PRESETS["best"], "preset"),
     Step("lexical channel only", PRESETS["lexical"], "reference"),
     Step("vector channel only", PRESETS["vector"], "reference"),
-    Step("plain, content-only lexical", PRESETS["plain"].model_copy(update={"channels": ("lexical",),
-         "fields": CONTENT_ONLY}), "reference", context_window=0),  # fmt: skip
+    Step(
+        "plain, content-only lexical",
+        PRESETS["plain"].model_copy(update={"channels": ("lexical",), "fields": CONTENT_ONLY}),
+        "reference",
+        context_window=0,
+    ),  # fmt: skip
 )
 
 

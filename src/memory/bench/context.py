@@ -69,7 +69,9 @@ class ContextBenchResult:
             "tokens_used_mean": round(used, 1),
             "full_conversation_tokens_mean": round(full, 1),
             "tokens_ratio": round(used / full, 4) if full else None,
-            "evidence_in_context": round(statistics.fmean(self.evidence_in_context), 4) if self.evidence_in_context else None,
+            "evidence_in_context": round(statistics.fmean(self.evidence_in_context), 4)
+            if self.evidence_in_context
+            else None,
             "sections_cut_mean": round(statistics.fmean(self.sections_cut), 2) if self.sections_cut else 0.0,
             "config": dict(self.config),
         }
@@ -149,7 +151,8 @@ def format_context_report(report: dict[str, Any]) -> str:
             f"assembly on top of recall: p50 {report['assembly_ms']['p50']:.2f} ms, "
             f"p95 {report['assembly_ms']['p95']:.2f} ms wall (target p95 <= 5 ms at a 4k budget); "
             f"CPU p50 {report['assembly_cpu_ms']['p50']:.2f} ms, p95 {report['assembly_cpu_ms']['p95']:.2f} ms",
-            f"recall (embedding + search): p50 {report['recall_ms']['p50']:.2f} ms, p95 {report['recall_ms']['p95']:.2f} ms",
+            f"recall (embedding + search): p50 {report['recall_ms']['p50']:.2f} ms, "
+            f"p95 {report['recall_ms']['p95']:.2f} ms",
             f"tokens per request: {report['tokens_used_mean']:.0f} vs {report['full_conversation_tokens_mean']:.0f} "
             f"for the full conversation (ratio {report['tokens_ratio']})",
             f"evidence turns in the prompt: {report['evidence_in_context']}; sections cut per request: "

@@ -141,8 +141,14 @@ def run_tiers_bench(
             "consolidation": round(sum(timings["consolidate_ms"]) / max(turns, 1), 3),
             "consolidation_p95_per_page": round(percentile(timings["consolidate_ms"], 95), 3),
         },
-        "config": {"embedder": model.model_name, "backend": backend, "top_m": top_m, "top_k": top_k,
-                   "pairing": "2 turns per page", "limit": RECALL_LIMIT},  # fmt: skip
+        "config": {
+            "embedder": model.model_name,
+            "backend": backend,
+            "top_m": top_m,
+            "top_k": top_k,
+            "pairing": "2 turns per page",
+            "limit": RECALL_LIMIT,
+        },  # fmt: skip
     }
 
 
@@ -156,7 +162,9 @@ def format_tiers_report(report: dict[str, Any]) -> str:
     ]
     for label in ("flat", "tiers"):
         part = report[label]
-        lines.append(f"{label + ' overall':<24}{report['n']:>5}" + "".join(f"{part['overall'][k]:>9.3f}" for k in METRIC_KEYS))
+        lines.append(
+            f"{label + ' overall':<24}{report['n']:>5}" + "".join(f"{part['overall'][k]:>9.3f}" for k in METRIC_KEYS)
+        )
         for category, metrics in part["by_category"].items():
             name = f"  {category} {CATEGORIES.get(int(category), '?')}"
             lines.append(f"{name:<24}{metrics['n']:>5}" + "".join(f"{metrics[k]:>9.3f}" for k in METRIC_KEYS))
@@ -166,7 +174,8 @@ def format_tiers_report(report: dict[str, Any]) -> str:
         f"(p95 per page {t['consolidation_p95_per_page']:.1f} ms); {report['turns']} turns in {report['pages']} pages"
     )
     lines.append(
-        f"retrieval latency p50/p95: flat {report['flat']['latency_ms']['p50']:.1f}/{report['flat']['latency_ms']['p95']:.1f} ms, "
+        f"retrieval latency p50/p95: flat {report['flat']['latency_ms']['p50']:.1f}/"
+        f"{report['flat']['latency_ms']['p95']:.1f} ms, "
         f"tiers {report['tiers']['latency_ms']['p50']:.1f}/{report['tiers']['latency_ms']['p95']:.1f} ms"
     )
     return "\n".join(lines)

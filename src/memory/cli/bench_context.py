@@ -24,7 +24,9 @@ _DEFAULT_DATA = Path("..") / "shared" / "bench" / "locomo_dev.json"
 @click.option("--model", metavar="NAME", help="Model name picking the tokenizer (default o200k).")
 @click.option("--backend", type=click.Choice(["sqlite", "inmemory"]), default="sqlite", show_default=True,
               help="Store per conversation.")  # fmt: skip
-@click.option("--limit-conversations", type=click.IntRange(min=1), metavar="N", help="Use only the first N conversations.")
+@click.option(
+    "--limit-conversations", type=click.IntRange(min=1), metavar="N", help="Use only the first N conversations."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the JSON report here.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")

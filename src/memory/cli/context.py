@@ -54,7 +54,9 @@ def print_trace(compiled: CompiledPrompt) -> None:
               help="How space is shared when not everything fits.")  # fmt: skip
 @click.option("--system", "-s", metavar="TEXT", help="A system prompt to put first.")
 @click.option("--goal", metavar="TEXT", help="What the agent is trying to do (a constraint section).")
-@click.option("--model", "-m", metavar="NAME", help="Model name; picks the tokenizer (default: o200k, exact for gpt-4o).")
+@click.option(
+    "--model", "-m", metavar="NAME", help="Model name; picks the tokenizer (default: o200k, exact for gpt-4o)."
+)
 @click.option("--limit", "-l", type=click.IntRange(0, 1000), default=10, show_default=True,
               help="Max memories to recall.")  # fmt: skip
 @click.option("--no-time", is_flag=True, help="Leave out the current date and time section.")
@@ -104,10 +106,18 @@ def context(
 @click.command()
 @click.option("--user", "-u", metavar="USER", help="Who is chatting (scopes memories and tools).")
 @click.option("--thread", "-t", metavar="THREAD", help="Conversation thread id (default: a new one).")
-@click.option("--url", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 [config: chat.base_url, env: MEMORY_CHAT_URL].")
+@click.option(
+    "--url",
+    metavar="URL",
+    help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 [config: chat.base_url, env: MEMORY_CHAT_URL].",
+)
 @click.option("--model", "-m", metavar="NAME", help="Chat model [config: chat.model, env: MEMORY_CHAT_MODEL].")
-@click.option("--budget", "-b", type=click.IntRange(64, 10_000_000), help="Context token budget per call [config: chat.budget].")
-@click.option("--system", "-s", metavar="TEXT", help="System prompt [config: chat.system; default: a memory-aware one].")
+@click.option(
+    "--budget", "-b", type=click.IntRange(64, 10_000_000), help="Context token budget per call [config: chat.budget]."
+)
+@click.option(
+    "--system", "-s", metavar="TEXT", help="System prompt [config: chat.system; default: a memory-aware one]."
+)
 @click.option("--show-context", is_flag=True, help="After each answer, show the section table of the last model call.")
 @click.pass_context
 def chat(

@@ -420,8 +420,13 @@ def prune(ctx: click.Context, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--jobs", default="sync,prune", show_default=True, metavar="LIST",
-              help="Comma-separated jobs to run each pass (sync, prune, extract, tiers, and any registered by plugins).")  # fmt: skip
+@click.option(
+    "--jobs",
+    default="sync,prune",
+    show_default=True,
+    metavar="LIST",
+    help="Comma-separated jobs to run each pass (sync, prune, extract, tiers, and any registered by plugins).",
+)
 @click.option("--interval", type=float, default=5.0, show_default=True, help="Seconds to wait between passes.")
 @click.option("--max-passes", type=int, metavar="N", help="Exit after N passes (default: run until stopped).")
 @click.option(

@@ -149,7 +149,9 @@ def _open_with_llm(ctx: click.Context, llm: str | None) -> Memory:
 @click.option("--llm", metavar="NAME", help="LLM provider: heuristic, openai, ollama [env: MEMORY_LLM].")
 @click.option("--pending", is_flag=True, help="Instead of TEXT: run extraction for memories queued in the background.")
 @click.option("--retry-failed", is_flag=True, help="With --pending: also retry memories whose extraction failed.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True, help="With --pending: most memories.")
+@click.option(
+    "--limit", type=click.IntRange(1, 1000), default=100, show_default=True, help="With --pending: most memories."
+)
 @json_option
 @click.pass_context
 def extract(

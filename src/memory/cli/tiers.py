@@ -37,10 +37,20 @@ def _show_snapshot(snap: TierSnapshot) -> None:
     print_table(["segment", "heat", "visits", "interactions", "pages", "keywords", "summary"], rows,
                 title=f"MTM ({len(snap.segments)}/{c.mtm_capacity})")  # fmt: skip
     personas = [p for p in (snap.user_persona, *snap.objects) if p is not None]
-    rows = [[p.type, p.identifier, ", ".join(f"{k}={v}" for k, v in sorted(p.profile.items())),
-             one_line("; ".join(p.traits), 60), str(len(p.knowledge)), one_line(p.knowledge[-1] if p.knowledge else "", 60)]
-            for p in personas]  # fmt: skip
-    print_table(["type", "identifier", "profile", "traits", "kb", "latest knowledge"], rows, title="LPM object personas")
+    rows = [
+        [
+            p.type,
+            p.identifier,
+            ", ".join(f"{k}={v}" for k, v in sorted(p.profile.items())),
+            one_line("; ".join(p.traits), 60),
+            str(len(p.knowledge)),
+            one_line(p.knowledge[-1] if p.knowledge else "", 60),
+        ]
+        for p in personas
+    ]
+    print_table(
+        ["type", "identifier", "profile", "traits", "kb", "latest knowledge"], rows, title="LPM object personas"
+    )
     if snap.agent_persona is not None:
         click.echo(f"agent persona {snap.agent}: " + (one_line("; ".join(snap.agent_persona.traits), 200) or "-"))
     rows = [[f"{e.importance:.2f}", e.source_agent, one_line(e.content, 80)] for e in snap.system]
@@ -77,10 +87,14 @@ def show(ctx: click.Context, agent: str, user: str, as_json: bool) -> None:
 @click.argument("response", default="")
 @_AGENT
 @_USER
-@click.option("--no-consolidate", is_flag=True, help="Leave consolidation to the worker (`memory worker --jobs tiers`).")
+@click.option(
+    "--no-consolidate", is_flag=True, help="Leave consolidation to the worker (`memory worker --jobs tiers`)."
+)
 @_JSON
 @click.pass_context
-def add(ctx: click.Context, query: str, response: str, agent: str, user: str, no_consolidate: bool, as_json: bool) -> None:
+def add(
+    ctx: click.Context, query: str, response: str, agent: str, user: str, no_consolidate: bool, as_json: bool
+) -> None:
     """Append one exchange (QUERY and the agent's RESPONSE) to the STM of AGENT with USER."""
     with open_memory(ctx) as mem:
         page = mem.tiers.add_page(query, response, agent=agent, user=user, consolidate=not no_consolidate)

@@ -7,7 +7,15 @@
 
 from memory.context.compile import CompiledPrompt, compile_prompt, render_sections, section_value
 from memory.context.compose import compose
-from memory.context.hydrate import ContextSource, HydrationContext, Skipped, default_sources, hydrate, register_source, unregister_source
+from memory.context.hydrate import (
+    ContextSource,
+    HydrationContext,
+    Skipped,
+    default_sources,
+    hydrate,
+    register_source,
+    unregister_source,
+)
 from memory.context.pipeline import build_context, memory_context_text
 from memory.context.summarise import Summariser, extractive_summary
 from memory.context.tokens import EstimateCounter, TiktokenCounter, TokenCounter, counter_for

@@ -295,9 +295,9 @@ def compile_prompt(
     else:
         for slot in others:
             if budget.allocation == "information":
-                slot.weight = float(len(zlib.compress(slot.content.encode("utf-8")))) * PRIORITY_WEIGHTS[
-                    slot.section.priority
-                ]
+                slot.weight = (
+                    float(len(zlib.compress(slot.content.encode("utf-8")))) * PRIORITY_WEIGHTS[slot.section.priority]
+                )
         total_weight = sum(s.weight for s in others) or 1.0
         for slot in others:
             cap[slot.index] = pool * slot.weight / total_weight
@@ -377,7 +377,9 @@ def compile_prompt(
         shrinkable = victim.section.shrink != "none" or victim.section.priority == "critical"
         if shrinkable and current - excess >= max(floor, 1):
             mode = victim.section.shrink if victim.section.shrink != "none" else "truncate"
-            victim.content = shrink_text(victim.content, current - excess, mode, counter, query=query, summariser=summariser)
+            victim.content = shrink_text(
+                victim.content, current - excess, mode, counter, query=query, summariser=summariser
+            )
             victim.status = "shrunk"
             victim.reason = "cut after rendering to fit the budget"
         else:

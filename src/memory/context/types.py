@@ -160,7 +160,9 @@ class ContextStrategy(_Data):
 
     temporal_window: int = Field(10, ge=0, le=1000, description="recent messages of the thread")
     semantic_limit: int = Field(10, ge=0, le=1000, description="max recalled memories")
-    semantic_threshold: float = Field(0.0, ge=0.0, le=1.0, description="min fused relevance (0..1) of a recalled memory")
+    semantic_threshold: float = Field(
+        0.0, ge=0.0, le=1.0, description="min fused relevance (0..1) of a recalled memory"
+    )
     recency_decay: float = Field(0.995, gt=0.0, le=1.0, description="value factor per hour of age")
     include_knowledge: bool = Field(True, description="recall long-term memories")
     include_graph: bool = True

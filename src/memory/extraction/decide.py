@@ -83,7 +83,11 @@ def decide_heuristic(
                 if normalise_name(new.subject) != normalise_name(old.subject):
                     continue
                 base = _negated(new.predicate)
-                if base is not None and base == old.predicate and normalise_name(new.object) == normalise_name(old.object):
+                if (
+                    base is not None
+                    and base == old.predicate
+                    and normalise_name(new.object) == normalise_name(old.object)
+                ):
                     return DecisionOut(
                         action="DELETE", target=index,
                         reason=f"negates it: '{new.subject} {new.predicate} {new.object}'",

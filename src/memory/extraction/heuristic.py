@@ -33,9 +33,7 @@ __all__ = [
 ]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_CAP_RUN = re.compile(
-    r"\b(?:[A-Z][\w'’\-]*|[A-Z]{2,})(?:\s+(?:of|de|van|von|the|and)?\s*(?:[A-Z][\w'’\-]*))*"
-)
+_CAP_RUN = re.compile(r"\b(?:[A-Z][\w'’\-]*|[A-Z]{2,})(?:\s+(?:of|de|van|von|the|and)?\s*(?:[A-Z][\w'’\-]*))*")
 _YEAR = re.compile(r"\b(?:1[89]|20)\d\d\b")
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DATE = re.compile(rf"\b(?:\d{{1,2}}\s+(?:{_MONTHS})(?:\s+\d{{4}})?|(?:{_MONTHS})\s+\d{{1,2}}(?:,?\s+\d{{4}})?)\b")

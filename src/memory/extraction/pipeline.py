@@ -121,9 +121,7 @@ def _entity_vectors(mem: Memory, names: list[str]) -> dict[str, Any]:
     return {name: matrix[i] for i, name in enumerate(names)}
 
 
-def _resolve_entity(
-    mem: Memory, graph: GraphStore, namespace: str, name: str, type: str, vector: Any
-) -> Entity:
+def _resolve_entity(mem: Memory, graph: GraphStore, namespace: str, name: str, type: str, vector: Any) -> Entity:
     """An entity for ``name``: same normalised name/alias, else a similar embedding (alias), else new."""
     now = mem.now()
     model = mem.embedder.model_name if vector is not None else None

@@ -58,8 +58,14 @@ class HeuristicLLM:
         try:
             output = request.schema.model_validate(answer.model_dump())
         except ValidationError as exc:  # a schema that is not the task's own
-            raise LLMOutputError(f"heuristic answer for {request.task!r} does not fit {request.schema.__name__}: {exc}")
+            raise LLMOutputError(
+                f"heuristic answer for {request.task!r} does not fit {request.schema.__name__}: {exc}"
+            ) from exc
         prompt = sum(estimate_tokens(m.content) for m in request.messages)
         completion = estimate_tokens(raw)
-        usage = Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion, estimated=True)
-        return ChatResult(output=output, usage=usage, model=self.model_name, raw=raw, prompt_version=request.prompt_version)
+        usage = Usage(
+            prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion, estimated=True
+        )
+        return ChatResult(
+            output=output, usage=usage, model=self.model_name, raw=raw, prompt_version=request.prompt_version
+        )

@@ -116,7 +116,11 @@ class _HTTPLLM:
             except OutputProblem as problem:
                 errors.append(str(problem))
                 if attempt + 1 < attempts:
-                    messages = [*messages, ChatMessage(role="assistant", content=text), repair_message(str(problem), schema)]
+                    messages = [
+                        *messages,
+                        ChatMessage(role="assistant", content=text),
+                        repair_message(str(problem), schema),
+                    ]
                 continue
             return ChatResult(
                 output=output, usage=usage, model=self.model_name, attempts=attempt + 1, raw=text,

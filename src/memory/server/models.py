@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory.backends.graph import Entity, MemoryLink, Relation
+from memory.backends.graph import Entity, Relation
 from memory.context.types import Trace
 from memory.episodic.types import Block, Message, MessageHit, ThreadInfo
 from memory.llms.base import Usage

@@ -136,7 +136,9 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def meta_chain(llm: LLM | None, previous: DialoguePage | None, page_text: str, page_keywords: Sequence[str]) -> tuple[str, bool]:
+def meta_chain(
+    llm: LLM | None, previous: DialoguePage | None, page_text: str, page_keywords: Sequence[str]
+) -> tuple[str, bool]:
     """The meta-chain of a new page given the previous STM page."""
     inputs = {"previous": previous.meta_chain if previous else "", "exchange": page_text}
     answer = _ask(llm, "tiers_meta_chain", inputs, MetaChainOut)
@@ -162,7 +164,9 @@ def summarize(llm: LLM | None, pages: Sequence[DialoguePage], limit: int) -> tup
     return _clip(f"Topic: {', '.join(words[:5])}. {lead}", 400), words, True
 
 
-_TRAIT = re.compile(r"\bI (?:really |also |just )?(like|love|enjoy|prefer|hate|dislike|am into|adore)\s+([^.,;!?]+)", re.I)
+_TRAIT = re.compile(
+    r"\bI (?:really |also |just )?(like|love|enjoy|prefer|hate|dislike|am into|adore)\s+([^.,;!?]+)", re.I
+)
 _PROFILE = (
     ("name", re.compile(r"\b(?i:my name is) ([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)")),
     ("location", re.compile(r"\bI (?:live|am living|moved) (?:in|to) ([A-Z][\w'-]+(?: [A-Z][\w'-]+)?)")),

@@ -15,7 +15,10 @@ __all__ = ["cosine", "jaccard", "fscore", "recency", "heat", "mean_vector"]
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    """Cosine similarity of two vectors; 0.0 when either is empty or all zeros. Raises ValueError on a length mismatch."""
+    """Cosine similarity of two vectors; 0.0 when either is empty or all zeros.
+
+    Raises ValueError on a length mismatch.
+    """
     if len(a) != len(b):
         raise ValueError(f"vectors of different lengths ({len(a)} and {len(b)})")
     dot = sum(x * y for x, y in zip(a, b, strict=True))
@@ -34,7 +37,10 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
 
 
 def fscore(
-    segment_vector: Sequence[float], segment_keywords: Iterable[str], page_vector: Sequence[float], page_keywords: Iterable[str]
+    segment_vector: Sequence[float],
+    segment_keywords: Iterable[str],
+    page_vector: Sequence[float],
+    page_keywords: Iterable[str],
 ) -> float:
     """MemoryOS Fscore of a page (or query) against a segment: cosine of the embeddings plus keyword Jaccard."""
     return cosine(segment_vector, page_vector) + jaccard(segment_keywords, page_keywords)

@@ -33,7 +33,6 @@ from memory.errors import EmbedderError, InvalidInputError, StoreUnavailableErro
 from memory.extraction.heuristic import keywords, normalise_name
 from memory.ids import new_id
 from memory.records import check_name
-from memory.types import SENSITIVITY_LEVELS
 from memory.tiers import analysis
 from memory.tiers.config import agent_type_of, resolve_config, store_config
 from memory.tiers.formulas import heat, jaccard, mean_vector, recency
@@ -50,6 +49,7 @@ from memory.tiers.types import (
     TierContext,
     TierSnapshot,
 )
+from memory.types import SENSITIVITY_LEVELS
 
 if TYPE_CHECKING:
     from memory.memory import Memory
@@ -57,7 +57,9 @@ if TYPE_CHECKING:
 __all__ = ["Tiers", "segment_heat", "similarity"]
 
 
-def similarity(vector_a: Sequence[float], keywords_a: Sequence[str], vector_b: Sequence[float], keywords_b: Sequence[str]) -> float:
+def similarity(
+    vector_a: Sequence[float], keywords_a: Sequence[str], vector_b: Sequence[float], keywords_b: Sequence[str]
+) -> float:
     """Fscore (:func:`memory.tiers.formulas.fscore`, cosine in numpy) that tolerates missing or
     mismatched vectors: then only the keyword Jaccard counts."""
     cos = 0.0
@@ -127,7 +129,9 @@ class Tiers:
         return [tuple(float(x) for x in row) for row in rows]
 
     # -- configuration -----------------------------------------------------
-    def config(self, agent: str | None = None, *, agent_type: str | None = None, namespace: str | None = None) -> TierConfig:
+    def config(
+        self, agent: str | None = None, *, agent_type: str | None = None, namespace: str | None = None
+    ) -> TierConfig:
         """The effective configuration of ``agent`` (defaults < its type's overrides < its own)."""
         check_name(agent, "agent")
         check_name(agent_type, "agent_type")
@@ -220,7 +224,9 @@ class Tiers:
         check_name(agent, "agent")
         check_name(user, "user")
         ns = self._ns(namespace)
-        pairs = [(a, u) for a, u in self.store.owners(ns) if (agent is None or a == agent) and (user is None or u == user)]
+        pairs = [
+            (a, u) for a, u in self.store.owners(ns) if (agent is None or a == agent) and (user is None or u == user)
+        ]
         totals: dict[str, int] = {}
         for a, u in pairs:
             for key, value in self._consolidate_owner(ns, a, u).to_dict().items():
@@ -244,7 +250,9 @@ class Tiers:
                 vectors = dict(zip((p.id for p in missing), self._embed([p.text for p in missing]), strict=True))
                 overflow = [p.model_copy(update={"vector": vectors.get(p.id, p.vector)}) for p in overflow]
             for page in overflow:
-                scored = [(similarity(s.vector, s.keywords, page.vector, page.keywords), s.id) for s in segments.values()]
+                scored = [
+                    (similarity(s.vector, s.keywords, page.vector, page.keywords), s.id) for s in segments.values()
+                ]
                 best = max(scored, key=lambda x: (x[0], x[1])) if scored else None
                 if best is not None and best[0] >= config.fscore_threshold:
                     seg = segments[best[1]]
@@ -343,8 +351,11 @@ class Tiers:
         if added or old_agent is None:
             changes.agents.append(
                 AgentPersona(
-                    namespace=ns, agent=agent, profile=dict(old_agent.profile) if old_agent else {},
-                    traits=traits, updated_at=now,
+                    namespace=ns,
+                    agent=agent,
+                    profile=dict(old_agent.profile) if old_agent else {},
+                    traits=traits,
+                    updated_at=now,
                 )  # fmt: skip
             )
             counts["persona_updates"] += added
@@ -458,7 +469,8 @@ class Tiers:
         )[:5]
         system = store.system_entries(ns)
         ranked_system = sorted(
-            system, key=lambda e: (-(similarity(e.vector, keywords(e.content), q_vector, q_words) + 0.1 * e.importance), e.id)
+            system,
+            key=lambda e: (-(similarity(e.vector, keywords(e.content), q_vector, q_words) + 0.1 * e.importance), e.id),
         )[: config.system_top_k]
         return TierContext(
             query=query,
@@ -466,8 +478,13 @@ class Tiers:
             user=user_name,
             stm=tuple(p for p in stm if SENSITIVITY_LEVELS[p.sensitivity] <= allowed),
             segments=tuple(
-                SegmentHit(segment_id=s.id, summary="" if hidden else s.summary, keywords=() if hidden else s.keywords,
-                           fscore=score, heat=segment_heat(s, config, now))
+                SegmentHit(
+                    segment_id=s.id,
+                    summary="" if hidden else s.summary,
+                    keywords=() if hidden else s.keywords,
+                    fscore=score,
+                    heat=segment_heat(s, config, now),
+                )
                 for score, s in visited
                 # a segment holding pages above the clearance does not show its summary or keywords
                 for hidden in [any(SENSITIVITY_LEVELS[p.sensitivity] > allowed for p in s.pages)]

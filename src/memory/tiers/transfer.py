@@ -121,12 +121,14 @@ def parse_tier_line(obj: dict[str, Any], line: int) -> TierLine:
         if kind not in _MODELS:
             raise InvalidInputError(f"unknown tier kind {kind!r}; known: {', '.join([*_MODELS, 'config'])}")
         parsed = _MODELS[kind].model_validate(record)
-        namespace = check_name(getattr(parsed, "namespace"), "namespace", optional=False)
+        namespace = check_name(parsed.namespace, "namespace", optional=False)
         assert namespace is not None
         return TierLine(line, kind, parsed, namespace)
     except (ValidationError, InvalidInputError) as exc:
-        detail = str(exc) if isinstance(exc, InvalidInputError) else "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3]
+        detail = (
+            str(exc)
+            if isinstance(exc, InvalidInputError)
+            else "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3])
         )
         raise InvalidInputError(f"line {line}: invalid tier line in this memory export: {detail}") from exc
 

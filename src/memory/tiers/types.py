@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from datetime import datetime
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -65,7 +65,9 @@ def _encode_vector(value: tuple[float, ...]) -> str:
 
 #: An embedding: a float tuple in Python, base64 float32 in JSON (4x smaller, fast to parse).
 Vector = Annotated[
-    tuple[float, ...], PlainValidator(_decode_vector), PlainSerializer(_encode_vector, return_type=str, when_used="json")
+    tuple[float, ...],
+    PlainValidator(_decode_vector),
+    PlainSerializer(_encode_vector, return_type=str, when_used="json"),
 ]
 
 
@@ -253,8 +255,16 @@ class TierContext(_Frozen):
                 out.append(TierRecord(id=f"agent:{self.agent}", tier="lpm", label=f"Agent {self.agent}",
                                       content=text, created_at=self.agent_persona.updated_at))  # fmt: skip
         for entry in self.system:
-            out.append(TierRecord(id=f"system:{entry.id}", tier="system", label="Shared knowledge",
-                                  content=entry.content, score=entry.importance, created_at=entry.created_at))  # fmt: skip
+            out.append(
+                TierRecord(
+                    id=f"system:{entry.id}",
+                    tier="system",
+                    label="Shared knowledge",
+                    content=entry.content,
+                    score=entry.importance,
+                    created_at=entry.created_at,
+                )
+            )
         for hit in self.pages:
             out.append(TierRecord(id=f"page:{hit.page.id}", tier="mtm", label="Relevant past exchange",
                                   content=hit.page.text, score=max(0.0, min(1.0, hit.score / 2)),

@@ -49,8 +49,8 @@ from memory.backends.postgres.connection import (
 )
 from memory.backends.postgres.migrations import HNSW_MAX_DIM, apply_migrations, create_space_table, space_table
 from memory.backends.postgres.queries import HYBRID_SEARCH_V1_KEY, HYBRID_SEARCH_V1_LEXICAL, hybrid_search_v1_vector
-from memory.backends.postgres.tiers import PostgresTierStore
 from memory.backends.postgres.sql import compile_filter, storable, text_list
+from memory.backends.postgres.tiers import PostgresTierStore
 from memory.errors import (
     ConfigError,
     EmbeddingMismatchError,
@@ -489,9 +489,7 @@ class PostgresBackend:
                 count += 1
             return count
 
-    def set_windows(
-        self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]
-    ) -> int:
+    def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
         """Store the context windows of existing items: (id, window text, window vector or None).
 
         The text goes to the lexical ``window`` field (``index_window``, part of

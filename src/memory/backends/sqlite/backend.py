@@ -33,11 +33,11 @@ from memory.backends.sqlite.codec import (
     row_to_item,
     row_to_ledger,
 )
-from memory.backends.sqlite.tiers import SQLiteTierStore
-from memory.backends.sqlite.graph import SQLiteGraph
 from memory.backends.sqlite.connection import DEFAULT_BUSY_TIMEOUT, connect, driver_errors, load_driver
+from memory.backends.sqlite.graph import SQLiteGraph
 from memory.backends.sqlite.migrations import apply_migrations, create_space_tables, space_tables
 from memory.backends.sqlite.sql import compile_filter, json_list, scope_of, storable
+from memory.backends.sqlite.tiers import SQLiteTierStore
 from memory.errors import (
     EmbeddingMismatchError,
     InvalidInputError,
@@ -372,9 +372,7 @@ class SQLiteBackend:
                 count += 1
             return count
 
-    def set_windows(
-        self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]
-    ) -> int:
+    def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
         """Store the context windows of existing items: (id, window text, window vector or None).
 
         The text goes to the lexical ``window`` field; the vector to ``model``'s

@@ -76,7 +76,14 @@ class SQLiteGraph:
         return _entity(row) if row else None
 
     def upsert_entity(
-        self, namespace: str, name: str, type: str, now: datetime, *, vector: Vector | None = None, model: str | None = None
+        self,
+        namespace: str,
+        name: str,
+        type: str,
+        now: datetime,
+        *,
+        vector: Vector | None = None,
+        model: str | None = None,
     ) -> Entity:
         """Find by normalised name/alias or create; see GraphStore."""
         key = normalise_name(name)
@@ -91,13 +98,15 @@ class SQLiteGraph:
                      to_epoch(now), to_epoch(now)),
                 )  # fmt: skip
                 conn.execute(
-                    "INSERT INTO graph_entity_keys (namespace, key, entity_id) VALUES (?, ?, ?)", (namespace, key, entity_id)
+                    "INSERT INTO graph_entity_keys (namespace, key, entity_id) VALUES (?, ?, ?)",
+                    (namespace, key, entity_id),
                 )
             else:
                 entity_id = entity.id
                 if entity.type == "thing" and type != "thing":
                     conn.execute(
-                        "UPDATE graph_entities SET type = ?, updated_at = ? WHERE id = ?", (type, to_epoch(now), entity_id)
+                        "UPDATE graph_entities SET type = ?, updated_at = ? WHERE id = ?",
+                        (type, to_epoch(now), entity_id),
                     )
                 if vector is not None and model is not None:
                     conn.execute(
@@ -121,7 +130,8 @@ class SQLiteGraph:
             ).fetchone()
             if holder is None:
                 conn.execute(
-                    "INSERT INTO graph_entity_keys (namespace, key, entity_id) VALUES (?, ?, ?)", (namespace, key, entity_id)
+                    "INSERT INTO graph_entity_keys (namespace, key, entity_id) VALUES (?, ?, ?)",
+                    (namespace, key, entity_id),
                 )
             conn.execute(
                 "UPDATE graph_entities SET aliases = ?, updated_at = ? WHERE id = ?",
@@ -132,7 +142,9 @@ class SQLiteGraph:
     def get_entities(self, namespace: str, ids: Sequence[str]) -> builtins.list[Entity]:
         """Entities by id; see GraphStore."""
         with self._backend._read() as conn:
-            rows = conn.execute(f"{_ENTITY} WHERE namespace = ? AND id IN {_IDS}", (namespace, json_list(ids))).fetchall()
+            rows = conn.execute(
+                f"{_ENTITY} WHERE namespace = ? AND id IN {_IDS}", (namespace, json_list(ids))
+            ).fetchall()
         found = {row[0]: _entity(row) for row in rows}
         return [found[i] for i in ids if i in found]
 
@@ -141,7 +153,8 @@ class SQLiteGraph:
         keys = sorted({normalise_name(n) for n in names} - {""})
         with self._backend._read() as conn:
             rows = conn.execute(
-                f"{_ENTITY} WHERE id IN (SELECT entity_id FROM graph_entity_keys WHERE namespace = ? AND key IN {_IDS}) "
+                f"{_ENTITY} WHERE id IN "
+                f"(SELECT entity_id FROM graph_entity_keys WHERE namespace = ? AND key IN {_IDS}) "
                 "ORDER BY id",
                 (namespace, json_list(keys)),
             ).fetchall()
@@ -155,7 +168,9 @@ class SQLiteGraph:
             rows = conn.execute(sql + " ORDER BY lower(name), id LIMIT ?", (*params, limit)).fetchall()
         return [_entity(r) for r in rows]
 
-    def search_entities(self, namespace: str, model: str, vector: Vector, k: int) -> builtins.list[tuple[Entity, float]]:
+    def search_entities(
+        self, namespace: str, model: str, vector: Vector, k: int
+    ) -> builtins.list[tuple[Entity, float]]:
         """Entities by cosine similarity; see GraphStore."""
         with self._backend._read() as conn:
             rows = conn.execute(
@@ -211,7 +226,12 @@ class SQLiteGraph:
             return _relation(conn.execute(f"{_RELATION} WHERE r.id = ?", (relation_id,)).fetchone())
 
     def relations(
-        self, namespace: str, entity_ids: Sequence[str] | None = None, *, include_invalid: bool = False, limit: int = 1000
+        self,
+        namespace: str,
+        entity_ids: Sequence[str] | None = None,
+        *,
+        include_invalid: bool = False,
+        limit: int = 1000,
     ) -> builtins.list[Relation]:
         """Relations touching entities; see GraphStore."""
         sql = f"{_RELATION} WHERE r.namespace = ?"
@@ -247,7 +267,8 @@ class SQLiteGraph:
         """Close live relations; see GraphStore."""
         with self._backend._write() as conn:
             cursor = conn.execute(
-                f"UPDATE graph_relations SET invalid_at = ? WHERE namespace = ? AND id IN {_IDS} AND invalid_at IS NULL",
+                f"UPDATE graph_relations SET invalid_at = ? "
+                f"WHERE namespace = ? AND id IN {_IDS} AND invalid_at IS NULL",
                 (to_epoch(at), namespace, json_list(ids)),
             )
             return max(int(cursor.rowcount), 0)

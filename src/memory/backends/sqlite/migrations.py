@@ -340,7 +340,7 @@ _INDEX_WINDOW = [
     )""",
     f"""CREATE TRIGGER items_key_fts_insert AFTER INSERT ON items BEGIN
         INSERT INTO items_key_fts (rowid, content, window, time)
-        VALUES (new.rid, new.content, new.index_window, {time_words_sql('new.created_at')});
+        VALUES (new.rid, new.content, new.index_window, {time_words_sql("new.created_at")});
     END""",
     """CREATE TRIGGER items_key_fts_delete AFTER DELETE ON items BEGIN
         DELETE FROM items_key_fts WHERE rowid = old.rid;
@@ -348,10 +348,10 @@ _INDEX_WINDOW = [
     f"""CREATE TRIGGER items_key_fts_update AFTER UPDATE OF content, index_window, created_at ON items BEGIN
         DELETE FROM items_key_fts WHERE rowid = old.rid;
         INSERT INTO items_key_fts (rowid, content, window, time)
-        VALUES (new.rid, new.content, new.index_window, {time_words_sql('new.created_at')});
+        VALUES (new.rid, new.content, new.index_window, {time_words_sql("new.created_at")});
     END""",
     f"""INSERT INTO items_key_fts (rowid, content, window, time)
-        SELECT rid, content, index_window, {time_words_sql('created_at')} FROM items""",
+        SELECT rid, content, index_window, {time_words_sql("created_at")} FROM items""",
 ]
 
 # Hierarchical memory (issue 6): STM pages, MTM segments, personas, system memory and
