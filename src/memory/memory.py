@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import builtins
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, overload
 
@@ -147,6 +149,8 @@ class Memory:
         self._summarizer = summarizer
         self._messages: Messages | None = None
         self._tiers: Tiers | None = None
+        self._channel_pool: ThreadPoolExecutor | None = None
+        self._channel_pool_lock = threading.Lock()
         self._backend: Backend = backend or open_backend(self.settings.database)
         try:
             self._owns_embedder = isinstance(embedder, str) or embedder is None
@@ -193,6 +197,10 @@ class Memory:
 
     def close(self) -> None:
         """Close the store (and the embedder, if this Memory created it). Idempotent."""
+        with self._channel_pool_lock:
+            pool, self._channel_pool = self._channel_pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         self._backend.close()
         closer = getattr(self._embedder, "close", None) if self._owns_embedder else None
         if callable(closer):
@@ -832,24 +840,31 @@ class Memory:
             tags_all=tags_all, metadata=metadata, since=since, until=until, clearance=clearance,
         )  # fmt: skip
         k = max(config.candidates, limit)
-        results = {}
+        results: dict[str, builtins.list[ChannelHit]] = {}
+        lexical: Future[dict[str, builtins.list[ChannelHit]]] | None = None
         if "lexical" in config.channels:
             terms = query_terms(text)
-            results["lexical"] = self._search_lexical(flt, terms, k, config)
-            if "feedback" in config.channels and results["lexical"]:
-                top = [h.id for h in results["lexical"][: config.feedback_docs]]
-                texts = [i.content for i in self._backend.get(flt.namespace, top)]
-                extra = feedback_terms(texts, terms, config.feedback_terms)
-                if extra:
-                    results["feedback"] = self._search_lexical(flt, terms + extra, k, config)
+            if "vector" in config.channels and getattr(self._backend, "concurrent_reads", False):
+                # The lexical channel runs on another connection while this thread embeds the query
+                # and searches vectors: the two cost their maximum instead of their sum.
+                lexical = self._channels().submit(self._lexical_channels, flt, terms, k, config)
+            else:
+                results.update(self._lexical_channels(flt, terms, k, config))
         vector: Vector | None = None
-        if "vector" in config.channels:
-            try:
-                if self._ensure_space(strict=True):
-                    vector = embed_query(self._embedder, text)
-                    results["vector"] = self._search_vectors(flt, config, vector, k)
-            except ProviderError as exc:
-                log.warning("vector channel skipped, embedder failed: %s", exc)
+        vector_hits: builtins.list[ChannelHit] | None = None
+        try:
+            if "vector" in config.channels:
+                try:
+                    if self._ensure_space(strict=True):
+                        vector = embed_query(self._embedder, text)
+                        vector_hits = self._search_vectors(flt, config, vector, k)
+                except ProviderError as exc:
+                    log.warning("vector channel skipped, embedder failed: %s", exc)
+        finally:
+            if lexical is not None:  # wait for it even when the vector channel failed
+                results.update(lexical.result())
+        if vector_hits is not None:
+            results["vector"] = vector_hits
         store = getattr(self._backend, "graph", None)
         if "graph" in config.channels and config.weights.get("graph", 1.0) > 0 and store is not None:
             from memory.retrieval.graph import graph_channel
@@ -871,6 +886,26 @@ class Memory:
         if hits:
             self._backend.record_access(flt.namespace, [h.id for h in hits], flt.now)
         return hits
+
+    def _channels(self) -> ThreadPoolExecutor:
+        """The one worker thread that runs the lexical channel beside the vector channel (created on first use)."""
+        with self._channel_pool_lock:
+            if self._channel_pool is None:
+                self._channel_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-recall")
+            return self._channel_pool
+
+    def _lexical_channels(
+        self, flt: Filter, terms: builtins.list[str], k: int, config: RetrievalConfig
+    ) -> dict[str, builtins.list[ChannelHit]]:
+        """The lexical channel, and the pseudo-relevance feedback channel when configured."""
+        out = {"lexical": self._search_lexical(flt, terms, k, config)}
+        if "feedback" in config.channels and out["lexical"]:
+            top = [h.id for h in out["lexical"][: config.feedback_docs]]
+            texts = [i.content for i in self._backend.get(flt.namespace, top)]
+            extra = feedback_terms(texts, terms, config.feedback_terms)
+            if extra:
+                out["feedback"] = self._search_lexical(flt, terms + extra, k, config)
+        return out
 
     def _search_lexical(
         self, flt: Filter, terms: builtins.list[str], k: int, config: RetrievalConfig

@@ -126,6 +126,8 @@ class PostgresBackend:
     """Memory store in a PostgreSQL database with pgvector; safe for many threads, processes and hosts."""
 
     name = "postgres"
+    #: Reads run on separate pooled connections, so recall may run its channels side by side.
+    concurrent_reads = True
 
     def __init__(
         self,
