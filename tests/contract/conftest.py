@@ -59,6 +59,16 @@ def backend(backend_name: str, tmp_path: Path) -> Iterator[Backend]:
 
 
 @pytest.fixture
+def twin_backend(backend_name: str, tmp_path: Path) -> Iterator[Backend]:
+    """A second, empty backend of the kind under test (its own file or schema), e.g. to copy into."""
+    where = tmp_path / "twin"
+    where.mkdir()
+    instance = make_backend(backend_name, where)
+    yield instance
+    instance.close()
+
+
+@pytest.fixture
 def make_memory(backend_name: str, tmp_path: Path, clock: Callable[[], object]) -> Iterator[Callable[..., Memory]]:
     """Factory for Memory objects over the backend under test (hashing embedder, test clock)."""
     opened: list[Memory] = []

@@ -15,7 +15,7 @@ from memory.backends.base import Backend
 from memory.backends.tiers import TierChanges, TierStore
 from memory.embedders.hashing import HashingEmbedder
 from memory.episodic.worker import Worker
-from memory.errors import InvalidInputError, LLMError
+from memory.errors import ConfigError, InvalidInputError, LLMError
 from memory.llms.base import ChatRequest, ChatResult, OutputT, Usage
 from memory.tiers.analysis import MetaChainOut, PersonaUpdate, SharedFact, SummaryOut
 from memory.tiers.types import AgentPersona, DialoguePage, ObjectPersona, Segment, SystemEntry
@@ -445,3 +445,39 @@ def test_export_import_round_trips_the_tiers(make_memory: Callable[..., Memory],
             assert empty.tiers.owners() == [] and empty.stats().total == 0  # nothing written
     finally:
         target.close()
+
+
+def test_export_import_records_copies_a_namespace_as_stored(store: TierStore, twin_backend: Backend) -> None:
+    pages = [_page("ns", n) for n in (3, 1, 2)]
+    seg = _segment("ns", "s1", (pages[0],))
+    obj = ObjectPersona(namespace="ns", agent="a", type="product", identifier="Kettle", profile={"colour": "red"},
+                        knowledge=("boils fast",), updated_at=T0)  # fmt: skip
+    agent = AgentPersona(namespace="ns", agent="a", profile={"role": "guide"}, traits=("patient",), updated_at=T0)
+    entry = SystemEntry(id="e1", namespace="ns", content="Shops close on Sunday", importance=0.7, source_agent="a",
+                        vector=(0.0, 1.0), created_at=T0)  # fmt: skip
+    store.write("ns", TierChanges(pages=pages, segments=[seg], objects=[obj], agents=[agent], system=[entry]))
+    store.write("ns", TierChanges(pages=[pages[0].model_copy(update={"meta_chain": "m"})]))  # keeps its place
+    store.set_config("ns", "agent:a", {"stm_capacity": 3})
+    store.write("other", TierChanges(pages=[_page("other", 9)]))
+    assert store.namespaces() == ["ns", "other"]
+    records = store.export_records("ns")
+    assert len(records) == 8 and {r[0] for r in records} == {"page", "segment", "object", "agent", "system", "config"}
+    target = _tier_store(twin_backend)
+    assert target.namespaces() == []
+    assert target.import_records("ns", records) == 8
+    assert target.export_records("ns") == records
+    assert target.namespaces() == ["ns"]
+    assert [(p.id, p.meta_chain) for p in target.stm("ns", "a", "u")] == [("p003", "m"), ("p001", ""), ("p002", "")]
+    assert target.segments("ns", "a", "u") == [seg] and target.object_personas("ns", "a") == [obj]
+    assert target.agent_persona("ns", "a") == agent and target.system_entries("ns") == [entry]
+    assert target.configs("ns") == {"agent:a": {"stm_capacity": 3}}
+    # a copy never merges; strays, unknown kinds and bad documents are refused, and nothing is written then
+    with pytest.raises(ConfigError):
+        target.import_records("ns", records)
+    with pytest.raises(InvalidInputError):
+        target.import_records("elsewhere", records)
+    with pytest.raises(InvalidInputError):
+        target.import_records("new", [("page", "o", "x", "{not json")])
+    with pytest.raises(InvalidInputError):
+        target.import_records("new", [("bogus", "o", "x", "{}")])
+    assert target.namespaces() == ["ns"]

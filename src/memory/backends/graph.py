@@ -18,20 +18,27 @@ removes, in the same transaction, their mentions and links, removes them from
 the sources of relations, deletes relations left without any source, and
 deletes entities left with no mention and no relation. Relations created
 without a source memory are kept until deleted explicitly.
+
+For ``memory migrate`` a store also reads and writes a namespace's graph
+whole, as stored (:meth:`GraphStore.export_graph` /
+:meth:`GraphStore.import_graph`, a :class:`GraphDump`): same ids, times,
+validity and vectors, invalidated relations included.
 """
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
 from memory.backends.base import Vector
+from memory.errors import InvalidInputError
 
-__all__ = ["GraphStore", "Entity", "Relation", "MemoryLink", "Mention"]
+__all__ = ["GraphStore", "Entity", "Relation", "MemoryLink", "Mention", "GraphDump", "check_dump"]
 
 
 class _Frozen(BaseModel):
@@ -82,6 +89,49 @@ class Mention(_Frozen):
 
     entity_id: str
     memory_id: str
+
+
+@dataclass
+class GraphDump:
+    """One namespace's whole graph as stored, for copying it between backends.
+
+    ``entities`` and ``relations`` carry their vector as ``(model, vector)``
+    (``(None, None)`` when they have none); relations include invalidated ones
+    and their ``source_ids``; entities are in id order (creation order), so
+    an importing store gives each normalised name or alias to the same entity.
+    """
+
+    entities: builtins.list[tuple[Entity, str | None, Vector | None]] = field(default_factory=builtins.list)
+    relations: builtins.list[tuple[Relation, str | None, Vector | None]] = field(default_factory=builtins.list)
+    mentions: builtins.list[Mention] = field(default_factory=builtins.list)
+    links: builtins.list[MemoryLink] = field(default_factory=builtins.list)
+
+    def __len__(self) -> int:
+        return len(self.entities) + len(self.relations) + len(self.mentions) + len(self.links)
+
+
+def check_dump(namespace: str, dump: GraphDump) -> None:
+    """Raise InvalidInputError unless ``dump`` is whole and of ``namespace`` only.
+
+    Every record must be of ``namespace``, relation ends and mentions must
+    name entities of the dump, and a vector comes with its model.
+    """
+    records: builtins.list[Entity | Relation | MemoryLink] = [e for e, _, _ in dump.entities]
+    records += [r for r, _, _ in dump.relations]
+    records += dump.links
+    strays = [r for r in records if r.namespace != namespace]
+    if strays:
+        raise InvalidInputError(f"graph records of namespace {strays[0].namespace!r} imported into {namespace!r}")
+    known = {e.id for e, _, _ in dump.entities}
+    if len(known) != len(dump.entities):
+        raise InvalidInputError("a graph dump names an entity id twice")
+    ends = {r.subject_id for r, _, _ in dump.relations} | {r.object_id for r, _, _ in dump.relations}
+    missing = (ends | {m.entity_id for m in dump.mentions}) - known
+    if missing:
+        raise InvalidInputError(f"graph records refer to entities not in the dump: {sorted(missing)[:3]}")
+    for _, model, vector in [*dump.entities, *dump.relations]:
+        if (model is None) != (vector is None):
+            raise InvalidInputError("a graph vector needs its model, and a model its vector")
 
 
 @runtime_checkable
@@ -190,4 +240,23 @@ class GraphStore(Protocol):
 
     def counts(self, namespace: str) -> dict[str, int]:
         """Numbers of entities, relations, mentions and links in a namespace."""
+        ...
+
+    def namespaces(self) -> builtins.list[str]:
+        """Namespaces holding any entity, relation, mention or link, sorted."""
+        ...
+
+    def export_graph(self, namespace: str) -> GraphDump:
+        """Everything of a namespace's graph as stored (invalidated relations and vectors included)."""
+        ...
+
+    def import_graph(self, namespace: str, dump: GraphDump) -> None:
+        """Write ``dump`` as it is (same ids, times, validity, vectors) in one transaction.
+
+        The namespace's graph must be empty (ConfigError otherwise); records of
+        another namespace or dangling entity references raise InvalidInputError;
+        mentions, links or sources naming memories the namespace does not hold
+        raise NotFoundError on backends that check memories. Nothing is written
+        when it raises.
+        """
         ...

@@ -10,8 +10,8 @@ from datetime import datetime
 import numpy as np
 
 from memory.backends.base import Vector
-from memory.backends.graph import Entity, MemoryLink, Mention, Relation
-from memory.errors import NotFoundError
+from memory.backends.graph import Entity, GraphDump, MemoryLink, Mention, Relation, check_dump
+from memory.errors import ConfigError, InvalidInputError, NotFoundError
 from memory.extraction.heuristic import normalise_name
 from memory.ids import new_id
 
@@ -279,6 +279,59 @@ class InMemoryGraph:
                 "mentions": sum(ns == namespace for ns, _, _ in self._mentions),
                 "links": sum(k[0] == namespace for k in self._links),
             }
+
+    # -- whole namespaces (memory migrate) ------------------------------------------------
+    def namespaces(self) -> builtins.list[str]:
+        """Namespaces holding any entity, relation, mention or link, sorted."""
+        with self._lock:
+            found = {e.namespace for e in self._entities.values()} | {r.namespace for r in self._relations.values()}
+            found |= {ns for ns, _, _ in self._mentions} | {k[0] for k in self._links}
+        return sorted(found)
+
+    def export_graph(self, namespace: str) -> GraphDump:
+        """Everything of a namespace's graph as stored; see GraphStore."""
+        with self._lock:
+            entities = sorted((e for e in self._entities.values() if e.namespace == namespace), key=lambda e: e.id)
+            relations = sorted((r for r in self._relations.values() if r.namespace == namespace), key=lambda r: r.id)
+            return GraphDump(
+                entities=[(e, *self._vector_of(self._entity_vectors, e.id)) for e in entities],
+                relations=[(self._fresh(r), *self._vector_of(self._relation_vectors, r.id)) for r in relations],
+                mentions=sorted(
+                    (Mention(entity_id=e, memory_id=m) for ns, e, m in self._mentions if ns == namespace),
+                    key=lambda m: (m.entity_id, m.memory_id),
+                ),
+                links=sorted(
+                    (link for k, link in self._links.items() if k[0] == namespace),
+                    key=lambda link: (link.source_id, link.target_id, link.type),
+                ),
+            )
+
+    @staticmethod
+    def _vector_of(vectors: dict[str, tuple[str, Vector]], key: str) -> tuple[str | None, Vector | None]:
+        found = vectors.get(key)
+        return (found[0], found[1].copy()) if found is not None else (None, None)
+
+    def import_graph(self, namespace: str, dump: GraphDump) -> None:
+        """Write a namespace's graph as it is; see GraphStore."""
+        check_dump(namespace, dump)
+        with self._lock:
+            if namespace in self.namespaces():
+                raise ConfigError(f"the graph of namespace {namespace!r} is not empty; import writes into empty ones")
+            taken = {e.id for e, _, _ in dump.entities} & set(self._entities)
+            taken |= {r.id for r, _, _ in dump.relations} & set(self._relations)
+            if taken:
+                raise InvalidInputError(f"graph ids already used in another namespace: {sorted(taken)[:3]}")
+            for entity, model, vector in dump.entities:
+                self._entities[entity.id] = entity
+                if model is not None and vector is not None:
+                    self._entity_vectors[entity.id] = (model, np.asarray(vector, dtype=np.float32).copy())
+            for relation, model, vector in dump.relations:
+                self._relations[relation.id] = relation
+                if model is not None and vector is not None:
+                    self._relation_vectors[relation.id] = (model, np.asarray(vector, dtype=np.float32).copy())
+            self._mentions |= {(namespace, m.entity_id, m.memory_id) for m in dump.mentions}
+            for link in dump.links:
+                self._links[(namespace, link.source_id, link.target_id, link.type)] = link
 
     # -- cascade (called by the item backend inside its lock) ------------------------------
     def forget_memories(self, namespace: str, ids: Sequence[str]) -> None:

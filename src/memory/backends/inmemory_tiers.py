@@ -39,6 +39,10 @@ class InMemoryTierStore(DocumentTierStore):
         with self._lock:
             return sorted({key[2] for key in self._docs if key[0] == namespace and key[1] in kinds})
 
+    def _namespaces(self) -> builtins.list[str]:
+        with self._lock:
+            return sorted({key[0] for key in self._docs})
+
     def _apply(self, namespace: str, puts: Sequence[Doc], deletes: Sequence[tuple[str, str, str]]) -> None:
         with self._lock:  # nothing below can fail half-way: dict operations only
             for kind, owner, id in deletes:

@@ -15,9 +15,14 @@ namespace; :meth:`TierStore.write` applies all of a :class:`TierChanges` or
 nothing; reading returns what was written, in insertion order (a record
 rewritten keeps its place).
 
-:class:`DocumentTierStore` implements the whole protocol over four
-primitives (get, list, owners, apply) so a backend only stores JSON documents
-keyed by (namespace, kind, owner, id).
+:class:`DocumentTierStore` implements the whole protocol over five
+primitives (get, list, owners, namespaces, apply) so a backend only stores
+JSON documents keyed by (namespace, kind, owner, id).
+
+For ``memory migrate`` a store also reads and writes a namespace's records
+whole, as stored (:meth:`TierStore.export_records` /
+:meth:`TierStore.import_records`): the documents of every kind, each kind in
+insertion order, configuration overrides included.
 """
 
 from __future__ import annotations
@@ -28,9 +33,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from memory.errors import ConfigError, InvalidInputError
 from memory.tiers.types import AgentPersona, DialoguePage, ObjectPersona, Segment, SystemEntry
 
-__all__ = ["TierStore", "TierChanges", "DocumentTierStore", "Doc", "owner_key"]
+__all__ = ["TierStore", "TierChanges", "DocumentTierStore", "Doc", "KINDS", "owner_key"]
 
 _SEP = "\x1f"
 
@@ -106,9 +112,32 @@ class TierStore(Protocol):
         """Every stored configuration record of a namespace, by key."""
         ...
 
+    def namespaces(self) -> builtins.list[str]:
+        """Namespaces holding any tier record, sorted."""
+        ...
+
+    def export_records(self, namespace: str) -> builtins.list[Doc]:
+        """Every record of a namespace as stored (kind, owner, id, JSON), each kind in insertion order."""
+        ...
+
+    def import_records(self, namespace: str, records: Sequence[Doc]) -> int:
+        """Write exported records as they are, in one transaction; returns how many.
+
+        The namespace must hold no tier records (ConfigError otherwise); an
+        unknown kind, a document that does not parse as its kind, or a record
+        of another namespace raise InvalidInputError, and nothing is written.
+        """
+        ...
+
 
 #: A stored document: (kind, owner, id, JSON text).
 Doc = tuple[str, str, str, str]
+
+#: The kinds of tier documents and the record model of each (config documents are plain JSON objects).
+KINDS: dict[str, type[Any] | None] = {
+    "page": DialoguePage, "segment": Segment, "object": ObjectPersona, "agent": AgentPersona,
+    "system": SystemEntry, "config": None,
+}  # fmt: skip
 
 
 class DocumentTierStore:
@@ -123,6 +152,10 @@ class DocumentTierStore:
         raise NotImplementedError
 
     def _owners(self, namespace: str, kinds: Sequence[str]) -> builtins.list[str]:
+        raise NotImplementedError
+
+    def _namespaces(self) -> builtins.list[str]:
+        """Namespaces holding any document, sorted."""
         raise NotImplementedError
 
     def _apply(self, namespace: str, puts: Sequence[Doc], deletes: Sequence[tuple[str, str, str]]) -> None:
@@ -195,3 +228,32 @@ class DocumentTierStore:
     def configs(self, namespace: str) -> dict[str, dict[str, Any]]:
         """Every stored configuration record of a namespace, by key."""
         return {key: json.loads(data) for _, key, data in self._list(namespace, "config", "")}
+
+    def namespaces(self) -> builtins.list[str]:
+        """Namespaces holding any tier record, sorted."""
+        return self._namespaces()
+
+    def export_records(self, namespace: str) -> builtins.list[Doc]:
+        """Every record of a namespace as stored, kind by kind, each kind in insertion order."""
+        return [(kind, owner, id, data) for kind in KINDS for owner, id, data in self._list(namespace, kind, None)]
+
+    def import_records(self, namespace: str, records: Sequence[Doc]) -> int:
+        """Write exported records as they are, in one transaction (see TierStore); returns how many."""
+        for kind, owner, id, data in records:
+            if kind not in KINDS:
+                raise InvalidInputError(f"unknown tier record kind {kind!r}; known: {', '.join(KINDS)}")
+            if not all(isinstance(v, str) for v in (owner, id, data)):
+                raise InvalidInputError("a tier record is (kind, owner, id, JSON text), all strings")
+            model = KINDS[kind]
+            try:
+                parsed = model.model_validate_json(data) if model is not None else json.loads(data)
+            except ValueError as exc:
+                raise InvalidInputError(f"tier record {kind} {id!r} does not parse: {exc}") from None
+            if model is None and not isinstance(parsed, dict):
+                raise InvalidInputError(f"tier configuration {id!r} is not a JSON object")
+            if model is not None and parsed.namespace != namespace:
+                raise InvalidInputError(f"tier records of namespace {parsed.namespace!r} imported into {namespace!r}")
+        if namespace in self._namespaces():
+            raise ConfigError(f"namespace {namespace!r} already holds tier records; import writes into empty ones")
+        self._apply(namespace, list(records), [])
+        return len(records)

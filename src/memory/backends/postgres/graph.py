@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memory.backends.base import Vector
-from memory.backends.graph import Entity, MemoryLink, Mention, Relation
+from memory.backends.graph import Entity, GraphDump, MemoryLink, Mention, Relation, check_dump
 from memory.backends.inmemory_graph import _cosine_rank, relation_text
 from memory.backends.postgres.sql import storable, text_list
-from memory.errors import InvalidInputError, NotFoundError
+from memory.errors import ConfigError, InvalidInputError, NotFoundError
 from memory.extraction.heuristic import normalise_name
 from memory.ids import new_id
 
@@ -43,6 +43,12 @@ _RELATION = (
 
 def _array(vector: Vector | None) -> list[float] | None:
     return None if vector is None else [float(x) for x in np.asarray(vector, dtype=np.float32)]
+
+
+def _vector(model: str | None, values: Any) -> tuple[str | None, Vector | None]:
+    if model is None or values is None:
+        return None, None
+    return model, np.asarray(values, dtype=np.float32)
 
 
 def _entity(row: Any) -> Entity:
@@ -430,3 +436,107 @@ class PostgresGraph:
                 [namespace] * len(tables),
             ).fetchone()
         return {name: int(n) for (name, _), n in zip(tables, row, strict=True)}
+
+    # -- whole namespaces (memory migrate) ------------------------------------------------
+    _NAMESPACES = (
+        "SELECT namespace FROM graph_entities UNION SELECT namespace FROM graph_relations "
+        "UNION SELECT namespace FROM graph_mentions UNION SELECT namespace FROM graph_links"
+    )
+
+    def namespaces(self) -> builtins.list[str]:
+        """Namespaces holding any entity, relation, mention or link, sorted."""
+        with self._b._read() as conn:
+            return sorted(str(r[0]) for r in conn.execute(self._NAMESPACES))
+
+    def export_graph(self, namespace: str) -> GraphDump:
+        """Everything of a namespace's graph as stored; see GraphStore."""
+        if not storable(namespace):
+            return GraphDump()
+        with self._b._read() as conn:
+            entities = [
+                (_entity(row), *_vector(row[7], row[8]))
+                for row in conn.execute(
+                    "SELECT id, namespace, name, type, aliases, created_at, updated_at, model, embedding "
+                    "FROM graph_entities WHERE namespace = %s ORDER BY id",
+                    (namespace,),
+                )
+            ]
+            vectors = {
+                str(r[0]): _vector(r[1], r[2])
+                for r in conn.execute(
+                    "SELECT id, model, embedding FROM graph_relations WHERE namespace = %s", (namespace,)
+                )
+            }
+            relations = [
+                (relation, *vectors[relation.id])
+                for relation in map(
+                    _relation, conn.execute(f"{_RELATION} WHERE r.namespace = %s ORDER BY r.id", (namespace,))
+                )
+            ]
+            mentions = [
+                Mention(entity_id=r[0], memory_id=r[1])
+                for r in conn.execute(
+                    "SELECT entity_id, memory_id FROM graph_mentions WHERE namespace = %s ORDER BY 1, 2", (namespace,)
+                )
+            ]
+            links = [
+                MemoryLink(namespace=namespace, source_id=r[0], target_id=r[1], type=r[2], created_at=r[3])
+                for r in conn.execute(
+                    "SELECT source_id, target_id, type, created_at FROM graph_links WHERE namespace = %s "
+                    "ORDER BY 1, 2, 3",
+                    (namespace,),
+                )
+            ]
+        return GraphDump(entities=entities, relations=relations, mentions=mentions, links=links)
+
+    def import_graph(self, namespace: str, dump: GraphDump) -> None:
+        """Write a namespace's graph as it is, in one transaction; see GraphStore."""
+        check_dump(namespace, dump)
+        from psycopg.types.json import Jsonb
+
+        texts = [namespace]
+        for e, model, _ in dump.entities:
+            texts += [e.id, e.name, e.type, *e.aliases, model or ""]
+        for r, model, _ in dump.relations:
+            texts += [r.id, r.predicate, *r.source_ids, model or ""]
+        texts += [m.memory_id for m in dump.mentions]
+        texts += [x for k in dump.links for x in (k.source_id, k.target_id, k.type)]
+        _text(*texts)
+        memories = {m.memory_id for m in dump.mentions} | {x for r, _, _ in dump.relations for x in r.source_ids}
+        memories |= {x for link in dump.links for x in (link.source_id, link.target_id)}
+        with self._b._tx() as conn, conn.cursor() as cur:
+            if namespace in {str(r[0]) for r in cur.execute(self._NAMESPACES).fetchall()}:
+                raise ConfigError(f"the graph of namespace {namespace!r} is not empty; import writes into empty ones")
+            if memories:
+                self._check_memories(conn, namespace, sorted(memories))
+            cur.executemany(
+                "INSERT INTO graph_entities (namespace, id, name, type, aliases, model, embedding, created_at, "
+                "updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s::real[], %s, %s)",
+                [(namespace, e.id, e.name, e.type, Jsonb(list(e.aliases)), model, _array(vector), e.created_at,
+                  e.updated_at) for e, model, vector in dump.entities],
+            )  # fmt: skip
+            keys = [(namespace, normalise_name(e.name), e.id) for e, _, _ in dump.entities]
+            keys += [(namespace, normalise_name(a), e.id) for e, _, _ in dump.entities for a in e.aliases]
+            cur.executemany(  # names first, then aliases: an alias never takes another entity's name
+                "INSERT INTO graph_entity_keys (namespace, key, entity_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                keys,
+            )
+            cur.executemany(
+                "INSERT INTO graph_relations (namespace, id, subject_id, predicate, object_id, model, embedding, "
+                "valid_at, invalid_at, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s::real[], %s, %s, %s)",
+                [(namespace, r.id, r.subject_id, r.predicate, r.object_id, model, _array(vector), r.valid_at,
+                  r.invalid_at, r.created_at) for r, model, vector in dump.relations],
+            )  # fmt: skip
+            cur.executemany(
+                "INSERT INTO graph_relation_sources (namespace, relation_id, memory_id) VALUES (%s, %s, %s)",
+                [(namespace, r.id, source) for r, _, _ in dump.relations for source in r.source_ids],
+            )
+            cur.executemany(
+                "INSERT INTO graph_mentions (namespace, entity_id, memory_id) VALUES (%s, %s, %s)",
+                [(namespace, m.entity_id, m.memory_id) for m in dump.mentions],
+            )
+            cur.executemany(
+                "INSERT INTO graph_links (namespace, source_id, target_id, type, created_at) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                [(namespace, k.source_id, k.target_id, k.type, k.created_at) for k in dump.links],
+            )

@@ -66,6 +66,11 @@ class PostgresTierStore(DocumentTierStore):
             ).fetchall()
         return [str(r[0]) for r in rows]
 
+    def _namespaces(self) -> builtins.list[str]:
+        with self._backend._read() as conn:
+            rows = conn.execute("SELECT DISTINCT namespace FROM tier_records ORDER BY namespace").fetchall()
+        return sorted(str(r[0]) for r in rows)
+
     def _apply(self, namespace: str, puts: Sequence[Doc], deletes: Sequence[tuple[str, str, str]]) -> None:
         for kind, owner, id, data in puts:
             if not all(storable(v) for v in (namespace, kind, owner, id, data)):

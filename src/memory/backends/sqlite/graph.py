@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memory.backends.base import Vector
-from memory.backends.graph import Entity, MemoryLink, Mention, Relation
+from memory.backends.graph import Entity, GraphDump, MemoryLink, Mention, Relation, check_dump
 from memory.backends.inmemory_graph import _cosine_rank, relation_text
 from memory.backends.sqlite.sql import json_list
-from memory.errors import NotFoundError
+from memory.errors import ConfigError, InvalidInputError, NotFoundError
 from memory.extraction.heuristic import normalise_name
 from memory.ids import from_epoch, new_id, to_epoch
 
@@ -41,6 +41,12 @@ _RELATION = (
 
 def _blob(vector: Vector | None) -> bytes | None:
     return None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def _vector(model: str | None, blob: bytes | None) -> tuple[str | None, Vector | None]:
+    if model is None or blob is None:
+        return None, None
+    return model, np.frombuffer(blob, dtype=np.float32).copy()
 
 
 def _entity(row: Any) -> Entity:
@@ -365,3 +371,106 @@ class SQLiteGraph:
                     ("mentions", "graph_mentions"), ("links", "graph_links"),
                 )
             }  # fmt: skip
+
+    # -- whole namespaces (memory migrate) ------------------------------------------------
+    def namespaces(self) -> builtins.list[str]:
+        """Namespaces holding any entity, relation, mention or link, sorted."""
+        with self._backend._read() as conn:
+            return sorted(self._namespaces_in(conn))
+
+    def export_graph(self, namespace: str) -> GraphDump:
+        """Everything of a namespace's graph as stored; see GraphStore."""
+        with self._backend._read() as conn:
+            entities = [
+                (_entity(row), *_vector(row[7], row[8]))
+                for row in conn.execute(
+                    "SELECT id, namespace, name, type, aliases, created_at, updated_at, model, embedding "
+                    "FROM graph_entities WHERE namespace = ? ORDER BY id",
+                    (namespace,),
+                )
+            ]
+            vectors = {
+                str(r[0]): _vector(r[1], r[2])
+                for r in conn.execute(
+                    "SELECT id, model, embedding FROM graph_relations WHERE namespace = ?", (namespace,)
+                )
+            }
+            relations = [
+                (relation, *vectors[relation.id])
+                for relation in map(
+                    _relation, conn.execute(f"{_RELATION} WHERE r.namespace = ? ORDER BY r.id", (namespace,))
+                )
+            ]
+            mentions = [
+                Mention(entity_id=r[0], memory_id=r[1])
+                for r in conn.execute(
+                    "SELECT entity_id, memory_id FROM graph_mentions WHERE namespace = ? ORDER BY 1, 2", (namespace,)
+                )
+            ]
+            links = [
+                MemoryLink(namespace=namespace, source_id=r[0], target_id=r[1], type=r[2], created_at=from_epoch(r[3]))
+                for r in conn.execute(
+                    "SELECT source_id, target_id, type, created_at FROM graph_links WHERE namespace = ? "
+                    "ORDER BY 1, 2, 3",
+                    (namespace,),
+                )
+            ]
+        return GraphDump(entities=entities, relations=relations, mentions=mentions, links=links)
+
+    def import_graph(self, namespace: str, dump: GraphDump) -> None:
+        """Write a namespace's graph as it is, in one transaction; see GraphStore."""
+        check_dump(namespace, dump)
+        memories = {m.memory_id for m in dump.mentions} | {x for r, _, _ in dump.relations for x in r.source_ids}
+        memories |= {x for link in dump.links for x in (link.source_id, link.target_id)}
+        with self._backend._write() as conn:
+            if namespace in self._namespaces_in(conn):
+                raise ConfigError(f"the graph of namespace {namespace!r} is not empty; import writes into empty ones")
+            ids = [e.id for e, _, _ in dump.entities] + [r.id for r, _, _ in dump.relations]
+            taken = conn.execute(
+                f"SELECT id FROM graph_entities WHERE id IN {_IDS} UNION SELECT id FROM graph_relations "
+                f"WHERE id IN {_IDS} LIMIT 3",
+                (json_list(ids), json_list(ids)),
+            ).fetchall()
+            if taken:
+                raise InvalidInputError(f"graph ids already used in another namespace: {[r[0] for r in taken]}")
+            if memories:
+                self._check_memories(conn, namespace, sorted(memories))
+            conn.executemany(
+                "INSERT INTO graph_entities (id, namespace, name, type, aliases, model, embedding, created_at, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(e.id, namespace, e.name, e.type, json.dumps(list(e.aliases)), model, _blob(vector),
+                  to_epoch(e.created_at), to_epoch(e.updated_at)) for e, model, vector in dump.entities],
+            )  # fmt: skip
+            keys = [(namespace, normalise_name(e.name), e.id) for e, _, _ in dump.entities]
+            keys += [(namespace, normalise_name(a), e.id) for e, _, _ in dump.entities for a in e.aliases]
+            conn.executemany(  # names first, then aliases: an alias never takes another entity's name
+                "INSERT OR IGNORE INTO graph_entity_keys (namespace, key, entity_id) VALUES (?, ?, ?)", keys
+            )
+            conn.executemany(
+                "INSERT INTO graph_relations (id, namespace, subject_id, predicate, object_id, model, embedding, "
+                "valid_at, invalid_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(r.id, namespace, r.subject_id, r.predicate, r.object_id, model, _blob(vector),
+                  to_epoch(r.valid_at) if r.valid_at is not None else None,
+                  to_epoch(r.invalid_at) if r.invalid_at is not None else None, to_epoch(r.created_at))
+                 for r, model, vector in dump.relations],
+            )  # fmt: skip
+            conn.executemany(
+                "INSERT INTO graph_relation_sources (relation_id, memory_id) VALUES (?, ?)",
+                [(r.id, source) for r, _, _ in dump.relations for source in r.source_ids],
+            )
+            conn.executemany(
+                "INSERT INTO graph_mentions (namespace, entity_id, memory_id) VALUES (?, ?, ?)",
+                [(namespace, m.entity_id, m.memory_id) for m in dump.mentions],
+            )
+            conn.executemany(
+                "INSERT INTO graph_links (namespace, source_id, target_id, type, created_at) VALUES (?, ?, ?, ?, ?)",
+                [(namespace, k.source_id, k.target_id, k.type, to_epoch(k.created_at)) for k in dump.links],
+            )
+
+    @staticmethod
+    def _namespaces_in(conn: Any) -> set[str]:
+        rows = conn.execute(
+            "SELECT namespace FROM graph_entities UNION SELECT namespace FROM graph_relations "
+            "UNION SELECT namespace FROM graph_mentions UNION SELECT namespace FROM graph_links"
+        ).fetchall()
+        return {str(r[0]) for r in rows}

@@ -56,6 +56,11 @@ class SQLiteTierStore(DocumentTierStore):
             ).fetchall()
         return [str(r[0]) for r in rows]
 
+    def _namespaces(self) -> builtins.list[str]:
+        with self._backend._read() as conn:
+            rows = conn.execute("SELECT DISTINCT namespace FROM tier_records ORDER BY namespace").fetchall()
+        return [str(r[0]) for r in rows]
+
     def _apply(self, namespace: str, puts: Sequence[Doc], deletes: Sequence[tuple[str, str, str]]) -> None:
         with self._backend._write() as conn:
             conn.executemany(
