@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -247,3 +247,130 @@ def test_migrate_copies_conversations_sqlite_postgres_sqlite(run: Runner, pg_url
         target.close()
     assert len(original["archived:alpha"]) == 5 and len(original["vectors:alpha"]) == 7  # type: ignore[arg-type]
     assert len(original["blocks:alpha"][0][1]) == 2  # type: ignore[index]
+
+
+#: Two chat threads; the replies are found by the questions in their context windows.
+_DIALOGUE = [
+    ("t0", "Did you go hiking in the Alps this year?"),
+    ("t0", "Yes, two weekends ago!"),
+    ("t0", "Which hut did you sleep in?"),
+    ("t0", "The one below the glacier, it was freezing."),
+    ("t1", "My sister moved to Lisbon in March."),
+    ("t1", "the door code of her flat is 4711"),
+    ("t1", "Does she like it there?"),
+    ("t1", "She loves the trams and the food."),
+]
+_QUERIES = ["hiking in the Alps", "where did you sleep", "Lisbon sister", "door code", "Alice", "trams"]
+
+
+def _fill_graph_tiers_windows(url: str) -> None:
+    """Threaded memories (a secret among them), an extracted graph with an alias, a closed relation and a link,
+    and tier pages, personas-to-be and a per-agent config, in two namespaces."""
+    start = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
+    ticks = iter(range(10_000))
+
+    def tick() -> datetime:
+        return start + timedelta(seconds=next(ticks))
+
+    with Memory(url, embedder=HashingEmbedder(), clock=tick) as mem:
+        for thread, text in _DIALOGUE:
+            secret = "door code" in text
+            mem.remember(
+                text, thread=thread, user="u1", namespace="alpha", sensitivity="secret" if secret else "normal"
+            )
+        first = mem.remember("Alice moved to Berlin.", namespace="alpha", thread="t2", extract="inline")
+        second = mem.remember("Alice works at Acme.", namespace="alpha", thread="t2", extract="inline")
+        mem.remember("Alice moved to Paris.", namespace="beta", extract="inline")
+        store = mem.graph.store
+        alice = mem.graph.entity("Alice", namespace="alpha")
+        store.add_alias("alpha", alice.id, "Ally", tick())
+        moved = [r for r in store.relations("alpha", [alice.id]) if r.predicate.startswith("moved")]
+        assert store.invalidate_relations("alpha", [moved[0].id], tick()) == 1
+        mem.link(first, second, namespace="alpha")
+        mem.tiers.configure(agent="guide", namespace="alpha", stm_capacity=3)
+        for n in range(4):  # one more than the queue holds: a segment forms
+            mem.tiers.add_page(f"question {n} about the Alps", f"answer {n}", agent="guide", user="u1",
+                               namespace="alpha", created_at=tick())  # fmt: skip
+
+
+def _windows(url: str) -> dict[str, str]:
+    """Every memory's stored window text (read straight from the tables: no API returns it)."""
+    if url.startswith("sqlite"):
+        import sqlite3
+
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            return dict(conn.execute("SELECT id, index_window FROM items").fetchall())
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return {str(i): str(w) for i, w in conn.execute("SELECT id, index_window FROM items").fetchall()}
+
+
+def _graph_and_tiers(url: str) -> dict[str, object]:
+    backend = open_backend(url)
+    try:
+        graph, tiers = backend.graph, backend.tiers  # type: ignore[attr-defined]
+        out: dict[str, object] = {"graph_namespaces": graph.namespaces(), "tier_namespaces": tiers.namespaces()}
+        for ns in graph.namespaces():
+            dump = graph.export_graph(ns)
+            out[f"entities:{ns}"] = [(e, m, None if v is None else v.tolist()) for e, m, v in dump.entities]
+            out[f"relations:{ns}"] = [(r, m, None if v is None else v.tolist()) for r, m, v in dump.relations]
+            out[f"mentions:{ns}"], out[f"links:{ns}"] = dump.mentions, dump.links
+        for ns in tiers.namespaces():
+            out[f"tiers:{ns}"] = tiers.export_records(ns)
+        return out
+    finally:
+        backend.close()
+
+
+def _recalls(url: str, clearance: str = "private") -> list[list[tuple[str, float]]]:
+    at = datetime(2026, 3, 2, tzinfo=UTC)
+    with Memory(url, embedder=HashingEmbedder(), clock=lambda: at) as mem:
+        return [
+            [(h.id, round(h.score, 9)) for h in mem.recall(q, namespace="alpha", limit=5, clearance=clearance)]
+            for q in _QUERIES
+        ]
+
+
+def test_migrate_copies_graph_tiers_and_windows_sqlite_postgres_sqlite(
+    run: Runner, pg_url: str, tmp_path: Path
+) -> None:
+    first = f"sqlite:///{tmp_path / 'g.db'}"
+    back = f"sqlite:///{tmp_path / 'h.db'}"
+    _fill_graph_tiers_windows(first)
+    report = run.json("migrate", "--from", first, "--to", pg_url)
+    source = _graph_and_tiers(first)
+    assert report["entities"] == sum(len(source[f"entities:{ns}"]) for ns in ("alpha", "beta"))  # type: ignore[arg-type]
+    assert report["relations"] == 3 and report["links"] == 1 and report["mentions"] >= 4
+    assert report["tier_records"] == len(source["tiers:alpha"]) > 3  # type: ignore[arg-type]
+    assert report["windows"] == report["items"] == 11 and report["skipped"] == []
+    again = run.json("migrate", "--from", pg_url, "--to", back)
+    assert {k: again[k] for k in ("entities", "relations", "mentions", "links", "tier_records", "windows")} == {
+        k: report[k] for k in ("entities", "relations", "mentions", "links", "tier_records", "windows")
+    }
+    # everything comes back identical: items, vectors (window spaces included), ledger, graph, tiers, windows
+    assert _snapshot(first) == _snapshot(pg_url) == _snapshot(back)
+    assert source == _graph_and_tiers(pg_url) == _graph_and_tiers(back)
+    windows = _windows(first)
+    assert windows == _windows(pg_url) == _windows(back)
+    assert any("hiking in the Alps" in text for text in windows.values())
+    assert not any("4711" in text for text in windows.values())  # a secret never enters another memory's window
+    closed = [r for r, _, _ in source["relations:alpha"] if r.invalid_at is not None]  # type: ignore[attr-defined]
+    assert len(closed) == 1
+    assert any("Ally" in e.aliases for e, _, _ in source["entities:alpha"])  # type: ignore[attr-defined]
+    # recall ranks exactly as on the source, windows included; secrets stay secret on the copies
+    ranked = _recalls(first)
+    assert ranked == _recalls(back)
+    assert [[i for i, _ in hits] for hits in ranked] == [[i for i, _ in hits] for hits in _recalls(pg_url)]
+    contents = {i.id: i.content for i in _snapshot(back)["items:alpha"]}  # type: ignore[attr-defined]
+    assert not any("4711" in contents[i] for hits in _recalls(back) for i, _ in hits)
+    assert any("4711" in contents[i] for hits in _recalls(back, "secret") for i, _ in hits)
+
+
+def test_migrate_text_output_names_graph_tiers_and_windows(run: Runner, tmp_path: Path) -> None:
+    first = f"sqlite:///{tmp_path / 'i.db'}"
+    _fill_graph_tiers_windows(first)
+    result = run.ok("migrate", "--from", first, "--to", f"sqlite:///{tmp_path / 'j.db'}")
+    assert "relations" in result.stdout and "tier records" in result.stdout and "context windows" in result.stdout
+    assert "skipped" not in result.stdout
+    assert "knowledge graph" in run.ok("migrate", "--help").stdout

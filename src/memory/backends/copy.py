@@ -5,8 +5,16 @@ ledger), this copies below the facade: every namespace, every item with all
 its fields (ids, times, access statistics, sensitivity including secrets,
 embedding status), the vector of each item in its model's space, and the
 whole ledger (also the history of deleted items) in the order recorded,
-then the conversations (messages, archive, blocks; :mod:`.copy_episodic`)
-when both backends have a conversation store, and the API keys (hashes).
+then the context windows (rebuilt on the destination, see below), the
+knowledge graph and the tiers (:mod:`.copy_graph_tiers`), the conversations
+(messages, archive, blocks; :mod:`.copy_episodic`) when both backends have a
+conversation store, and the API keys (hashes). Not copied: job state.
+
+Context windows are derived data: after the items are in, every memory's
+window (text and window vector) is recomputed on the destination with the
+facade's own window code (:func:`memory.windows.refresh_windows`), every
+thread of every namespace, in the window space the source has (texts only
+when it has none), so recall on the copy ranks as on the source.
 
 The destination must be empty: a copy never merges into an existing store.
 Each item is written together with its own ``add`` ledger entry (the
@@ -20,14 +28,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from memory.backends.base import Backend, NewRecord
+from memory.backends.copy_graph_tiers import GraphCounts, copy_graph, copy_tiers, plan_stores
 from memory.backends.keys import KeyStore, open_key_store
-from memory.errors import ConfigError
+from memory.errors import ConfigError, InvalidInputError
 from memory.filters import Filter
 from memory.records import ledger_entry
+from memory.retrieval.window import WINDOW, window_model
 from memory.types import LedgerEntry, MemoryItem
+from memory.windows import anchor_of, refresh_windows
 
 __all__ = ["LedgerTransfer", "CopyReport", "copy_store"]
 
@@ -52,7 +63,12 @@ class LedgerTransfer(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class CopyReport:
-    """What a copy wrote: items, vectors, ledger entries, namespaces and vector spaces."""
+    """What a copy wrote: items, vectors, ledger, conversations, keys, graph, tier records, windows.
+
+    ``windows`` counts the memories whose context window was rebuilt on the
+    destination; ``skipped`` says what was not copied and why (a source
+    without a graph or tier store, windows off or not storable).
+    """
 
     items: int
     vectors: int
@@ -63,6 +79,13 @@ class CopyReport:
     messages: int = 0
     blocks: int = 0
     api_keys: int = 0
+    entities: int = 0
+    relations: int = 0
+    mentions: int = 0
+    links: int = 0
+    tier_records: int = 0
+    windows: int = 0
+    skipped: tuple[str, ...] = ()
 
 
 def _everything(namespace: str, now: datetime) -> Filter:
@@ -80,12 +103,20 @@ def _batches(items: Iterator[MemoryItem], size: int) -> Iterator[list[MemoryItem
         yield batch
 
 
-def copy_store(src: Backend, dst: Backend, *, on_progress: ProgressCallback | None = None) -> CopyReport:
+def copy_store(
+    src: Backend, dst: Backend, *, on_progress: ProgressCallback | None = None, window_size: int = WINDOW
+) -> CopyReport:
     """Copy every namespace of ``src`` into the empty store ``dst``; return what was written.
 
-    Raises ConfigError when a backend cannot stream or write its ledger, or
-    when ``dst`` already holds memories or ledger entries.
+    ``window_size`` is the context window (memories on each side in a
+    thread, the ``context_window`` setting) the destination's windows are
+    rebuilt with; 0 rebuilds none. Raises ConfigError, before anything is
+    written, when a backend cannot stream or write its ledger, when ``dst``
+    already holds memories, ledger entries, a graph, tier records,
+    conversations or keys, or lacks a store that ``src`` fills.
     """
+    if isinstance(window_size, bool) or not isinstance(window_size, int) or window_size < 0:
+        raise InvalidInputError(f"window_size must be an integer >= 0, got {window_size!r}")
     for role, backend in (("source", src), ("destination", dst)):
         if not isinstance(backend, LedgerTransfer):
             raise ConfigError(
@@ -96,7 +127,11 @@ def copy_store(src: Backend, dst: Backend, *, on_progress: ProgressCallback | No
         raise ConfigError("the destination store is not empty; migrate copies into a new, empty store only")
     from memory.backends.copy_episodic import copy_episodic, episodic_stores
 
+    skipped: list[str] = []
     conversations = episodic_stores(src, dst)  # checked before anything is written
+    graph = plan_stores(src, dst, "graph", skipped)
+    tiers = plan_stores(src, dst, "tiers", skipped)
+    rebuild = _windows_plan(dst, window_size, skipped)
     keys = _key_stores(src, dst)
     now = datetime.now(UTC)
     spaces = src.vector_spaces()
@@ -144,6 +179,9 @@ def copy_store(src: Backend, dst: Backend, *, on_progress: ProgressCallback | No
             pending = []
     dst.write_ledger(pending)
     ledger += len(pending)
+    windows = _rebuild_windows(dst, namespaces, spaces, window_size, now) if rebuild else 0
+    counts = copy_graph(graph) if graph is not None else GraphCounts()
+    tier_records = copy_tiers(tiers) if tiers is not None else 0
     messages, blocks = copy_episodic(*conversations) if conversations is not None else (0, 0)
     copied_keys = 0
     if keys is not None:
@@ -154,7 +192,52 @@ def copy_store(src: Backend, dst: Backend, *, on_progress: ProgressCallback | No
         finally:
             for store in keys:
                 _close(store)
-    return CopyReport(done, vectors, ledger, len(namespaces), len(spaces), synthesised, messages, blocks, copied_keys)
+    return CopyReport(
+        done, vectors, ledger, len(namespaces), len(spaces), synthesised, messages, blocks, copied_keys,
+        counts.entities, counts.relations, counts.mentions, counts.links, tier_records, windows, tuple(skipped),
+    )  # fmt: skip
+
+
+def _windows_plan(dst: Backend, window_size: int, skipped: list[str]) -> bool:
+    """Whether the destination's context windows are rebuilt after the copy (else say why not)."""
+    if window_size == 0:
+        skipped.append("windows: context windows are off (context_window = 0)")
+        return False
+    if not callable(getattr(dst, "set_windows", None)):
+        skipped.append(f"windows: the destination backend {dst.name!r} cannot store context windows")
+        return False
+    return True
+
+
+def _rebuild_windows(dst: Backend, namespaces: list[str], spaces: Sequence[Any], size: int, now: datetime) -> int:
+    """Compute every memory's context window on ``dst`` as the facade does; returns how many memories.
+
+    Window vectors go to each window space the source had (``<model>+window``);
+    without one only the window texts are written, as the facade does before
+    its embedder's dimension is known.
+    """
+    names = {space.model for space in spaces}
+    pairs: list[tuple[str | None, str | None]] = [
+        (model, window_model(model)) for model in sorted(names) if window_model(model) in names
+    ] or [(None, None)]
+    rebuilt = 0
+    for namespace in namespaces:
+
+        def scope(thread: str | None, namespace: str = namespace) -> Filter:
+            return Filter(
+                namespace=namespace, thread=thread, clearance="secret", include_expired=True,
+                include_invalid=True, now=now,
+            )  # fmt: skip
+
+        anchors = [anchor_of(item) for item in dst.iter_items(_everything(namespace, now), batch_size=_BATCH)]
+        for model, space in pairs:
+            for start in range(0, len(anchors), 5000):
+                refresh_windows(
+                    dst, namespace, anchors[start : start + 5000], size=size, model=model, window_space=space,
+                    scope_filter=scope,
+                )  # fmt: skip
+        rebuilt += len(anchors)
+    return rebuilt
 
 
 def _key_stores(src: Backend, dst: Backend) -> tuple[KeyStore, KeyStore] | None:

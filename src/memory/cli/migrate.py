@@ -20,18 +20,24 @@ __all__ = ["migrate"]
 @json_option
 @click.pass_context
 def migrate(ctx: click.Context, source: str | None, target: str, as_json: bool) -> None:
-    """Copy every memory, vector and ledger entry to another store, losslessly.
+    """Copy a whole store to another one, losslessly: memories, graph, tiers, chats.
 
-    Every namespace is copied, secrets included, with ids, times, access
-    statistics and each item's history. The target must be empty; the
-    source is not changed.
+    Every namespace is copied, secrets included: memories with ids, times,
+    access statistics, vectors and each item's history (ledger); the
+    knowledge graph (entities with aliases and vectors, relations including
+    invalidated ones, mentions, links); the tiers (STM pages, MTM segments,
+    personas, system memory, tier configs); conversations and blocks; API
+    keys. Context windows are rebuilt on the target (context_window
+    setting). Job state is not copied. The target must be empty; the source
+    is not changed.
 
     \b
     Examples:
       memory migrate --from sqlite:///memory.db --to postgresql://me@localhost/memory
       memory migrate --from postgresql://me@localhost/memory --to sqlite:///backup.db --json
     """
-    source_url = source or build_settings(global_options(ctx)).database
+    settings = build_settings(global_options(ctx))
+    source_url = source or settings.database
     if source_url == target:
         raise click.UsageError("--from and --to name the same store")
     src = open_backend(source_url)
@@ -39,7 +45,7 @@ def migrate(ctx: click.Context, source: str | None, target: str, as_json: bool) 
         dst = open_backend(target)
         try:
             with progress("copying") as on_progress:
-                report = copy_store(src, dst, on_progress=on_progress)
+                report = copy_store(src, dst, on_progress=on_progress, window_size=settings.context_window)
         finally:
             dst.close()
     finally:
@@ -52,5 +58,12 @@ def migrate(ctx: click.Context, source: str | None, target: str, as_json: bool) 
         f"copied {report.items} memories ({report.vectors} vectors, {report.ledger_entries} ledger entries, "
         f"{report.namespaces} namespaces, {report.vector_spaces} vector spaces)"
     )
+    click.echo(
+        f"graph: {report.entities} entities, {report.relations} relations, {report.mentions} mentions, "
+        f"{report.links} links; {report.tier_records} tier records; {report.messages} messages, "
+        f"{report.blocks} blocks, {report.api_keys} API keys; {report.windows} context windows rebuilt"
+    )
+    for note in report.skipped:
+        click.echo(f"skipped {note}")
     click.echo(f"from {result['from']}")
     click.echo(f"to   {result['to']}")
