@@ -370,7 +370,14 @@ def test_migrate_copies_graph_tiers_and_windows_sqlite_postgres_sqlite(
 def test_migrate_text_output_names_graph_tiers_and_windows(run: Runner, tmp_path: Path) -> None:
     first = f"sqlite:///{tmp_path / 'i.db'}"
     _fill_graph_tiers_windows(first)
-    result = run.ok("migrate", "--from", first, "--to", f"sqlite:///{tmp_path / 'j.db'}")
-    assert "relations" in result.stdout and "tier records" in result.stdout and "context windows" in result.stdout
-    assert "skipped" not in result.stdout
+    counts = run.json("migrate", "--from", first, "--to", f"sqlite:///{tmp_path / 'j.db'}")
+    result = run.ok("migrate", "--from", first, "--to", f"sqlite:///{tmp_path / 'k.db'}")
+    lines = result.stdout.splitlines()
+    assert (
+        f"graph: {counts['entities']} entities, {counts['relations']} relations, {counts['mentions']} mentions, "
+        f"{counts['links']} links"
+    ) in lines
+    assert f"tiers: {counts['tier_records']} tier records" in lines
+    assert f"windows: {counts['windows']} context windows rebuilt" in lines
+    assert counts["windows"] == 11 and not any(line.startswith("skipped") for line in lines)
     assert "knowledge graph" in run.ok("migrate", "--help").stdout

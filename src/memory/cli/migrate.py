@@ -60,9 +60,11 @@ def migrate(ctx: click.Context, source: str | None, target: str, as_json: bool) 
     )
     click.echo(
         f"graph: {report.entities} entities, {report.relations} relations, {report.mentions} mentions, "
-        f"{report.links} links; {report.tier_records} tier records; {report.messages} messages, "
-        f"{report.blocks} blocks, {report.api_keys} API keys; {report.windows} context windows rebuilt"
+        f"{report.links} links"
     )
+    click.echo(f"tiers: {report.tier_records} tier records")
+    click.echo(f"conversations: {report.messages} messages, {report.blocks} blocks; {report.api_keys} API keys")
+    click.echo(f"windows: {report.windows} context windows rebuilt")
     for note in report.skipped:
         click.echo(f"skipped {note}")
     click.echo(f"from {result['from']}")
