@@ -995,6 +995,26 @@ class PostgresBackend:
                 create_space_table(conn, space.space_id, space.dim)
         return time.perf_counter() - started
 
+    def settle(self) -> float:
+        """Bring the store to rest after a bulk load; returns the seconds it took.
+
+        ``VACUUM (ANALYZE)`` of the item, term and vector tables (fresh planner
+        statistics, the visibility map set) and a ``CHECKPOINT`` when the role
+        may run one, so later reads are not timed against autovacuum or a
+        checkpoint catching up. Safe at any time; only slow on a big store.
+        """
+        started = time.perf_counter()
+        with self._read() as conn:
+            tables = ["items", "item_tags", "lexical_stats", "lexical_terms"]
+            tables += [space.table for space in self._all_spaces(conn)]
+            for table in tables:
+                conn.execute(f"VACUUM (ANALYZE) {table}")
+            try:
+                conn.execute("CHECKPOINT")
+            except load_driver().errors.InsufficientPrivilege:
+                pass  # a role without pg_checkpoint: the server checkpoints on its own schedule
+        return time.perf_counter() - started
+
     def drop_schema(self) -> None:
         """Drop this store's schema with everything in it and close (only for a store opened with ``schema``)."""
         if self.schema is None:
