@@ -28,6 +28,8 @@ can distribute all tables by ``namespace`` and co-locate them):
   ``lexical_stats.window_words`` completes BM25's average length over the three fields.
 * ``tier_records`` (0008) — hierarchical-memory documents keyed by
   ``(namespace, kind, owner, id)``.
+* ``feedback_records`` and ``prompt_versions`` (0009) — conversation records
+  keyed by ``(namespace, thread)``, prompt versions by ``(namespace, name, version)``.
 """
 
 from __future__ import annotations
@@ -201,6 +203,39 @@ _TIERS = [
     "CREATE INDEX tier_records_kind ON tier_records (namespace, kind, seq)",
 ]
 
+# Feedback (issue 9): conversation records per (namespace, thread) and prompt versions per
+# (namespace, name), namespace first in every key and index; times as epoch seconds like the
+# SQLite tables, so one SQL implementation serves both (memory.backends.feedback_sql).
+_FEEDBACK = [
+    """CREATE TABLE feedback_records (
+        namespace text NOT NULL,
+        thread text NOT NULL,
+        user_id text,
+        agent text,
+        prompt_name text,
+        prompt_version integer,
+        reward double precision,
+        created_at double precision NOT NULL,
+        updated_at double precision NOT NULL,
+        reflected_at double precision,
+        data text NOT NULL,
+        PRIMARY KEY (namespace, thread)
+    )""",
+    "CREATE INDEX feedback_records_prompt ON feedback_records (namespace, prompt_name, prompt_version)",
+    "CREATE INDEX feedback_records_updated ON feedback_records (namespace, updated_at)",
+    """CREATE TABLE prompt_versions (
+        namespace text NOT NULL,
+        name text NOT NULL,
+        version integer NOT NULL CHECK (version >= 1),
+        status text NOT NULL CHECK (status IN ('active', 'candidate', 'retired')),
+        created_at double precision NOT NULL,
+        promoted_at double precision,
+        data text NOT NULL,
+        PRIMARY KEY (namespace, name, version)
+    )""",
+    "CREATE UNIQUE INDEX prompt_versions_active ON prompt_versions (namespace, name) WHERE status = 'active'",
+]
+
 #: Every migration this code knows, in the order they are applied.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_items", _ITEMS),
@@ -211,6 +246,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0006_api_keys", API_KEYS_STATEMENTS),
     Migration("0007_index_window", _INDEX_WINDOW),
     Migration("0008_tiers", _TIERS),
+    Migration("0009_feedback", _FEEDBACK),
 )
 
 
