@@ -425,7 +425,7 @@ def prune(ctx: click.Context, as_json: bool) -> None:
     default="sync,prune",
     show_default=True,
     metavar="LIST",
-    help="Comma-separated jobs to run each pass (sync, prune, extract, tiers, and any registered by plugins).",
+    help="Comma-separated jobs to run each pass (sync, prune, extract, tiers, reflect, and any registered by plugins).",
 )
 @click.option("--interval", type=float, default=5.0, show_default=True, help="Seconds to wait between passes.")
 @click.option("--max-passes", type=int, metavar="N", help="Exit after N passes (default: run until stopped).")
@@ -447,6 +447,7 @@ def worker(
         options = {
             "sync": {"batch_size": batch_size, "lease_seconds": lease, "namespace": ns},
             "prune": {"namespace": ns},
+            "reflect": {"namespace": ns},
         }
         runner = Worker(mem, jobs=names, interval=interval, options=options)
         info(f"worker started: jobs {', '.join(names)} every {interval:g} s")
