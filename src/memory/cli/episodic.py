@@ -321,10 +321,15 @@ def end_conversation(ctx: click.Context, thread: str, user: str | None, agent: s
     if as_json:
         emit_json({"thread": result.thread, "messages": result.messages, "user": result.user, "agent": result.agent,
                    "summarizer": result.summarizer, "fallback_reason": result.fallback_reason,
-                   "updated": {k: b.model_dump(mode="json") for k, b in result.updated.items()}})  # fmt: skip
+                   "updated": {k: b.model_dump(mode="json") for k, b in result.updated.items()},
+                   "reward": result.record.reward if result.record is not None else None,
+                   "record": result.record.model_dump(mode="json") if result.record is not None else None})  # fmt: skip
     else:
         click.echo(f"{result.messages} message(s) read; updated: {', '.join(result.updated) or 'nothing'} "
                    f"({result.summarizer} summarizer)")  # fmt: skip
+        if result.record is not None:
+            reward = "unscored" if result.record.reward is None else f"{result.record.reward:.4f}"
+            click.echo(f"conversation record written; reward {reward}")
         if result.fallback_reason:
             click.echo(f"the LLM failed, extractive summary used: {result.fallback_reason}", err=True)
 

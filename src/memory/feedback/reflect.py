@@ -65,12 +65,12 @@ def topic_of(record: ConversationRecord) -> str:
     for line in (record.summary or "").splitlines():
         line = line.strip()
         if line.startswith("- user:"):
-            return f'asked something like "{_clip(line[len("- user:") :], 100)}"'
+            return f'the user asks something like "{_clip(line[len("- user:") :], 100)}"'
     if record.summary and not record.summary.startswith("Conversation "):
         return f'the conversation is about "{_clip(record.summary, 100)}"'
     if record.prompt_name:
         return f"answering with prompt {record.prompt_name}"
-    return "in a conversation like this one"
+    return "handling a conversation like this one"
 
 
 def _why(record: ConversationRecord) -> str:
@@ -89,18 +89,18 @@ def lessons_for(record: ConversationRecord, outcome: Outcome) -> list[str]:
     topic = topic_of(record)
     if outcome == "went_badly":
         if record.feedback:
-            lesson = f"When the user {topic}, avoid: {_clip(record.feedback, 200)}."
+            lesson = f"When {topic}, avoid: {_clip(record.feedback, 200)}."
             if record.example:
                 lesson += f" Instead, aim for: {_clip(record.example, 200)}"
             return [lesson]
         if record.example:
-            return [f"When the user {topic}, aim for: {_clip(record.example, 200)}"]
-        return [f"When the user {topic}, take more care: {_why(record)} (reward {record.reward:.2f})."]
+            return [f"When {topic}, aim for: {_clip(record.example, 200)}"]
+        return [f"When {topic}, take more care: {_why(record)} (reward {record.reward:.2f})."]
     if outcome == "went_well":
         good = record.example or record.feedback
         if good:
-            return [f"Keep doing when the user {topic}: {_clip(good, 200)}"]
-        return [f"Keep doing what worked when the user {topic} (reward {record.reward:.2f})."]
+            return [f"Keep doing when {topic}: {_clip(good, 200)}"]
+        return [f"Keep doing what worked when {topic} (reward {record.reward:.2f})."]
     return []
 
 

@@ -58,8 +58,9 @@ RATING_WEIGHT = 0.75
 MAX_CORRECTIONS = 4
 
 _CORRECTION = re.compile(
-    r"\b(no,? i meant|i meant|that'?s (?:not )?(?:wrong|incorrect|not right|not what i)|that is (?:wrong|incorrect|"
-    r"not right|not what i)|not what i (?:asked|wanted|meant|said)|you misunderstood|you got it wrong|"
+    r"\b(no,? i meant|what i meant|that'?s (?:not )?(?:wrong|incorrect|not right|not what i)|"
+    r"that is (?:wrong|incorrect|not right|not what i)|not what i (?:asked|wanted|meant|said)|"
+    r"you misunderstood|you got it wrong|"
     r"wrong answer|i already (?:told|said|asked)|as i said|try again|please read (?:my|the) question|"
     r"you didn'?t (?:answer|listen|read)|that doesn'?t answer|not helpful|that'?s not it|nope)\b",
     re.IGNORECASE,
