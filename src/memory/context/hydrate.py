@@ -304,9 +304,11 @@ class ProceduresSource:
         if not callable(getattr(ctx.memory, "recall", None)) or not callable(getattr(ctx.memory, "filter", None)):
             return Skipped("this store has no long-term memory (mem.recall)")
         scope = ctx.scope()
-        flt = ctx.memory.filter(kinds=["procedural"], clearance=ctx.request.clearance, **scope)
-        if ctx.memory.backend.count(flt) == 0:
-            return Skipped("no procedural memories in this scope")
+        backend = getattr(ctx.memory, "backend", None)
+        if backend is not None:  # one cheap count spares the recall when there is nothing to find
+            flt = ctx.memory.filter(kinds=["procedural"], clearance=ctx.request.clearance, **scope)
+            if backend.count(flt) == 0:
+                return Skipped("no procedural memories in this scope")
         hits = ctx.memory.recall(
             recall_query(ctx.request), limit=strategy.procedure_limit, kinds=["procedural"],
             clearance=ctx.request.clearance, **scope,
