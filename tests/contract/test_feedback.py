@@ -427,3 +427,33 @@ def test_async_twins(open_backend: Callable[[], Backend]) -> None:
 
     record, report = asyncio.run(scenario())
     assert record.prompt_version == 1 and report.written == 1
+
+
+def test_export_and_import_keep_records_and_versions(make_memory: Callable[..., Memory]) -> None:
+    import io
+
+    mem = make_memory(namespace="a")
+    mem.prompts.create("p", "v1")
+    mem.prompts.add_version("p", "v2")
+    mem.prompts.promote("p", 2)
+    mem.feedback.record("t1", rating=2, feedback="too long", prompt="p", user="alice")
+    mem.feedback.record("t2", rating=5, user="bob")
+    mem.remember("a fact")
+    records = {r.thread: r for r in mem.feedback.list(namespace="a")}
+    versions = mem.prompts.versions("p")
+    out = io.StringIO()
+    mem.export(out)
+    scoped = io.StringIO()
+    mem.export(scoped, user="alice")
+    assert '"kind":"prompt"' not in scoped.getvalue() and '"thread":"t2"' not in scoped.getvalue()
+    mem.forget_all(namespace="a")
+    assert mem.feedback.list(namespace="a") == [] and mem.prompts.list(namespace="a") == []
+    report = mem.import_(io.StringIO(out.getvalue()))
+    assert report.feedback == 4 and report.imported == 1
+    assert {r.thread: r for r in mem.feedback.list(namespace="a")} == records
+    assert mem.prompts.versions("p") == versions
+    again = mem.import_(io.StringIO(out.getvalue()))
+    assert again.feedback == 0  # nothing twice
+    bad = out.getvalue().replace('"kind":"prompt"', '"kind":"nonsense"', 1)
+    with pytest.raises(InvalidInputError, match="feedback kind"):
+        mem.import_(io.StringIO(bad))

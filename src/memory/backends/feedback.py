@@ -206,6 +206,13 @@ class FeedbackStore(Protocol):
         """
         ...
 
+    def put_prompt(self, version: PromptVersion) -> bool:
+        """Store a version exactly as given (import); False when (namespace, name, version) exists.
+
+        An ``active`` version is stored ``retired`` when the name already has an active one.
+        """
+        ...
+
     def get_prompt(self, namespace: str, name: str, version: int | None = None) -> PromptVersion | None:
         """One version, or the active one when ``version`` is None; None when there is none."""
         ...

@@ -244,6 +244,37 @@ class SQLFeedbackStore:
             )
         return version
 
+    def put_prompt(self, version: PromptVersion) -> bool:
+        """Store a version as given (import); False when it exists. A second active one is stored retired."""
+        check_name(version.namespace, "namespace", optional=False)
+        check_name(version.name, "prompt name", optional=False)
+        check_version(version.version)
+        check_prompt_text(version.text)
+        check_origin(version.origin)
+        data = prompt_json(version)
+        self._check_storable(data)
+        ns, name = version.namespace, version.name
+        with self._write() as conn:
+            self._lock_prompt(conn, ns, name)
+            exists = self._rows(conn, "SELECT status FROM prompt_versions WHERE namespace = ? AND name = ?", (ns, name))
+            taken = self._rows(
+                conn, "SELECT 1 FROM prompt_versions WHERE namespace = ? AND name = ? AND version = ?",
+                (ns, name, version.version),
+            )  # fmt: skip
+            if taken:
+                return False
+            status = version.status
+            if status == "active" and any(str(r[0]) == "active" for r in exists):
+                status = "retired"
+            conn.execute(
+                self._sql(
+                    "INSERT INTO prompt_versions (namespace, name, version, status, created_at, promoted_at, data) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+                ),
+                (ns, name, version.version, status, to_epoch(version.created_at), _epoch(version.promoted_at), data),
+            )
+        return True
+
     def get_prompt(self, namespace: str, name: str, version: int | None = None) -> PromptVersion | None:
         """One version, or the active one."""
         check_name(namespace, "namespace", optional=False)

@@ -28,7 +28,7 @@ class InMemoryFeedbackStore:
         """Share ``lock`` with the backend."""
         self._lock = lock
         self._records: dict[tuple[str, str], ConversationRecord] = {}
-        self._prompts: dict[tuple[str, str], builtins.list[PromptVersion]] = {}
+        self._prompts: dict[tuple[str, str], dict[int, PromptVersion]] = {}
 
     # -- records -------------------------------------------------------------
     def put_record(self, record: ConversationRecord) -> None:
@@ -123,21 +123,38 @@ class InMemoryFeedbackStore:
         if not isinstance(note, str) or len(note) > 2000:
             raise InvalidInputError("note must be a string of at most 2000 characters")
         with self._lock:
-            versions = self._prompts.get((namespace, name), [])
-            if parent is not None and parent > len(versions):
+            versions = self._prompts.get((namespace, name), {})
+            latest = max(versions, default=0)
+            if parent is not None and parent > latest:
                 raise NotFoundError(f"prompt {name!r} has no version {parent} in namespace {namespace!r}")
-            number = len(versions) + 1
+            number = latest + 1
             active = activate or number == 1
             version = PromptVersion(
                 namespace=namespace, name=name, version=number, text=text, origin=origin, parent=parent,
                 status="active" if active else "candidate", note=note, created_at=at,
                 promoted_at=at if active else None,
             )  # fmt: skip
-            updated = [
-                v.model_copy(update={"status": "retired"}) if active and v.status == "active" else v for v in versions
-            ]
-            self._prompts[(namespace, name)] = [*updated, version]
+            updated = {
+                n: v.model_copy(update={"status": "retired"}) if active and v.status == "active" else v
+                for n, v in versions.items()
+            }
+            self._prompts[(namespace, name)] = {**updated, number: version}
         return version
+
+    def put_prompt(self, version: PromptVersion) -> bool:
+        """Store a version as given (import); False when it exists. A second active one is stored retired."""
+        check_name(version.namespace, "namespace", optional=False)
+        check_name(version.name, "prompt name", optional=False)
+        check_version(version.version)
+        check_prompt_text(version.text)
+        with self._lock:
+            versions = self._prompts.setdefault((version.namespace, version.name), {})
+            if version.version in versions:
+                return False
+            if version.status == "active" and any(v.status == "active" for v in versions.values()):
+                version = version.model_copy(update={"status": "retired"})
+            versions[version.version] = version
+            return True
 
     def get_prompt(self, namespace: str, name: str, version: int | None = None) -> PromptVersion | None:
         """One version, or the active one."""
@@ -146,23 +163,23 @@ class InMemoryFeedbackStore:
         if version is not None:
             check_version(version)
         with self._lock:
-            versions = self._prompts.get((namespace, name), [])
+            versions = dict(self._prompts.get((namespace, name), {}))
         if version is None:
-            return next((v for v in versions if v.status == "active"), None)
-        return versions[version - 1] if version <= len(versions) else None
+            return next((v for v in versions.values() if v.status == "active"), None)
+        return versions.get(version)
 
     def prompt_versions(self, namespace: str, name: str) -> builtins.list[PromptVersion]:
         """Every version of ``name``, oldest first."""
         check_name(namespace, "namespace", optional=False)
         check_name(name, "prompt name", optional=False)
         with self._lock:
-            return list(self._prompts.get((namespace, name), []))
+            return [v for _, v in sorted(self._prompts.get((namespace, name), {}).items())]
 
     def prompt_names(self, namespace: str) -> builtins.list[str]:
         """Names of the prompts of a namespace, sorted."""
         check_name(namespace, "namespace", optional=False)
         with self._lock:
-            return sorted(name for ns, name in self._prompts if ns == namespace)
+            return sorted(name for (ns, name), versions in self._prompts.items() if ns == namespace and versions)
 
     def promote(self, namespace: str, name: str, version: int, at: datetime) -> PromptVersion:
         """Make ``version`` the active one, retiring the former active one."""
@@ -170,19 +187,19 @@ class InMemoryFeedbackStore:
         check_name(name, "prompt name", optional=False)
         check_version(version)
         with self._lock:
-            versions = self._prompts.get((namespace, name), [])
-            if version > len(versions):
+            versions = self._prompts.get((namespace, name), {})
+            target = versions.get(version)
+            if target is None:
                 raise NotFoundError(f"prompt {name!r} has no version {version} in namespace {namespace!r}")
-            target = versions[version - 1]
             if target.status == "active":
                 return target
             promoted = target.model_copy(update={"status": "active", "promoted_at": at})
-            self._prompts[(namespace, name)] = [
-                promoted
-                if v.version == version
+            self._prompts[(namespace, name)] = {
+                n: promoted
+                if n == version
                 else (v.model_copy(update={"status": "retired"}) if v.status == "active" else v)
-                for v in versions
-            ]
+                for n, v in versions.items()
+            }
         return promoted
 
     def aggregates(self, namespace: str, name: str) -> builtins.list[tuple[VersionAggregate, int]]:
