@@ -298,6 +298,30 @@ def test_auto_promotion_only_when_configured_and_better(make_memory: Callable[..
     assert [s.status for s in on.prompts.stats("p")] == ["retired", "active"]
 
 
+def test_the_automatic_loop_explores_measures_and_promotes(make_memory: Callable[..., Memory]) -> None:
+    """Candidates get a share of threads (explore), rewards are measured, the better one is promoted by itself."""
+    settings = Settings(database="memory://", feedback=FeedbackSettings(auto_promote=True, min_count=4, explore=0.5))
+    mem = make_memory(settings=settings)
+    mem.prompts.create("p", "Answer.")
+    for n in range(3):
+        mem.feedback.record(f"seed{n}", prompt="p", rating=2, feedback="too vague, give the exact steps")
+    assert mem.prompts.suggest("p").version.version == 2
+    used: dict[int, int] = {}
+    for n in range(60):
+        thread = f"t{n}"
+        text = mem.prompts.use(thread, "p")
+        version = mem.feedback.get(thread).prompt_version
+        assert version is not None
+        used[version] = used.get(version, 0) + 1
+        # the simulated user likes the refined prompt better
+        mem.feedback.record(thread, rating=5 if "Learned rules" in text else 2 + n % 2)
+        if mem.prompts.get("p").version == 2:
+            break
+    assert mem.prompts.get("p").version == 2, used
+    assert used.get(2, 0) >= 4 and used.get(1, 0) >= 1
+    assert [s.status for s in mem.prompts.stats("p")] == ["retired", "active"]
+
+
 def test_auto_promotion_needs_enough_data(make_memory: Callable[..., Memory]) -> None:
     mem = make_memory(settings=Settings(database="memory://", feedback=FeedbackSettings(auto_promote=True)))
     mem.prompts.create("p", "v1")

@@ -42,6 +42,9 @@ def test_feedback_and_prompts_over_http(live: Live) -> None:
     with live.client("a_ro") as c:
         _problem(c.post("/v1/namespaces/a/threads/t1/feedback", json={"rating": 5}), 403)
         assert c.get("/v1/namespaces/a/prompts/support").status_code == 200
+    with live.client("a") as c:
+        ended = c.post("/v1/namespaces/a/threads/t1/end", json={}).json()
+        assert ended["reward"] == rec["reward"] and ended["messages"] == 1
 
 
 def test_feedback_tools_over_stdio(tmp_path: Path) -> None:
@@ -59,6 +62,8 @@ def test_feedback_tools_over_stdio(tmp_path: Path) -> None:
             assert prompt["text"] == "Be kind." and prompt["version"] == 1
             rec = _data(await client.call_tool("feedback_record", {"thread": "t9", "rating": 5, "prompt": "support"}))
             assert rec["reward"] == 1.0 and rec["prompt_version"] == 1
+            ended = _data(await client.call_tool("end_conversation", {"thread": "t9"}))
+            assert ended["reward"] is None and ended["messages"] == 0  # no messages: no record written
             bad = await client.call_tool("feedback_record", {"thread": "t9", "rating": 0})
             assert bad.is_error and "InvalidInputError" in bad.content[0].text
 

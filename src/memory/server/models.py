@@ -520,6 +520,7 @@ class EndConversationOut(_Out):
     summarizer: str
     fallback_reason: str | None = None
     updated: list[Block]
+    reward: float | None = Field(None, description="The conversation's reward (0..1) from the signals so far, if any.")
 
 
 class TiersRetrieveIn(_In):

@@ -548,6 +548,7 @@ def _end_conversation(mem: Memory, a: m.EndConversationIn, call: Call) -> m.EndC
     return m.EndConversationOut(
         thread=ended.thread, messages=ended.messages, user=ended.user, agent=ended.agent,
         summarizer=ended.summarizer, fallback_reason=ended.fallback_reason, updated=list(ended.updated.values()),
+        reward=ended.record.reward if ended.record is not None else None,
     )  # fmt: skip
 
 
