@@ -157,7 +157,7 @@ class SQLFeedbackStore:
                     self._sql("UPDATE feedback_records SET reflected_at = ? WHERE namespace = ? AND thread = ?"),
                     (to_epoch(at), namespace, thread),
                 )
-                changed += max(cur.rowcount, 0)
+                changed += max(int(cur.rowcount), 0)
         return changed
 
     def delete_records(
@@ -173,7 +173,7 @@ class SQLFeedbackStore:
                 params.append(value)  # type: ignore[arg-type]
         with self._write() as conn:
             cur = conn.execute(self._sql(f"DELETE FROM feedback_records WHERE {' AND '.join(where)}"), tuple(params))
-            return max(cur.rowcount, 0)
+            return max(int(cur.rowcount), 0)
 
     # -- prompts -------------------------------------------------------------
     @staticmethod
@@ -375,4 +375,4 @@ class SQLFeedbackStore:
         check_name(namespace, "namespace", optional=False)
         with self._write() as conn:
             cur = conn.execute(self._sql("DELETE FROM prompt_versions WHERE namespace = ?"), (namespace,))
-            return max(cur.rowcount, 0)
+            return max(int(cur.rowcount), 0)

@@ -63,7 +63,7 @@ def feedback() -> None:
 @click.option("--agent", "-a", metavar="AGENT", help="The agent the conversation belongs to.")
 @json_option
 @click.pass_context
-def record(ctx: click.Context, thread: str, feedback_text: str | None, as_json: bool, **fields: Any) -> None:
+def record(ctx: click.Context, /, thread: str, feedback_text: str | None, as_json: bool, **fields: Any) -> None:
     """Record feedback for THREAD and print its reward (rescored from every signal)."""
     if feedback_text is not None:
         fields["feedback"] = read_text_arg(feedback_text, "feedback")
@@ -86,7 +86,7 @@ def record(ctx: click.Context, thread: str, feedback_text: str | None, as_json: 
 @click.option("--limit", "-l", type=int, default=50, show_default=True, help="How many records.")
 @json_option
 @click.pass_context
-def list_records(ctx: click.Context, as_json: bool, **filters: Any) -> None:
+def list_records(ctx: click.Context, /, as_json: bool, **filters: Any) -> None:
     """List conversation records, newest first."""
     with open_memory(ctx) as mem:
         found = mem.feedback.list(
