@@ -133,6 +133,22 @@ def test_concurrent_versions_get_distinct_numbers(open_backend: Callable[[], Bac
         assert sorted(numbers) == list(range(1, 16))
         versions = _store(backends[0]).prompt_versions("ns", "p")
         assert [v.status for v in versions].count("active") == 1
+
+        def promote(backend: Backend, offset: int) -> None:  # concurrent promotions: one active version, always
+            try:
+                for n in range(10):
+                    _store(backend).promote("ns", "p", 2 + (n + offset) % 5, T0)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=promote, args=(b, i)) for i, b in enumerate(backends)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        statuses = [v.status for v in _store(backends[0]).prompt_versions("ns", "p")]
+        assert statuses.count("active") == 1 and "candidate" in statuses and "retired" in statuses
     finally:
         for b in set(backends):
             b.close()
