@@ -379,6 +379,37 @@ def test_feedback_input_errors_change_nothing(mem: Memory) -> None:
         mem.feedback.get("t2")
 
 
+def test_concurrent_feedback_on_one_thread_loses_nothing(make_memory: Callable[..., Memory], backend_name: str) -> None:
+    """Writers on separate connections update different fields of one record; every field survives."""
+    mems = [make_memory() for _ in range(4)] if backend_name != "inmemory" else [make_memory()] * 4
+    mems[0].feedback.record("t1", summary="start")
+    fields: list[dict[str, Any]] = [
+        {"rating": 4},
+        {"feedback": "clear and short"},
+        {"task_completed": True},
+        {"example": "exactly this"},
+    ]
+    errors: list[BaseException] = []
+
+    def write(mem: Memory, values: dict[str, Any]) -> None:
+        try:
+            for _ in range(5):
+                mem.feedback.record("t1", **values)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(m, f)) for m, f in zip(mems, fields, strict=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    rec = mems[0].feedback.get("t1")
+    assert (rec.rating, rec.feedback, rec.task_completed, rec.example, rec.summary) == (
+        0.75, "clear and short", True, "exactly this", "start")  # fmt: skip
+    assert rec.revision >= 21 and rec.reward is not None
+
+
 def test_explicit_reward_and_signals(mem: Memory) -> None:
     _chat(mem, "t1", [("user", "Book a table for two"), ("assistant", "Done for three."),
                       ("user", "That's wrong, I said two")])  # fmt: skip

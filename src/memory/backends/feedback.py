@@ -151,8 +151,10 @@ def check_query(query: RecordQuery) -> RecordQuery:
 
 
 def record_json(record: ConversationRecord) -> str:
-    """The stored document of a record (``reflected_at`` lives in its own column)."""
-    return json.dumps(record.model_dump(mode="json", exclude={"reflected_at"}), ensure_ascii=False, sort_keys=True)
+    """The stored document of a record (``reflected_at`` and ``revision`` live in their own columns)."""
+    return json.dumps(
+        record.model_dump(mode="json", exclude={"reflected_at", "revision"}), ensure_ascii=False, sort_keys=True
+    )
 
 
 def prompt_json(version: PromptVersion) -> str:
@@ -170,6 +172,14 @@ class FeedbackStore(Protocol):
         """Insert or replace the record of (namespace, thread) (``reflected_at`` as given)."""
         ...
 
+    def save_record(self, record: ConversationRecord, expected: int | None) -> bool:
+        """Write ``record`` only if the stored one is still at revision ``expected`` (None: only if absent).
+
+        Returns False, changing nothing, when another writer got there first
+        (the caller rereads and retries). ``record.revision`` is stored as given.
+        """
+        ...
+
     def get_record(self, namespace: str, thread: str) -> ConversationRecord | None:
         """The record of a thread, or None."""
         ...
@@ -179,7 +189,7 @@ class FeedbackStore(Protocol):
         ...
 
     def mark_reflected(self, namespace: str, threads: builtins.list[str], at: datetime) -> int:
-        """Set ``reflected_at`` of these threads' records; returns how many records changed."""
+        """Set ``reflected_at`` of these threads' records (bumping their revision); returns how many changed."""
         ...
 
     def delete_records(

@@ -41,7 +41,7 @@ from memory.records import check_name
 
 __all__ = ["SQLFeedbackStore"]
 
-_RECORD_COLUMNS = "data, reflected_at"
+_RECORD_COLUMNS = "data, reflected_at, revision"
 _PROMPT_COLUMNS = "data, status, promoted_at"
 
 
@@ -81,6 +81,7 @@ class SQLFeedbackStore:
     def _record(row: tuple[Any, ...]) -> ConversationRecord:
         data = json.loads(row[0])
         data["reflected_at"] = from_epoch(float(row[1])) if row[1] is not None else None
+        data["revision"] = int(row[2])
         return ConversationRecord.model_validate(data)
 
     def put_record(self, record: ConversationRecord) -> None:
@@ -88,22 +89,68 @@ class SQLFeedbackStore:
         check_record(record)
         data = record_json(record)
         self._check_storable(data)
-        values = (
-            record.namespace, record.thread, record.user, record.agent, record.prompt_name, record.prompt_version,
-            record.reward, _epoch(record.created_at), _epoch(record.updated_at), _epoch(record.reflected_at), data,
-        )  # fmt: skip
+        values = (*self._values(record)[:-1], record.revision, data)
         with self._write() as conn:
             conn.execute(
                 self._sql(
                     "INSERT INTO feedback_records (namespace, thread, user_id, agent, prompt_name, prompt_version, "
-                    "reward, created_at, updated_at, reflected_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "reward, created_at, updated_at, reflected_at, revision, data) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (namespace, thread) DO UPDATE SET user_id = excluded.user_id, "
                     "agent = excluded.agent, prompt_name = excluded.prompt_name, "
                     "prompt_version = excluded.prompt_version, reward = excluded.reward, "
-                    "updated_at = excluded.updated_at, reflected_at = excluded.reflected_at, data = excluded.data"
+                    "updated_at = excluded.updated_at, reflected_at = excluded.reflected_at, "
+                    "revision = excluded.revision, data = excluded.data"
                 ),
                 values,
             )
+
+    def save_record(self, record: ConversationRecord, expected: int | None) -> bool:
+        """Write ``record`` if the stored revision is ``expected`` (None: only if absent); False otherwise."""
+        check_record(record)
+        data = record_json(record)
+        self._check_storable(data)
+        with self._write() as conn:
+            if expected is None:
+                cur = conn.execute(
+                    self._sql(
+                        "INSERT INTO feedback_records (namespace, thread, user_id, agent, prompt_name, "
+                        "prompt_version, reward, created_at, updated_at, reflected_at, revision, data) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, thread) DO NOTHING"
+                    ),
+                    (*self._values(record)[:-1], record.revision, data),
+                )
+            else:
+                cur = conn.execute(
+                    self._sql(
+                        "UPDATE feedback_records SET user_id = ?, agent = ?, prompt_name = ?, prompt_version = ?, "
+                        "reward = ?, updated_at = ?, reflected_at = ?, revision = ?, data = ? "
+                        "WHERE namespace = ? AND thread = ? AND revision = ?"
+                    ),
+                    (
+                        record.user,
+                        record.agent,
+                        record.prompt_name,
+                        record.prompt_version,
+                        record.reward,
+                        _epoch(record.updated_at),
+                        _epoch(record.reflected_at),
+                        record.revision,
+                        data,
+                        record.namespace,
+                        record.thread,
+                        expected,
+                    ),  # fmt: skip
+                )
+            return int(cur.rowcount) == 1
+
+    @staticmethod
+    def _values(record: ConversationRecord) -> tuple[Any, ...]:
+        return (
+            record.namespace, record.thread, record.user, record.agent, record.prompt_name, record.prompt_version,
+            record.reward, _epoch(record.created_at), _epoch(record.updated_at), _epoch(record.reflected_at),
+            record_json(record),
+        )  # fmt: skip
 
     def get_record(self, namespace: str, thread: str) -> ConversationRecord | None:
         """The record of a thread, or None."""
@@ -154,7 +201,10 @@ class SQLFeedbackStore:
         with self._write() as conn:
             for thread in threads:
                 cur = conn.execute(
-                    self._sql("UPDATE feedback_records SET reflected_at = ? WHERE namespace = ? AND thread = ?"),
+                    self._sql(
+                        "UPDATE feedback_records SET reflected_at = ?, revision = revision + 1 "
+                        "WHERE namespace = ? AND thread = ?"
+                    ),
                     (to_epoch(at), namespace, thread),
                 )
                 changed += max(int(cur.rowcount), 0)

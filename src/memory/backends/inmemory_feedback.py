@@ -37,6 +37,17 @@ class InMemoryFeedbackStore:
         with self._lock:
             self._records[(record.namespace, record.thread)] = record
 
+    def save_record(self, record: ConversationRecord, expected: int | None) -> bool:
+        """Write ``record`` if the stored revision is ``expected`` (None: only if absent); False otherwise."""
+        check_record(record)
+        key = (record.namespace, record.thread)
+        with self._lock:
+            current = self._records.get(key)
+            if (current is None) != (expected is None) or (current is not None and current.revision != expected):
+                return False
+            self._records[key] = record
+            return True
+
     def get_record(self, namespace: str, thread: str) -> ConversationRecord | None:
         """The record of a thread, or None."""
         check_name(namespace, "namespace", optional=False)
@@ -75,7 +86,9 @@ class InMemoryFeedbackStore:
             for thread in threads:
                 record = self._records.get((namespace, thread))
                 if record is not None:
-                    self._records[(namespace, thread)] = record.model_copy(update={"reflected_at": at})
+                    self._records[(namespace, thread)] = record.model_copy(
+                        update={"reflected_at": at, "revision": record.revision + 1}
+                    )
                     changed += 1
         return changed
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import random
+import time
 from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from memory.backends.feedback import FeedbackStore, RecordQuery, check_prompt_text, check_version
-from memory.errors import InvalidInputError, NotFoundError, StoreUnavailableError
+from memory.errors import InvalidInputError, NotFoundError, StorageError, StoreUnavailableError
 from memory.feedback.reward import compute_reward, count_corrections, normalise_rating
 from memory.feedback.stats import candidate_beats_active, interval
 from memory.feedback.types import (
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Feedback", "Prompts", "feedback_store"]
 
-_UNSET: Any = object()
+_SAVE_ATTEMPTS = 20
 _TEXT_FIELDS = ("feedback", "example", "suggestion", "summary")
 
 
@@ -156,13 +158,42 @@ class Feedback(_Base):
     def _save(
         self, ns: str, thread: str, changes: Mapping[str, Any], *, user: str | None = None, agent: str | None = None
     ) -> ConversationRecord:
-        """Merge ``changes`` into the stored record of ``thread``, rescore it, store it; auto-promote if on."""
+        """Merge ``changes`` into the stored record of ``thread``, rescore it, store it; auto-promote if on.
+
+        The write is conditional on the record's revision (optimistic
+        concurrency): when another process changed the record in between, the
+        merge is redone on the fresh record (a few times, then StorageError).
+        """
         check_name(thread, "thread", optional=False)
         check_name(user, "user")
         check_name(agent, "agent")
         store = self.store
-        old = store.get_record(ns, thread)
         messages = self._thread_messages(ns, thread)
+        for attempt in range(_SAVE_ATTEMPTS):
+            old = store.get_record(ns, thread)
+            record = self._merge(ns, thread, old, changes, messages, user, agent)
+            if store.save_record(record, old.revision if old is not None else None):
+                break
+            time.sleep(random.uniform(0.0, 0.002 * (attempt + 1)))  # another writer won: back off, merge again
+        else:
+            raise StorageError(
+                f"the record of thread {thread!r} kept changing under {_SAVE_ATTEMPTS} attempts; try again"
+            )
+        if self._settings.auto_promote and record.prompt_name and record.reward is not None:
+            Prompts(self._mem).auto_promote(record.prompt_name, namespace=ns)
+        return record
+
+    def _merge(
+        self,
+        ns: str,
+        thread: str,
+        old: ConversationRecord | None,
+        changes: Mapping[str, Any],
+        messages: builtins.list[Any],
+        user: str | None,
+        agent: str | None,
+    ) -> ConversationRecord:
+        """The new record: ``old`` with ``changes``, the thread's corrections and a fresh reward."""
         if user is None:
             user = old.user if old and old.user else _most_common(m.user for m in messages)
         if agent is None:
@@ -190,18 +221,15 @@ class Feedback(_Base):
         now = self._mem.now()
         fields.setdefault("created_at", now)
         fields["updated_at"] = now
+        fields["revision"] = old.revision + 1 if old is not None else 1
         if old is not None and any(
             fields.get(k) != getattr(old, k) for k in ("reward", "feedback", "example", "suggestion")
         ):
             fields["reflected_at"] = None  # new judgement: reflect on it again
         try:
-            record = ConversationRecord(**fields)
+            return ConversationRecord(**fields)
         except ValidationError as exc:
             raise InvalidInputError(f"invalid conversation record: {exc}") from None
-        store.put_record(record)
-        if self._settings.auto_promote and record.prompt_name and record.reward is not None:
-            Prompts(self._mem).auto_promote(record.prompt_name, namespace=ns)
-        return record
 
     def _attribution(self, ns: str, name: str, version: int | None, old: ConversationRecord | None) -> tuple[str, int]:
         store = self.store

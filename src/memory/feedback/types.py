@@ -70,6 +70,7 @@ class ConversationRecord(_Frozen):
     created_at: datetime
     updated_at: datetime
     reflected_at: datetime | None = None
+    revision: int = Field(0, ge=0, description="bumped by every conditional save (optimistic concurrency)")
 
 
 class PromptVersion(_Frozen):

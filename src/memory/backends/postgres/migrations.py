@@ -218,6 +218,7 @@ _FEEDBACK = [
         created_at double precision NOT NULL,
         updated_at double precision NOT NULL,
         reflected_at double precision,
+        revision integer NOT NULL DEFAULT 0,
         data text NOT NULL,
         PRIMARY KEY (namespace, thread)
     )""",

@@ -383,6 +383,7 @@ _FEEDBACK = [
         created_at REAL NOT NULL,
         updated_at REAL NOT NULL,
         reflected_at REAL,
+        revision INTEGER NOT NULL DEFAULT 0,
         data TEXT NOT NULL,
         PRIMARY KEY (namespace, thread)
     ) WITHOUT ROWID""",
