@@ -1,6 +1,6 @@
 """One SQL implementation of :class:`~memory.backends.feedback.FeedbackStore` for SQLite and PostgreSQL.
 
-Tables (SQLite migration ``0011_feedback``, PostgreSQL ``0009_feedback``),
+Tables (SQLite migration ``0011_feedback``, PostgreSQL ``0010_feedback``),
 namespace first in every key and index:
 
 * ``feedback_records (namespace, thread)`` — the record as a JSON document

@@ -49,7 +49,13 @@ from memory.backends.postgres.connection import (
 )
 from memory.backends.postgres.feedback import PostgresFeedbackStore
 from memory.backends.postgres.migrations import HNSW_MAX_DIM, apply_migrations, create_space_table, space_table
-from memory.backends.postgres.queries import HYBRID_SEARCH_V1_KEY, HYBRID_SEARCH_V1_LEXICAL, hybrid_search_v1_vector
+from memory.backends.postgres.queries import (
+    HYBRID_SEARCH_V1_KEY,
+    HYBRID_SEARCH_V1_LEXICAL,
+    LEXICAL_TERMS_DELTA,
+    LEXICAL_TERMS_DROP_ZEROS,
+    hybrid_search_v1_vector,
+)
 from memory.backends.postgres.sql import compile_filter, storable, text_list
 from memory.backends.postgres.tiers import PostgresTierStore
 from memory.errors import (
@@ -83,6 +89,10 @@ _INSERT_LEDGER = 'INSERT INTO ledger (id, namespace, item_id, op, at, "before", 
     "(%s, %s, %s, %s, %s, %s, %s, %s)"
 )
 _SPACE_LOCK = 7_361_120_101
+#: First key of the per-namespace advisory lock that every transaction changing ``key_tsv``
+#: (and so ``lexical_terms``) takes first: one such writer per namespace at a time, so the
+#: document frequencies stay exact and concurrent writers cannot deadlock on their rows.
+_TERMS_LOCK = 736_112_011
 #: Seconds a namespace's "more vectors than exact_limit" answer is reused.
 _SIZE_TTL = 5.0
 
@@ -327,6 +337,29 @@ class PostgresBackend:
         )
 
     @staticmethod
+    def _lock_terms(conn: Any, namespaces: Sequence[str]) -> None:
+        """Take the namespaces' lexical-terms locks (transaction-scoped), in a fixed order."""
+        conn.execute(
+            "SELECT count(pg_advisory_xact_lock(%s, hashtext(n))) "
+            "FROM (SELECT unnest(%s::text[]) AS n ORDER BY 1) AS l",
+            (_TERMS_LOCK, sorted(set(namespaces))),
+        )
+
+    @staticmethod
+    def _count_terms(conn: Any, namespace: str, ids: Sequence[str], sign: int) -> None:
+        """Add (``sign`` 1) or remove (-1) the lexemes of these items' ``key_tsv`` to the document frequencies.
+
+        The caller holds the namespace's terms lock (:meth:`_lock_terms`). Rows
+        that fall to zero are deleted.
+        """
+        if not ids:
+            return
+        rows = conn.execute(LEXICAL_TERMS_DELTA, (sign, namespace, list(ids))).fetchall()
+        zeros = [(str(r[0]), int(r[1])) for r in rows if int(r[2]) <= 0]
+        if zeros:
+            conn.execute(LEXICAL_TERMS_DROP_ZEROS, ([z[0] for z in zeros], [z[1] for z in zeros], namespace))
+
+    @staticmethod
     def _bump_stats(conn: Any, deltas: dict[str, list[int]]) -> None:
         """Add (documents, words[, window words]) deltas to each namespace's lexical statistics, in a fixed order."""
         for namespace in sorted(deltas):
@@ -390,6 +423,7 @@ class PostgresBackend:
             ledger: list[tuple[Any, ...]] = []
             vectors: dict[str, list[tuple[str, str, str]]] = {}
             deltas: dict[str, list[int]] = {}
+            created: dict[str, list[str]] = {}
             for record, vector in zip(records, checked, strict=True):
                 item = record.item
                 ident = (item.namespace, item.id)
@@ -403,6 +437,7 @@ class PostgresBackend:
                     continue
                 values = item_values(item)
                 new_items.append(values)
+                created.setdefault(item.namespace, []).append(item.id)
                 tags += [(item.namespace, tag, item.id) for tag in dict.fromkeys(item.tags)]
                 if vector is not None:
                     vectors.setdefault(vector[0].table, []).append((item.namespace, item.id, vector_text(vector[1])))
@@ -428,6 +463,10 @@ class PostgresBackend:
                     )
                 if ledger:
                     cur.executemany(_INSERT_LEDGER, ledger)
+            if created:
+                self._lock_terms(conn, list(created))
+                for namespace in sorted(created):
+                    self._count_terms(conn, namespace, created[namespace], 1)
             self._bump_stats(conn, deltas)
         return results
 
@@ -439,11 +478,13 @@ class PostgresBackend:
         NotFoundError when the item does not exist in its namespace.
         """
         with self._tx() as conn:
+            self._lock_terms(conn, [item.namespace])
             row = conn.execute(
                 "SELECT doc_len FROM items WHERE namespace = %s AND id = %s FOR UPDATE", (item.namespace, item.id)
             ).fetchone()
             if row is None:
                 raise NotFoundError(f"no memory {item.id} in namespace {item.namespace!r}")
+            self._count_terms(conn, item.namespace, [item.id], -1)
             new_space: _Space | None = None
             checked: Vector | None = None
             if vector is not None:
@@ -454,6 +495,7 @@ class PostgresBackend:
                 keep = self._space(conn, item.embedding_model)
             values = item_values(item)
             conn.execute(_UPDATE_ITEM, (*values, item.namespace, item.id))
+            self._count_terms(conn, item.namespace, [item.id], 1)
             conn.execute("UPDATE items SET claimed_by = NULL, claimed_until = NULL WHERE namespace = %s AND id = %s",
                          (item.namespace, item.id))  # fmt: skip
             self._write_tags(conn, item, replace=True)
@@ -513,6 +555,7 @@ class PostgresBackend:
                 for item_id, text, vector in updates
             ]
             wanted = sorted({item_id for item_id, _, _ in checked if isinstance(item_id, str) and storable(item_id)})
+            self._lock_terms(conn, [namespace])
             current = {
                 str(r[0]): (str(r[1]), int(r[2]))
                 for r in conn.execute(
@@ -523,6 +566,8 @@ class PostgresBackend:
             }
             count = 0
             delta = 0
+            changed = sorted({i for i, text, _ in checked if i in current and current[i][0] != text})
+            self._count_terms(conn, namespace, changed, -1)
             for item_id, text, vector in checked:
                 if item_id not in current:
                     continue
@@ -540,6 +585,7 @@ class PostgresBackend:
                 elif space is not None:
                     conn.execute(f"DELETE FROM {space.table} WHERE namespace = %s AND id = %s", (namespace, item_id))
                 count += 1
+            self._count_terms(conn, namespace, changed, 1)
             self._bump_stats(conn, {namespace: [0, 0, delta]})
             return count
 
@@ -563,6 +609,8 @@ class PostgresBackend:
         Returns the number of items deleted. The ledger is kept.
         """
         with self._tx() as conn:
+            self._lock_terms(conn, [namespace])
+            self._count_terms(conn, namespace, text_list(ids), -1)
             rows = conn.execute(
                 "DELETE FROM items WHERE namespace = %s AND id = ANY(%s::text[]) RETURNING doc_len, window_len",
                 (namespace, text_list(ids)),
@@ -698,7 +746,8 @@ class PostgresBackend:
         else:
             labels = "".join(label for label, weight in zip("ABC", weights, strict=True) if weight > 0)
             sql = HYBRID_SEARCH_V1_KEY.replace("{where}", where)
-            args = [*weights, words, labels, flt.namespace, flt.namespace, *params, int(k)]
+            mask = sum(bit for bit, weight in zip((1, 2, 4), weights, strict=True) if weight > 0)
+            args = [*weights, words, labels, flt.namespace, flt.namespace, mask, *params, int(k)]
         with self._read() as conn:
             rows = conn.execute(sql, args, prepare=True).fetchall()
         return [ChannelHit(str(r[0]), float(r[1])) for r in rows]

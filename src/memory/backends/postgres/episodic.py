@@ -26,7 +26,7 @@ from memory.backends.base import ChannelHit, Vector
 from memory.backends.episodic import MESSAGE_STATUSES
 from memory.backends.postgres.codec import doc_len, parse_vector, vector_text
 from memory.backends.postgres.migrations import HNSW_MAX_DIM
-from memory.backends.postgres.queries import HYBRID_SEARCH_V1_LEXICAL
+from memory.backends.postgres.queries import LEXICAL_COUNTING_DF
 from memory.backends.postgres.schema_episodic import create_message_space_table, message_space_table
 from memory.backends.postgres.sql import storable, text_list
 from memory.episodic.types import Block, BlockChange, JobState, MediaRef, Message, MessageQuery, ThreadInfo
@@ -57,9 +57,10 @@ _INSERT = (
     f"VALUES ({', '.join('%s' for _ in range(len(_COLUMNS) + 1))})"
 )
 _FALSE = "false"
-#: The items' BM25 statement (hybrid_search_v1, lexical channel) over the messages tables.
+#: BM25 with counted document frequencies (hybrid_search_v1's lexical statement as it was
+#: before items got exact ones in ``lexical_terms``) over the messages tables.
 _LEXICAL = (
-    HYBRID_SEARCH_V1_LEXICAL.replace("FROM items d", "FROM messages d")
+    LEXICAL_COUNTING_DF.replace("FROM items d", "FROM messages d")
     .replace("FROM items i", "FROM messages i")
     .replace("FROM lexical_stats", "FROM message_lexical_stats")
 )

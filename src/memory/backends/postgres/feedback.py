@@ -1,4 +1,4 @@
-"""The PostgreSQL :class:`~memory.backends.feedback.FeedbackStore` (tables of migration 0009_feedback).
+"""The PostgreSQL :class:`~memory.backends.feedback.FeedbackStore` (tables of migration 0010_feedback).
 
 Keyed by namespace first, like every table of this backend (shardable by
 namespace). Runs on its backend's pool, transactions and error mapping; a

@@ -28,7 +28,11 @@ can distribute all tables by ``namespace`` and co-locate them):
   ``lexical_stats.window_words`` completes BM25's average length over the three fields.
 * ``tier_records`` (0008) — hierarchical-memory documents keyed by
   ``(namespace, kind, owner, id)``.
-* ``feedback_records`` and ``prompt_versions`` (0009) — conversation records
+* ``lexical_terms`` (0009) — BM25's document frequencies, exact and kept in the writing
+  transaction: per namespace and lexeme of ``key_tsv``, how many items hold the lexeme
+  with each set of field labels (``mask``: 1 content, 2 window, 4 time). A query's df
+  is the sum over the masks that meet its fields, so it never counts postings.
+* ``feedback_records`` and ``prompt_versions`` (0010) — conversation records
   keyed by ``(namespace, thread)``, prompt versions by ``(namespace, name, version)``.
 """
 
@@ -203,6 +207,27 @@ _TIERS = [
     "CREATE INDEX tier_records_kind ON tier_records (namespace, kind, seq)",
 ]
 
+# BM25 document frequencies (issue 10, search at 1M items): counting a frequent term's
+# postings per query was the lexical channel's main cost. The backend keeps these rows
+# exact in every transaction that changes ``key_tsv`` (add, replace, window updates,
+# delete), under a per-namespace advisory lock; this migration fills them for a store
+# that already holds items (one pass over ``key_tsv``).
+_LEXICAL_TERMS = [
+    """CREATE FUNCTION memory_weight_mask(weights text[]) RETURNS smallint
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE
+        RETURN (SELECT coalesce(bit_or(CASE w WHEN 'A' THEN 1 WHEN 'B' THEN 2 WHEN 'C' THEN 4 ELSE 8 END), 0)
+                FROM unnest(weights) AS w)::smallint""",
+    """CREATE TABLE lexical_terms (
+        namespace text NOT NULL,
+        lexeme text NOT NULL,
+        mask smallint NOT NULL,
+        df bigint NOT NULL,
+        PRIMARY KEY (namespace, lexeme, mask)
+    )""",
+    """INSERT INTO lexical_terms (namespace, lexeme, mask, df)
+        SELECT i.namespace, t.lexeme, memory_weight_mask(t.weights), count(*)
+        FROM items i CROSS JOIN LATERAL unnest(i.key_tsv) AS t
+        GROUP BY 1, 2, 3""",
 # Feedback (issue 9): conversation records per (namespace, thread) and prompt versions per
 # (namespace, name), namespace first in every key and index; times as epoch seconds like the
 # SQLite tables, so one SQL implementation serves both (memory.backends.feedback_sql).
@@ -247,7 +272,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0006_api_keys", API_KEYS_STATEMENTS),
     Migration("0007_index_window", _INDEX_WINDOW),
     Migration("0008_tiers", _TIERS),
-    Migration("0009_feedback", _FEEDBACK),
+    Migration("0009_lexical_terms", _LEXICAL_TERMS),
+    Migration("0010_feedback", _FEEDBACK),
 )
 
 

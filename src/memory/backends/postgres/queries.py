@@ -9,6 +9,9 @@ from __future__ import annotations
 
 __all__ = [
     "HYBRID_SEARCH_V1_LEXICAL",
+    "LEXICAL_COUNTING_DF",
+    "LEXICAL_TERMS_DELTA",
+    "LEXICAL_TERMS_DROP_ZEROS",
     "HYBRID_SEARCH_V1_KEY",
     "hybrid_search_v1_vector",
     "LEXICAL_DF_CAP",
@@ -18,27 +21,48 @@ __all__ = [
 #: BM25 parameters, the ones SQLite's FTS5 uses.
 _K1, _B = 1.2, 0.75
 
-#: Document frequencies are counted up to this many rows per term: a term in more documents
-#: of the namespace gets this as its frequency (its idf is then slightly too high).
+#: Where document frequencies are counted (the messages tables), they are counted up to
+#: this many rows per term: a term in more documents of the namespace gets this as its
+#: frequency (its idf is then slightly too high).
 LEXICAL_DF_CAP = 1_000
 #: Candidates come from the rarest query terms while their document counts add up to at
 #: most this (the rarest term always), and at most this many documents are scored;
 #: documents matching only more common terms are not. Both bounds keep a query on a huge
 #: namespace cheap; below them (a namespace where the query's terms match fewer
 #: documents) BM25 is exact.
-LEXICAL_POOL = 2_000
+LEXICAL_POOL = 1_000
 
-#: hybrid_search_v1, lexical channel: BM25 over the generated tsvector. Per-namespace N and
-#: average length come from ``lexical_stats``, document frequencies from the GIN index.
-#: ``{where}`` is a compiled filter (bound parameters only). Parameters: terms, namespace,
-#: namespace, <filter params>, k.
-HYBRID_SEARCH_V1_LEXICAL = (
-    r"""
-WITH terms AS (
+
+def _bm25(sql: str) -> str:
+    """Fill the pool, cap and BM25 constants into a lexical statement."""
+    return (
+        sql.replace("{pool}", str(LEXICAL_POOL))
+        .replace("{df_cap}", str(LEXICAL_DF_CAP))
+        .replace("{k1p1}", f"{_K1 + 1!r}::float8")
+        .replace("{k1}", f"{_K1!r}::float8")
+        .replace("{one_b}", f"{1 - _B!r}::float8")
+        .replace("{b}", f"{_B!r}::float8")
+    )
+
+
+#: A query's distinct lexemes (English stems of the words, bound as data).
+_TERMS = """terms AS (
     SELECT DISTINCT t.lexeme AS lex
     FROM unnest(%s::text[]) AS w(word), unnest(to_tsvector('memory_english'::regconfig, w.word)) AS t
-), q AS MATERIALIZED (
-    SELECT lex, ('''' || replace(replace(lex, '\', '\\'), '''', '''''') || '''')::tsquery AS tq FROM terms
+)"""
+#: A lexeme column as a tsquery operand (quoted, backslashes and quotes escaped).
+_OPERAND = r"""('''' || replace(replace({col}, '\', '\\'), '''', '''''') || '''')"""
+
+#: BM25 over a table's ``tsv`` with document frequencies *counted* from its GIN index, up
+#: to LEXICAL_DF_CAP rows per term (a term in more documents gets the cap as its
+#: frequency, so its idf is slightly too high). The messages tables use it (see
+#: :mod:`.episodic`); items keep exact frequencies in ``lexical_terms`` instead.
+#: ``{where}`` is a compiled filter (bound parameters only). Parameters: terms, namespace,
+#: namespace, <filter params>, k.
+LEXICAL_COUNTING_DF = _bm25(
+    f"""
+WITH {_TERMS}, q AS MATERIALIZED (
+    SELECT lex, {_OPERAND.replace("{col}", "lex")}::tsquery AS tq FROM terms
 ), stats AS MATERIALIZED (
     SELECT greatest(docs, 1)::float8 AS n, greatest(words::float8 / greatest(docs, 1), 1e-9) AS avgdl
     FROM lexical_stats WHERE namespace = %s
@@ -46,27 +70,69 @@ WITH terms AS (
     SELECT q.lex, q.tq, df.n, greatest(ln((s.n - df.n + 0.5) / (df.n + 0.5)), 1e-6) AS idf
     FROM q CROSS JOIN stats s CROSS JOIN LATERAL (
         SELECT count(*)::float8 AS n FROM (
-            SELECT 1 FROM items d WHERE d.namespace = %s AND d.tsv @@ q.tq LIMIT {df_cap}
+            SELECT 1 FROM items d WHERE d.namespace = %s AND d.tsv @@ q.tq LIMIT {{df_cap}}
         ) AS hits
     ) AS df
 ), chosen AS MATERIALIZED (
-    SELECT tq FROM (SELECT tq, sum(n) OVER (ORDER BY n, lex) - n AS before FROM idf) AS c WHERE before < {pool}
+    SELECT tq FROM (SELECT tq, sum(n) OVER (ORDER BY n, lex) - n AS before FROM idf) AS c
+    WHERE before < {{pool}} OR (SELECT n FROM stats) <= {{pool}}
 ), cand AS MATERIALIZED (
     SELECT i.id, i.tsv, i.doc_len FROM items i
-    WHERE i.tsv @@ (SELECT string_agg('(' || tq::text || ')', ' | ')::tsquery FROM chosen) AND {where}
-    LIMIT {pool}
+    WHERE i.tsv @@ (SELECT string_agg('(' || tq::text || ')', ' | ')::tsquery FROM chosen) AND {{where}}
+    LIMIT {{pool}}
 )
-SELECT c.id, sum(idf.idf * (u.tf * {k1p1}) / (u.tf + {k1} * ({one_b} + {b} * c.doc_len / s.avgdl))) AS score
+SELECT c.id, sum(idf.idf * (u.tf * {{k1p1}}) / (u.tf + {{k1}} * ({{one_b}} + {{b}} * c.doc_len / s.avgdl))) AS score
 FROM cand c CROSS JOIN stats s
 CROSS JOIN LATERAL (SELECT l.lexeme, cardinality(l.positions)::float8 AS tf FROM unnest(c.tsv) AS l) AS u
 JOIN idf ON idf.lex = u.lexeme
 GROUP BY c.id ORDER BY score DESC, c.id LIMIT %s
-""".replace("{pool}", str(LEXICAL_POOL))
-    .replace("{df_cap}", str(LEXICAL_DF_CAP))
-    .replace("{k1p1}", f"{_K1 + 1!r}::float8")
-    .replace("{k1}", f"{_K1!r}::float8")
-    .replace("{one_b}", f"{1 - _B!r}::float8")
-    .replace("{b}", f"{_B!r}::float8")
+"""
+)
+
+#: A query lexeme's document frequency in a namespace: the items holding it in any field
+#: of the mask (1 content, 2 window, 4 time), from ``lexical_terms``.
+_DF = """coalesce((
+        SELECT sum(lt.df) FROM lexical_terms lt
+        WHERE lt.namespace = %s AND lt.lexeme = terms.lex AND (lt.mask & {mask}) <> 0
+    ), 0)::float8"""
+
+#: hybrid_search_v1, lexical channel over the content: BM25 over the generated ``tsv``.
+#: Per-namespace N and average length come from ``lexical_stats``, exact document
+#: frequencies from ``lexical_terms``. Candidates are the documents of the rarest query
+#: terms while their frequencies add up to at most LEXICAL_POOL (the rarest term always),
+#: at most LEXICAL_POOL of them: a namespace where the query's terms are in fewer
+#: documents is ranked exactly (FTS5's BM25); on a huge one, documents that match only
+#: terms common enough to be outside the pool are not scored, so the cost stays bounded.
+#: ``{where}`` is a compiled filter (bound parameters only). Parameters: terms,
+#: namespace, namespace, <filter params>, k.
+HYBRID_SEARCH_V1_LEXICAL = _bm25(
+    f"""
+WITH {_TERMS}, stats AS MATERIALIZED (
+    SELECT greatest(docs, 1)::float8 AS n, greatest(words::float8 / greatest(docs, 1), 1e-9) AS avgdl
+    FROM lexical_stats WHERE namespace = %s
+), df AS MATERIALIZED (
+    SELECT terms.lex, {_DF.replace("{mask}", "1")} AS n FROM terms
+), idf AS MATERIALIZED (
+    SELECT df.lex, {_OPERAND.replace("{col}", "df.lex")}::tsquery AS tq, df.n,
+           greatest(ln((s.n - df.n + 0.5) / (df.n + 0.5)), 1e-6) AS idf
+    FROM df CROSS JOIN stats s WHERE df.n > 0
+), chosen AS MATERIALIZED (
+    SELECT tq FROM (SELECT tq, sum(n) OVER (ORDER BY n, lex) - n AS before FROM idf) AS c
+    WHERE before < {{pool}} OR (SELECT n FROM stats) <= {{pool}}
+), cand AS MATERIALIZED (
+    SELECT i.id, i.tsv, i.doc_len FROM items i
+    WHERE i.tsv @@ (SELECT string_agg('(' || tq::text || ')', ' | ')::tsquery FROM chosen) AND {{where}}
+    LIMIT {{pool}}
+)
+SELECT c.id, sum(idf.idf * (u.tf * {{k1p1}}) / (u.tf + {{k1}} * ({{one_b}} + {{b}} * c.doc_len / s.avgdl))) AS score
+FROM cand c CROSS JOIN stats s
+CROSS JOIN LATERAL (
+    SELECT l.lexeme, cardinality(l.positions)::float8 AS tf FROM unnest(c.tsv) AS l
+    WHERE l.lexeme IN (SELECT lex FROM idf)
+) AS u
+JOIN idf ON idf.lex = u.lexeme
+GROUP BY c.id ORDER BY score DESC, c.id LIMIT %s
+"""
 )
 
 #: hybrid_search_v1, lexical channel over the index key (content, window, time words;
@@ -74,55 +140,68 @@ GROUP BY c.id ORDER BY score DESC, c.id LIMIT %s
 #: ``bm25(items_key_fts, w_content, w_window, w_time)``: a term's frequency is the
 #: weighted sum of its occurrences per field (weight labels A, B, C of ``key_tsv``), the
 #: document length counts the words of all three fields, document frequencies count the
-#: documents that hold the term in a weighted field (the tsquery is restricted to their
-#: labels). Parameters: w_content, w_window, w_time, terms, labels (e.g. ``'AB'``),
-#: namespace, namespace, <filter params>, k.
-HYBRID_SEARCH_V1_KEY = (
-    r"""
+#: documents that hold the term in a weighted field (``lexical_terms`` rows whose mask
+#: meets the weighted fields' mask; the tsquery is restricted to their labels).
+#: Candidates as in HYBRID_SEARCH_V1_LEXICAL. Parameters: w_content, w_window, w_time,
+#: terms, labels (e.g. ``'AB'``), namespace, namespace, mask (e.g. 3), <filter params>, k.
+HYBRID_SEARCH_V1_KEY = _bm25(
+    f"""
 WITH wt AS MATERIALIZED (
     SELECT %s::float8 AS wa, %s::float8 AS wb, %s::float8 AS wc
-), terms AS (
-    SELECT DISTINCT t.lexeme AS lex
-    FROM unnest(%s::text[]) AS w(word), unnest(to_tsvector('memory_english'::regconfig, w.word)) AS t
-), q AS MATERIALIZED (
-    SELECT lex, ('''' || replace(replace(lex, '\', '\\'), '''', '''''') || ''':' || %s::text)::tsquery AS tq
-    FROM terms
+), {_TERMS}, labels AS MATERIALIZED (
+    SELECT %s::text AS l
 ), stats AS MATERIALIZED (
     SELECT greatest(docs, 1)::float8 AS n,
            greatest((words + window_words + 3 * docs)::float8 / greatest(docs, 1), 1e-9) AS avgdl
     FROM lexical_stats WHERE namespace = %s
+), df AS MATERIALIZED (
+    SELECT terms.lex, {_DF.replace("{mask}", "%s::int")} AS n FROM terms
 ), idf AS MATERIALIZED (
-    SELECT q.lex, q.tq, df.n, greatest(ln((s.n - df.n + 0.5) / (df.n + 0.5)), 1e-6) AS idf
-    FROM q CROSS JOIN stats s CROSS JOIN LATERAL (
-        SELECT count(*)::float8 AS n FROM (
-            SELECT 1 FROM items d WHERE d.namespace = %s AND d.key_tsv @@ q.tq LIMIT {df_cap}
-        ) AS hits
-    ) AS df
+    SELECT df.lex, ({_OPERAND.replace("{col}", "df.lex")} || ':' || labels.l)::tsquery AS tq, df.n,
+           greatest(ln((s.n - df.n + 0.5) / (df.n + 0.5)), 1e-6) AS idf
+    FROM df CROSS JOIN stats s CROSS JOIN labels WHERE df.n > 0
 ), chosen AS MATERIALIZED (
-    SELECT tq FROM (SELECT tq, sum(n) OVER (ORDER BY n, lex) - n AS before FROM idf) AS c WHERE before < {pool}
+    SELECT tq FROM (SELECT tq, sum(n) OVER (ORDER BY n, lex) - n AS before FROM idf) AS c
+    WHERE before < {{pool}} OR (SELECT n FROM stats) <= {{pool}}
 ), cand AS MATERIALIZED (
     SELECT i.id, i.key_tsv AS tsv, i.doc_len + i.window_len + 3 AS dl FROM items i
-    WHERE i.key_tsv @@ (SELECT string_agg('(' || tq::text || ')', ' | ')::tsquery FROM chosen) AND {where}
-    LIMIT {pool}
+    WHERE i.key_tsv @@ (SELECT string_agg('(' || tq::text || ')', ' | ')::tsquery FROM chosen) AND {{where}}
+    LIMIT {{pool}}
 )
-SELECT c.id, sum(idf.idf * (u.tf * {k1p1}) / (u.tf + {k1} * ({one_b} + {b} * c.dl / s.avgdl))) AS score
+SELECT c.id, sum(idf.idf * (u.tf * {{k1p1}}) / (u.tf + {{k1}} * ({{one_b}} + {{b}} * c.dl / s.avgdl))) AS score
 FROM cand c CROSS JOIN stats s CROSS JOIN wt
+CROSS JOIN LATERAL unnest(c.tsv) AS l
+JOIN idf ON idf.lex = l.lexeme
 CROSS JOIN LATERAL (
-    SELECT l.lexeme, (
-        SELECT coalesce(sum(CASE x WHEN 'A' THEN wt.wa WHEN 'B' THEN wt.wb WHEN 'C' THEN wt.wc ELSE 0 END), 0)
-        FROM unnest(l.weights) AS x
-    )::float8 AS tf
-    FROM unnest(c.tsv) AS l
+    SELECT wt.wa * coalesce(cardinality(array_positions(l.weights, 'A')), 0)
+         + wt.wb * coalesce(cardinality(array_positions(l.weights, 'B')), 0)
+         + wt.wc * coalesce(cardinality(array_positions(l.weights, 'C')), 0) AS tf
+    OFFSET 0
 ) AS u
-JOIN idf ON idf.lex = u.lexeme
 GROUP BY c.id ORDER BY score DESC, c.id LIMIT %s
-""".replace("{pool}", str(LEXICAL_POOL))
-    .replace("{df_cap}", str(LEXICAL_DF_CAP))
-    .replace("{k1p1}", f"{_K1 + 1!r}::float8")
-    .replace("{k1}", f"{_K1!r}::float8")
-    .replace("{one_b}", f"{1 - _B!r}::float8")
-    .replace("{b}", f"{_B!r}::float8")
+"""
 )
+
+#: Add ``sign`` (+1 or -1) times the lexemes of the listed items' ``key_tsv`` to the
+#: namespace's document frequencies, in lexeme order (so concurrent writers lock rows in
+#: one order). Returns the rows touched with their new df (rows at 0 are then deleted, so
+#: nothing of a forgotten memory stays behind). Parameters: sign, namespace, ids.
+LEXICAL_TERMS_DELTA = """
+INSERT INTO lexical_terms AS lt (namespace, lexeme, mask, df)
+SELECT i.namespace, t.lexeme, memory_weight_mask(t.weights), %s::int * count(*)
+FROM items i CROSS JOIN LATERAL unnest(i.key_tsv) AS t
+WHERE i.namespace = %s AND i.id = ANY(%s::text[])
+GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+ON CONFLICT (namespace, lexeme, mask) DO UPDATE SET df = lt.df + EXCLUDED.df
+RETURNING lexeme, mask, df
+"""
+
+#: Delete a namespace's document-frequency rows that fell to zero. Parameters: lexemes,
+#: masks (parallel arrays), namespace.
+LEXICAL_TERMS_DROP_ZEROS = """
+DELETE FROM lexical_terms lt USING unnest(%s::text[], %s::smallint[]) AS z(lexeme, mask)
+WHERE lt.namespace = %s AND lt.lexeme = z.lexeme AND lt.mask = z.mask AND lt.df <= 0
+"""
 
 
 def hybrid_search_v1_vector(table: str, where: str, *, exact: bool) -> str:
