@@ -228,6 +228,8 @@ _LEXICAL_TERMS = [
         SELECT i.namespace, t.lexeme, memory_weight_mask(t.weights), count(*)
         FROM items i CROSS JOIN LATERAL unnest(i.key_tsv) AS t
         GROUP BY 1, 2, 3""",
+]
+
 # Feedback (issue 9): conversation records per (namespace, thread) and prompt versions per
 # (namespace, name), namespace first in every key and index; times as epoch seconds like the
 # SQLite tables, so one SQL implementation serves both (memory.backends.feedback_sql).
