@@ -48,6 +48,10 @@ def test_feedback_prompts_reflect_loop(run: Runner) -> None:
     items = lessons["items"] if isinstance(lessons, dict) else lessons
     assert len(items) == 1 and items[0]["kind"] == "procedural"
     assert "wrote 0 lesson(s)" in run.ok("reflect").stdout
+    used = run.json("prompts", "use", "t2", "support", "--user", "bob")
+    assert used["version"] == 2 and used["text"].startswith("You are a support agent.")
+    assert run.json("feedback", "forget", "t2") == {"thread": "t2", "deleted": 1}
+    assert [r["thread"] for r in run.json("feedback", "list")] == ["t1"]
 
 
 def test_errors_are_one_line(run: Runner, one_line_error: Callable[..., str]) -> None:

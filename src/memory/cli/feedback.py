@@ -115,6 +115,20 @@ def show_record(ctx: click.Context, thread: str, as_json: bool) -> None:
             click.echo(f"{key}: {value}")
 
 
+@feedback.command("forget")
+@click.argument("thread")
+@json_option
+@click.pass_context
+def forget_record(ctx: click.Context, thread: str, as_json: bool) -> None:
+    """Delete the conversation record of THREAD (its messages stay; the prompt statistics lose it)."""
+    with open_memory(ctx) as mem:
+        deleted = mem.feedback.forget(thread)
+    if as_json:
+        emit_json({"thread": thread, "deleted": deleted})
+    else:
+        click.echo(f"deleted {deleted} record(s)")
+
+
 @feedback.command("summary")
 @json_option
 @click.pass_context
@@ -151,7 +165,7 @@ def _version_json(v: PromptVersion) -> dict[str, Any]:
 
 @click.group()
 def prompts() -> None:
-    """Versioned prompts: list, show, add, suggest a refinement, promote, stats per version.
+    """Versioned prompts: list, show, add, use, suggest a refinement, promote, stats per version.
 
     \b
     Examples:
@@ -196,6 +210,25 @@ def show_prompt(ctx: click.Context, name: str, version: int | None, show_all: bo
         v = found[0]
         info(f"{v.name} v{v.version} ({v.status}, {v.origin})")
         click.echo(v.text)
+
+
+@prompts.command("use")
+@click.argument("thread")
+@click.argument("name")
+@click.option("--user", "-u", metavar="USER", help="The user the conversation belongs to.")
+@click.option("--agent", "-a", metavar="AGENT", help="The agent the conversation belongs to.")
+@json_option
+@click.pass_context
+def use_prompt(ctx: click.Context, thread: str, name: str, user: str | None, agent: str | None, as_json: bool) -> None:
+    """Attribute THREAD to a version of prompt NAME (the one it has, else the active one) and print its text."""
+    with open_memory(ctx) as mem:
+        text = mem.prompts.use(thread, name, user=user, agent=agent)
+        version = mem.feedback.get(thread).prompt_version
+    if as_json:
+        emit_json({"thread": thread, "name": name, "version": version, "text": text})
+    else:
+        info(f"{thread}: {name} v{version}")
+        click.echo(text)
 
 
 @prompts.command("add")
