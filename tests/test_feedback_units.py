@@ -128,3 +128,17 @@ def test_learned_rules_template() -> None:
     assert split_rules(many)[1] == [f"rule {n}" for n in range(15, 20)]  # the newest kept
     long_rule = apply_rules("Base.", ["x" * 500])
     assert len(split_rules(long_rule)[1][0]) == 200 and long_rule.endswith("…")
+
+
+def test_a_backend_without_a_feedback_store() -> None:
+    from memory import Memory, StoreUnavailableError
+    from memory.embedders.hashing import HashingEmbedder
+
+    with Memory("memory://", embedder=HashingEmbedder()) as mem:
+        del mem.backend.feedback  # type: ignore[attr-defined]  # a plugin backend without this storage area
+        mem.messages.append("t1", "hello there", user="u")
+        assert mem.end_conversation("t1").record is None  # the blocks are still updated
+        for call in (lambda: mem.feedback.record("t1", rating=3), lambda: mem.prompts.list(), lambda: mem.reflect()):
+            with pytest.raises(StoreUnavailableError, match="no feedback store"):
+                call()
+        assert mem.forget_all() == 0
