@@ -47,6 +47,7 @@ from memory.backends.postgres.connection import (
     redact,
     session_options,
 )
+from memory.backends.postgres.feedback import PostgresFeedbackStore
 from memory.backends.postgres.migrations import HNSW_MAX_DIM, apply_migrations, create_space_table, space_table
 from memory.backends.postgres.queries import (
     HYBRID_SEARCH_V1_KEY,
@@ -173,6 +174,7 @@ class PostgresBackend:
         self._episodic: PostgresEpisodicStore | None = None
         self._graph: PostgresGraph | None = None
         self.tiers = PostgresTierStore(self)
+        self.feedback = PostgresFeedbackStore(self)
         kwargs: dict[str, Any] = {
             "options": session_options(schema, ef_search=ef_search),
             "connect_timeout": max(1, int(connect_timeout)),

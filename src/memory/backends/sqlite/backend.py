@@ -34,6 +34,7 @@ from memory.backends.sqlite.codec import (
     row_to_ledger,
 )
 from memory.backends.sqlite.connection import DEFAULT_BUSY_TIMEOUT, connect, driver_errors, load_driver
+from memory.backends.sqlite.feedback import SQLiteFeedbackStore
 from memory.backends.sqlite.graph import SQLiteGraph
 from memory.backends.sqlite.migrations import apply_migrations, create_space_tables, space_tables
 from memory.backends.sqlite.sql import compile_filter, json_list, scope_of, storable
@@ -103,6 +104,7 @@ class SQLiteBackend:
         self._added_since_optimize = 0
         self.graph = SQLiteGraph(self)
         self.tiers = SQLiteTierStore(self)
+        self.feedback = SQLiteFeedbackStore(self)
         self._episodic: SQLiteEpisodicStore | None = None
         try:
             with self._errors():
