@@ -14,7 +14,7 @@ def test_all_matches_exports() -> None:
     public = {name for name in dir(memory) if not name.startswith("_")} - {
         "aio", "backends", "config", "embedders", "errors", "filters", "ids", "memory", "pagination",
         "records", "registry", "retrieval", "types", "cli", "bench", "transfer", "episodic", "context", "agent",
-        "graph", "llms", "extraction", "tiers",
+        "graph", "llms", "extraction", "tiers", "feedback",
         "keys", "server", "windows", "http_json",
     }  # fmt: skip
     assert public == set(memory.__all__) - {"__version__"}

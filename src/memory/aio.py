@@ -174,6 +174,20 @@ class AsyncMemory:
         """Awaitable :attr:`Memory.blocks`."""
         return AsyncService(self._sync.blocks, self._run)
 
+    @property
+    def feedback(self) -> AsyncService:
+        """Awaitable :attr:`Memory.feedback` (``await amem.feedback.record(thread, rating=5)``)."""
+        return AsyncService(self._sync.feedback, self._run)
+
+    @property
+    def prompts(self) -> AsyncService:
+        """Awaitable :attr:`Memory.prompts` (``await amem.prompts.use(thread, "support")``)."""
+        return AsyncService(self._sync.prompts, self._run)
+
+    async def reflect(self, **options: Any) -> Any:
+        """See :meth:`Memory.reflect` (returns a ReflectionReport)."""
+        return await self._run(self._sync.reflect, **options)
+
     async def end_conversation(self, thread: str, **options: Any) -> Any:
         """See :meth:`Memory.end_conversation`."""
         return await self._run(self._sync.end_conversation, thread, **options)

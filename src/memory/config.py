@@ -37,6 +37,7 @@ __all__ = [
     "ExtractionSettings",
     "ChatSettings",
     "ServerSettings",
+    "FeedbackSettings",
     "Settings",
     "load_settings",
     "config_path",
@@ -116,6 +117,24 @@ class ServerSettings(BaseModel):
     threads: int = Field(8, ge=1, le=256)
 
 
+class FeedbackSettings(BaseModel):
+    """The feedback loop (``[feedback]`` in the config; see docs/feedback.md)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    auto_promote: bool = Field(
+        False, description="promote a candidate prompt version automatically when its measured reward is better"
+    )
+    min_count: int = Field(10, ge=2, description="scored conversations each version needs before auto-promotion")
+    explore: float = Field(
+        0.0, ge=0.0, le=1.0, description="share of new threads prompts.use gives the newest candidate version"
+    )
+    low_reward: float = Field(0.5, ge=0.0, le=1.0, description="below: a low-reward conversation")
+    high_reward: float = Field(0.7, ge=0.0, le=1.0, description="at or above: a conversation that went well")
+    max_rules: int = Field(10, ge=1, le=100, description="learned rules a suggested prompt keeps")
+    reflect_batch: int = Field(50, ge=1, le=10_000, description="records one reflection pass examines")
+
+
 class Settings(BaseModel):
     """Everything a Memory needs to open a store."""
 
@@ -135,6 +154,7 @@ class Settings(BaseModel):
     #: Memories on each side in a thread that form a memory's context window (0: none);
     #: see memory.retrieval.window.
     context_window: int = Field(WINDOW, ge=0, le=10)
+    feedback: FeedbackSettings = FeedbackSettings()
 
     def retrieval_config(self) -> RetrievalConfig:
         """The retrieval settings, resolving a preset name."""
@@ -215,7 +235,7 @@ def load_settings(overrides: dict[str, Any] | None = None, *, path: Path | None 
         for key, value in layer.items():
             if value is None:
                 continue
-            if key == "chat" and isinstance(value, dict) and isinstance(merged.get(key), dict):
+            if key in ("chat", "feedback") and isinstance(value, dict) and isinstance(merged.get(key), dict):
                 merged[key] = {**merged[key], **value}  # a [chat] table and MEMORY_CHAT_* combine
             else:
                 merged[key] = value

@@ -64,6 +64,8 @@ if TYPE_CHECKING:
     from memory.episodic.sync import SyncEstimate, SyncReport, SyncStatus
     from memory.extraction.pipeline import ExtractionReport
     from memory.extraction.service import Extraction
+    from memory.feedback.service import Feedback, Prompts
+    from memory.feedback.types import ReflectionReport
     from memory.tiers.service import Tiers
     from memory.transfer import ImportReport
 
@@ -151,6 +153,8 @@ class Memory:
         self._tiers: Tiers | None = None
         self._channel_pool: ThreadPoolExecutor | None = None
         self._channel_pool_lock = threading.Lock()
+        self._feedback: Feedback | None = None
+        self._prompts: Prompts | None = None
         self._backend: Backend = backend or open_backend(self.settings.database)
         try:
             self._owns_embedder = isinstance(embedder, str) or embedder is None
@@ -672,12 +676,18 @@ class Memory:
         while True:
             batch = self._backend.list(flt, 500, ListOrder(newest_first=False))
             if not batch:
-                return total
+                break
             ledger = [
                 ledger_entry("delete", i.id, i.namespace, now, before=i, reason=reason or "forget_all") for i in batch
             ]
             total += self._backend.delete(flt.namespace, [i.id for i in batch], ledger)
             self._refresh_windows(flt.namespace, [anchor_of(i) for i in batch if i.thread is not None])
+        store = getattr(self._backend, "feedback", None)
+        if store is not None:  # conversation records of the scope; prompts when the whole namespace goes
+            store.delete_records(flt.namespace, thread=flt.thread, user=flt.user, agent=flt.agent)
+            if flt.user is None and flt.agent is None and flt.thread is None:
+                store.delete_prompts(flt.namespace)
+        return total
 
     def embed_pending(self, *, namespace: str | None = None, limit: int = 1000) -> int:
         """Embed memories left pending (e.g. after an embedder outage); returns how many got vectors.
@@ -751,7 +761,47 @@ class Memory:
 
         default = ExtractiveSummarizer() if self._llm.provider == "heuristic" else LLMSummarizer(self._llm)
         chosen = summarizer or self._summarizer or default
-        return end_conversation(self, thread, summarizer=chosen, namespace=namespace, user=user, agent=agent)
+        result = end_conversation(self, thread, summarizer=chosen, namespace=namespace, user=user, agent=agent)
+        if getattr(self._backend, "feedback", None) is not None:  # the conversation record: summary and reward
+            result.record = self.feedback.on_conversation_end(result, namespace)
+        return result
+
+    # -- feedback, prompt versions, reflection (issue 9; code in memory.feedback) --
+    @property
+    def feedback(self) -> Feedback:
+        """Conversation records: ``mem.feedback.record(thread, rating=..., feedback=...)``, get, list, summarize."""
+        if self._feedback is None:
+            from memory.feedback.service import Feedback
+
+            self._feedback = Feedback(self)
+        return self._feedback
+
+    @property
+    def prompts(self) -> Prompts:
+        """Versioned prompts: ``mem.prompts.create/use/stats/suggest/promote``."""
+        if self._prompts is None:
+            from memory.feedback.service import Prompts
+
+            self._prompts = Prompts(self)
+        return self._prompts
+
+    def reflect(
+        self, *, limit: int | None = None, dry_run: bool = False, namespace: str | None = None
+    ) -> ReflectionReport:
+        """One self-reflection pass: lessons from scored conversations, stored as ``procedural`` memories.
+
+        Examines at most ``limit`` (default ``feedback.reflect_batch``) records not
+        reflected yet; ``dry_run`` writes nothing. See :mod:`memory.feedback.reflect`.
+        """
+        from memory.feedback.reflect import reflect
+        from memory.feedback.service import feedback_store
+
+        settings = self.settings.feedback
+        limit = settings.reflect_batch if limit is None else _check_limit(limit)
+        return reflect(
+            self, feedback_store(self), self._ns(namespace), limit=limit, low=settings.low_reward,
+            high=settings.high_reward, dry_run=bool(dry_run),
+        )  # fmt: skip
 
     def run_sync(
         self,

@@ -11,7 +11,8 @@ The first line is a header, then one line per memory::
 Conversation messages (hot and archived) and working-memory blocks follow
 the memories as ``"type": "message"`` and ``"type": "block"`` lines (see
 :mod:`memory.episodic.transfer`), then memory tiers as ``"type": "tier"``
-lines (see :mod:`memory.tiers.transfer`).
+lines (see :mod:`memory.tiers.transfer`), then conversation records and prompt
+versions as ``"type": "feedback"`` lines (see :mod:`memory.feedback.transfer`).
 
 The round trip is lossless: ids, timestamps, access statistics, every field,
 and the vectors (float32 -> JSON float -> float32 is exact) with their model.
@@ -86,7 +87,8 @@ class ImportReport:
     (``Memory.embed_pending`` retries them).
     ``messages``/``blocks``: conversation messages and working-memory blocks
     written (see :mod:`memory.episodic.transfer`). ``tiers``: tier records
-    written (see :mod:`memory.tiers.transfer`).
+    written (see :mod:`memory.tiers.transfer`). ``feedback``: conversation
+    records and prompt versions written (see :mod:`memory.feedback.transfer`).
     """
 
     imported: int = 0
@@ -97,6 +99,7 @@ class ImportReport:
     messages: int = 0
     blocks: int = 0
     tiers: int = 0
+    feedback: int = 0
 
 
 def _dumps(obj: Any) -> str:
@@ -206,6 +209,9 @@ def export_jsonl(
     from memory.tiers.transfer import export_tiers
 
     export_tiers(mem, stream, flt, memory_only_filters=bool(kinds or tags or tags_all or metadata))
+    from memory.feedback.transfer import export_feedback
+
+    export_feedback(mem, stream, flt, memory_only_filters=bool(kinds or tags or tags_all or metadata))
     stream.flush()
     return written
 
@@ -343,6 +349,11 @@ def _read_entries(stream: Iterable[str], max_chars: int, extras: list[Any] | Non
 
             extras.append(parse_tier_line(obj, line))
             continue
+        if extras is not None and isinstance(obj, dict) and obj.get("type") == "feedback":
+            from memory.feedback.transfer import parse_feedback_line
+
+            extras.append(parse_feedback_line(obj, line))
+            continue
         entry = _parse_memory(obj, line, max_chars)
         if entry.item.id in first_line:
             raise InvalidInputError(
@@ -427,18 +438,22 @@ def import_jsonl(mem: Memory, stream: Iterable[str], *, on_progress: ProgressCal
     nothing is written. Raises StorageError if the backend fails while writing
     (batches written before the failure stay; re-running skips them).
     """
+    from memory.feedback.transfer import FeedbackLine, import_feedback
     from memory.tiers.transfer import TierLine, import_tiers
 
     mixed: list[Any] = []
     entries = _read_entries(stream, mem.settings.limits.max_content_chars, mixed)
-    extras = [e for e in mixed if not isinstance(e, TierLine)]
+    extras = [e for e in mixed if not isinstance(e, (TierLine, FeedbackLine))]
     tier_lines = [e for e in mixed if isinstance(e, TierLine)]
+    feedback_lines = [e for e in mixed if isinstance(e, FeedbackLine)]
     if extras:
         from memory.episodic.messages import episodic_store
 
         episodic_store(mem.backend)  # a store without conversations refuses before anything is written
     if tier_lines:
         mem.tiers.store  # likewise for tiers  # noqa: B018
+    if feedback_lines:
+        mem.feedback.store  # and for feedback  # noqa: B018
     embedder = mem.embedder
     store_model = embedder.model_name
     plans = [_plan(entry, store_model, lambda: embedder.dimension) for entry in entries]
@@ -478,4 +493,5 @@ def import_jsonl(mem: Memory, stream: Iterable[str], *, on_progress: ProgressCal
 
     messages, blocks = import_episodic(mem, extras)
     tiers = import_tiers(mem, tier_lines)
-    return ImportReport(imported, duplicates, skipped, reembedded, pending, messages, blocks, tiers)
+    feedback = import_feedback(mem, feedback_lines)
+    return ImportReport(imported, duplicates, skipped, reembedded, pending, messages, blocks, tiers, feedback)

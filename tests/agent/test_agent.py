@@ -187,3 +187,22 @@ def test_the_whole_request_with_the_tool_exchange_fits_the_budget(mem: Memory) -
     total += sum(counter.count(json.dumps(t, separators=(",", ":"))) for t in second["tools"])
     assert total <= 1600
     assert turn.steps[1].context_tokens < turn.steps[0].context_tokens  # the prompt gave way to the exchange
+
+
+def test_agent_uses_a_versioned_prompt_and_reports_feedback(mem: Memory) -> None:
+    mem.prompts.create("assistant", "You are the tested assistant, version one.")
+    mem.prompts.add_version("assistant", "You are the tested assistant, version two.")
+    with ChatServer([answer("Use the menu."), answer("Call GET /export."), answer("Hi again.")]).running() as server:
+        agent = MemoryAgent(mem, ChatClient(server.url, "llama3.2"), user="u", thread="t1", prompt="assistant")
+        agent.run("How do I export my data?")
+        agent.run("No, I meant the API")
+        record = agent.finish(rating=2, feedback="too vague at first")
+        assert server.requests[0]["messages"][0]["content"].startswith("You are the tested assistant, version one.")
+        assert record.prompt_name == "assistant" and record.prompt_version == 1 and record.corrections == 1
+        assert record.summary and record.reward is not None and record.reward < 0.5
+        mem.prompts.promote("assistant", 2)
+        agent.scope = ToolScope(user="u", thread="t2")
+        agent.run("Hello")
+        assert server.requests[-1]["messages"][0]["content"].startswith("You are the tested assistant, version two.")
+    assert mem.feedback.get("t2").prompt_version == 2
+    assert [s.conversations for s in mem.prompts.stats("assistant")] == [1, 1]

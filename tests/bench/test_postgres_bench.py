@@ -48,6 +48,7 @@ def test_speed_runs_on_a_scratch_postgres_database(tmp_path: Path) -> None:
     )
     row = report["sizes"][0]["memory"]
     assert row["add_bulk"]["items"] == 250 and row["add_bulk"]["index_build_seconds"] is not None
+    assert row["add_bulk"]["settle_seconds"] is not None  # VACUUM (ANALYZE) and CHECKPOINT ran
     assert row["recall"]["search_p95_ms"] <= row["recall"]["p95_ms"]
     assert row["disk_mb"] > 0
     with psycopg.connect(dsn) as conn:  # the scratch database is gone

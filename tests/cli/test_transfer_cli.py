@@ -46,7 +46,7 @@ def test_export_import_between_databases_is_lossless(run: Runner, tmp_path: Path
     report = run.json("import", str(out), db=copy)
     assert report == {
         "imported": 3, "duplicates": 0, "skipped_existing": 0, "reembedded": 0, "pending": 0,
-        "messages": 0, "blocks": 0, "tiers": 0,
+        "messages": 0, "blocks": 0, "tiers": 0, "feedback": 0,
     }  # fmt: skip
     with Memory(run.db, embedder="hashing") as a, Memory(copy, embedder="hashing") as b:
         before, after = _everything(a), _everything(b)

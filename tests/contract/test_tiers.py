@@ -422,7 +422,7 @@ def test_export_import_round_trips_the_tiers(make_memory: Callable[..., Memory],
     buffer = io.StringIO()
     export_jsonl(source, buffer)
     text = buffer.getvalue()
-    assert '"type":"tier"' in text and "4711" not in text  # secret pages stay home without clearance
+    assert '"type":"tier"' in text and "secret code" not in text  # secret pages stay home without clearance
     target = Memory("memory://", embedder=HashingEmbedder(), clock=clock)
     try:
         report = import_jsonl(target, io.StringIO(text))

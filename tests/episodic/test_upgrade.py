@@ -27,3 +27,18 @@ def test_a_pre_episodic_database_upgrades(tmp_path: Path) -> None:
         assert [i.id for i in mem.backend.claim_pending_embeddings(None, 5, "w", 60, mem.now())] == [memory_id]
         assert mem.messages.append("t1", "first message").turn == 1
         assert mem.messages.search("first message")[0].message.turn == 1
+
+
+def test_a_store_from_before_feedback_upgrades(tmp_path: Path) -> None:
+    db = tmp_path / "tiers-era.db"
+    first_new = next(i for i, m in enumerate(MIGRATIONS) if m.name.endswith("_feedback"))
+    conn = connect(db)
+    try:
+        apply_migrations(conn, MIGRATIONS[:first_new])
+    finally:
+        conn.close()
+    with Memory(str(db), embedder=HashingEmbedder()) as mem:
+        names = [r[0] for r in mem.backend._conn.execute("SELECT name FROM migrations ORDER BY rowid")]  # type: ignore[attr-defined]
+        assert names == [m.name for m in MIGRATIONS]
+        mem.prompts.create("p", "text")
+        assert mem.feedback.record("t1", rating=5, prompt="p").reward == 1.0

@@ -169,8 +169,10 @@ def test_secrets_never_leave_without_clearance(live: Live) -> None:
         _problem(c.get(f"/v1/namespaces/a/memories/{secret}", params={"clearance": "secret"}), 403)
         _problem(c.post("/v1/namespaces/a/search", json={"query": "vault", "clearance": "secret"}), 403)
         assert all("4711" not in i["content"] for i in c.get("/v1/namespaces/a/memories").json()["items"])
-        assert "4711" not in c.get("/v1/namespaces/a/export").text
-        assert "4711" not in c.get(f"/v1/namespaces/a/memories/{secret}/history").text
+        exported = c.get("/v1/namespaces/a/export").text
+        assert "the vault is in the cellar" in exported
+        assert "vault code" not in exported  # not "4711": random timestamp digits can hold it
+        assert "vault code" not in c.get(f"/v1/namespaces/a/memories/{secret}/history").text
         _problem(c.get(f"/v1/namespaces/a/memories/{secret}/history", params={"clearance": "secret"}), 403)
         _problem(c.patch(f"/v1/namespaces/a/memories/{secret}", json={"tags": ["x"]}), 404)
         _problem(c.delete(f"/v1/namespaces/a/memories/{secret}"), 404)
@@ -180,8 +182,10 @@ def test_secrets_never_leave_without_clearance(live: Live) -> None:
         assert any("4711" in h["item"]["content"] for h in hits)
         export = c.get("/v1/namespaces/a/export", params={"clearance": "secret"})
         assert export.headers["content-type"].startswith("application/x-ndjson") and "4711" in export.text
-        assert "4711" not in c.get("/v1/namespaces/a/export").text  # clearance is asked for, not implied
-        assert "4711" not in c.get(f"/v1/namespaces/a/memories/{secret}/history").text
+        exported = c.get("/v1/namespaces/a/export").text
+        assert "the vault is in the cellar" in exported
+        assert "vault code" not in exported  # clearance is asked for, not implied
+        assert "vault code" not in c.get(f"/v1/namespaces/a/memories/{secret}/history").text
         assert "4711" in c.get(f"/v1/namespaces/a/memories/{secret}/history", params={"clearance": "secret"}).text
 
 
@@ -278,7 +282,7 @@ def test_context_for_the_next_model_call(live: Live) -> None:
         assert r.status_code == 200, r.text
         body = r.json()
         text = " ".join(str(m["content"]) for m in body["messages"])
-        assert "Berlin" in text and "restaurant" in text and "4711" not in text
+        assert "Berlin" in text and "restaurant" in text and "vault code is" not in text
         assert body["trace"]["sections"]
         _problem(c.post("/v1/namespaces/a/context", json={"observation": "x", "clearance": "secret"}), 403)
         _problem(c.post("/v1/namespaces/a/context", json={"observation": "x", "budget_tokens": 1}), 422)

@@ -38,6 +38,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "extract": {"text": "Alice moved to Berlin in 2021."},
     "end_conversation": {},
     "tiers_retrieve": {"query": "plans", "agent": "g", "user": "alice"},
+    "feedback_record": {"rating": 2, "feedback": "too vague", "prompt": "support"},
+    "prompt_get": {},
 }
 SCOPED = [op for op in OPERATIONS.values() if op.rest is not None and op.scoped]
 
@@ -57,6 +59,7 @@ def _request(live: Live, role: str, namespace: str, op_name: str, item_id: str, 
         .replace("{thread}", "t1")
         .replace("{label}", "user_info")
         .replace("{entity}", "Berlin")
+        .replace("{name}", "support")
     )
     payload = {k: other_id if v == "$other" else v for k, v in EXAMPLES[op_name].items()}
     with live.client(role) as c:
@@ -76,6 +79,8 @@ def _snapshot(live: Live, namespace: str) -> tuple[Any, ...]:
         tuple(b.model_dump_json() for b in live.mem.blocks.all(namespace=namespace)),
         tuple(link.model_dump_json() for link in live.mem.graph.store.links(namespace, [i.id for i in items.items])),
         live.mem.graph.counts(namespace=namespace),
+        tuple(r.model_dump_json() for r in live.mem.feedback.list(namespace=namespace)),
+        tuple(v.model_dump_json() for v in live.mem.prompts.list(namespace=namespace)),
     )
 
 
@@ -87,6 +92,8 @@ def test_key_for_a_cannot_touch_b(live: Live, op_name: str) -> None:
     live.mem.messages.append("t1", "plans discussed in a", namespace="a")
     b_other = live.mem.remember("Bob moved to Berlin", namespace="b", extract=True)
     a_other = live.mem.remember("Ann moved to Berlin", namespace="a", extract=True)
+    for ns in ("a", "b"):
+        live.mem.prompts.create("support", f"You support namespace {ns}.", namespace=ns)
     before = _snapshot(live, "b")
     refused = _request(live, "a", "b", op_name, b_item, b_other)
     assert refused.status_code == 403, refused.text

@@ -7,6 +7,12 @@ the whole request fits), call the chat
 endpoint with the memory tools, run the tool calls it asks for in the agent's
 scope — until the model answers without tool calls; save the answer.
 
+With ``prompt="name"`` the system prompt comes from the store's versioned
+prompts (:attr:`Memory.prompts`): the thread is attributed to a version on
+the first turn (``mem.prompts.use``), and :meth:`MemoryAgent.finish` ends the
+conversation (summary, reward) and records the user's feedback, so the
+version's measured reward — and ``memory prompts suggest`` — learn from it.
+
 Saving goes through a :class:`ConversationSink`. The default one writes to
 the store's message log (``mem.messages.append(thread=…, role=…, content=…,
 user=…)``) when the store has one; otherwise the turns are kept in process
@@ -153,8 +159,13 @@ class MemoryAgent:
         tools: Sequence[ToolDef] | None = None,
         max_steps: int = 8,
         sink: ConversationSink | None = None,
+        prompt: str | None = None,
     ) -> None:
-        """Bind a store, a chat client and a scope. ``tools`` defaults to the memory tools the store can run."""
+        """Bind a store, a chat client and a scope. ``tools`` defaults to the memory tools the store can run.
+
+        ``prompt`` names a versioned prompt of the store to use as the system
+        prompt (instead of ``system``), attributed per thread.
+        """
         if max_steps < 1:
             raise InvalidInputError("max_steps must be at least 1")
         self.memory = memory
@@ -166,6 +177,8 @@ class MemoryAgent:
         self.tools = tuple(tools) if tools is not None else available_tools(memory)
         self.max_steps = max_steps
         self.sink = sink or default_sink(memory)
+        self.prompt = prompt
+        self._prompt_thread: str | None = None
 
     def _now(self) -> datetime:
         from memory.ids import utcnow
@@ -212,6 +225,7 @@ class MemoryAgent:
         """
         if not isinstance(message, str) or not message.strip():
             raise InvalidInputError("the message is empty")
+        self._use_prompt()
         saved = self.sink.save("user", message, scope=self.scope, at=self._now())
         steps: list[AgentStep] = []
         exchange: list[dict[str, Any]] = []
@@ -242,6 +256,30 @@ class MemoryAgent:
         raise AgentError(
             f"no final answer after {self.max_steps} model calls (the model kept calling tools); raise max_steps"
         )
+
+    def _use_prompt(self) -> None:
+        """Take the system prompt from the store's versioned prompt for this thread (once per thread)."""
+        if self.prompt is None or self._prompt_thread == self.scope.thread:
+            return
+        prompts = getattr(self.memory, "prompts", None)
+        if prompts is None:
+            raise InvalidInputError("this store has no versioned prompts (mem.prompts)")
+        self.system = prompts.use(self.scope.thread, self.prompt, **self.scope.kwargs())
+        self._prompt_thread = self.scope.thread
+
+    def finish(self, **feedback: Any) -> Any:
+        """End the conversation (summary and reward, :meth:`Memory.end_conversation`) and record ``feedback``.
+
+        ``feedback`` are :meth:`Feedback.record <memory.feedback.service.Feedback.record>`
+        keywords (rating, feedback, example, task_completed, …). Returns the
+        thread's conversation record (None when the store keeps no records).
+        """
+        scope = self.scope.kwargs()
+        ended = self.memory.end_conversation(self.scope.thread, **scope)
+        record = getattr(ended, "record", None)
+        if feedback:
+            record = self.memory.feedback.record(self.scope.thread, **scope, **feedback)
+        return record
 
     def _run_tools(self, reply: ChatReply, exchange: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
         if not reply.tool_calls:

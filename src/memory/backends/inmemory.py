@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memory.backends.base import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
+from memory.backends.inmemory_feedback import InMemoryFeedbackStore
 from memory.backends.inmemory_graph import InMemoryGraph
 from memory.backends.inmemory_tiers import InMemoryTierStore
 from memory.errors import EmbeddingMismatchError, InvalidInputError, NotFoundError
@@ -74,6 +75,7 @@ class InMemoryBackend:
         self._lock = threading.RLock()
         self.graph = InMemoryGraph(self._lock)
         self.tiers = InMemoryTierStore(self._lock)
+        self.feedback = InMemoryFeedbackStore(self._lock)
         self._claims: dict[str, datetime] = {}
         self._episodic: InMemoryEpisodicStore | None = None
 

@@ -321,10 +321,15 @@ def end_conversation(ctx: click.Context, thread: str, user: str | None, agent: s
     if as_json:
         emit_json({"thread": result.thread, "messages": result.messages, "user": result.user, "agent": result.agent,
                    "summarizer": result.summarizer, "fallback_reason": result.fallback_reason,
-                   "updated": {k: b.model_dump(mode="json") for k, b in result.updated.items()}})  # fmt: skip
+                   "updated": {k: b.model_dump(mode="json") for k, b in result.updated.items()},
+                   "reward": result.record.reward if result.record is not None else None,
+                   "record": result.record.model_dump(mode="json") if result.record is not None else None})  # fmt: skip
     else:
         click.echo(f"{result.messages} message(s) read; updated: {', '.join(result.updated) or 'nothing'} "
                    f"({result.summarizer} summarizer)")  # fmt: skip
+        if result.record is not None:
+            reward = "unscored" if result.record.reward is None else f"{result.record.reward:.4f}"
+            click.echo(f"conversation record written; reward {reward}")
         if result.fallback_reason:
             click.echo(f"the LLM failed, extractive summary used: {result.fallback_reason}", err=True)
 
@@ -425,7 +430,7 @@ def prune(ctx: click.Context, as_json: bool) -> None:
     default="sync,prune",
     show_default=True,
     metavar="LIST",
-    help="Comma-separated jobs to run each pass (sync, prune, extract, tiers, and any registered by plugins).",
+    help="Comma-separated jobs to run each pass (sync, prune, extract, tiers, reflect, and any registered by plugins).",
 )
 @click.option("--interval", type=float, default=5.0, show_default=True, help="Seconds to wait between passes.")
 @click.option("--max-passes", type=int, metavar="N", help="Exit after N passes (default: run until stopped).")
@@ -447,6 +452,7 @@ def worker(
         options = {
             "sync": {"batch_size": batch_size, "lease_seconds": lease, "namespace": ns},
             "prune": {"namespace": ns},
+            "reflect": {"namespace": ns},
         }
         runner = Worker(mem, jobs=names, interval=interval, options=options)
         info(f"worker started: jobs {', '.join(names)} every {interval:g} s")

@@ -24,6 +24,7 @@ from memory.cli.common import GlobalOptions
 from memory.cli.context import chat, context
 from memory.cli.doctor import doctor
 from memory.cli.episodic import blocks, end_conversation, messages, namespaces, prune, sync, tail, threads, worker
+from memory.cli.feedback import feedback, prompts, reflect
 from memory.cli.graph import extract, graph, link
 from memory.cli.memories import forget, get, history, list_memories, recall, remember, stats
 from memory.cli.migrate import migrate
@@ -144,6 +145,8 @@ bench.add_command(bench_context)
 for command in (messages, tail, threads, namespaces, blocks, end_conversation, sync, prune, worker):
     cli.add_command(command)
 cli.add_command(tiers)
+for command in (feedback, prompts, reflect):
+    cli.add_command(command)
 for command in (serve, mcp, keys, doctor, migrate):
     cli.add_command(command)
 

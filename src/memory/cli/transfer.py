@@ -104,4 +104,5 @@ def import_memories(ctx: click.Context, source: str, as_json: bool) -> None:
         + (f", {report.pending} left pending (embedder failed)" if report.pending else "")
         + (f"; {report.messages} messages, {report.blocks} blocks" if report.messages or report.blocks else "")
         + (f"; {report.tiers} tier records" if report.tiers else "")
+        + (f"; {report.feedback} feedback records and prompt versions" if report.feedback else "")
     )

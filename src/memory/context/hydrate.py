@@ -10,6 +10,7 @@ state           one section per ``request.state`` key, plus the clock
 static          the request's own sections, as given
 blocks          working-memory blocks, via ``mem.blocks`` when the store has it
 recent          the thread's last turns, via ``mem.messages.recent(thread, n)``
+procedures      learned procedures (``procedural`` memories from self-reflection)
 recall          long-term memories, via :meth:`Memory.recall`
 history         semantic hits over past messages, via ``mem.messages.search``
 graph           facts about entities named in the request, via ``mem.graph``
@@ -284,6 +285,52 @@ def _memory_label(kind: str) -> str:
     return "Relevant memories"
 
 
+class ProceduresSource:
+    """Learned procedures: the scope's ``procedural`` memories relevant to the request (self-reflection lessons).
+
+    Runs before ``recall`` and uses the same section ids (``memory:<id>``), so
+    a procedural memory appears once, under "Learned procedures", as an
+    instruction-like (constraint) section. Skipped cheaply when the scope
+    holds no procedural memory.
+    """
+
+    name = "procedures"
+
+    def collect(self, ctx: HydrationContext) -> list[Section] | Skipped:
+        """One constraint section per relevant procedural memory, best first."""
+        strategy = ctx.request.strategy
+        if not strategy.include_procedures or strategy.procedure_limit == 0:
+            return Skipped("strategy.include_procedures is off")
+        if not callable(getattr(ctx.memory, "recall", None)) or not callable(getattr(ctx.memory, "filter", None)):
+            return Skipped("this store has no long-term memory (mem.recall)")
+        scope = ctx.scope()
+        backend = getattr(ctx.memory, "backend", None)
+        if backend is not None:  # one cheap count spares the recall when there is nothing to find
+            flt = ctx.memory.filter(kinds=["procedural"], clearance=ctx.request.clearance, **scope)
+            if backend.count(flt) == 0:
+                return Skipped("no procedural memories in this scope")
+        hits = ctx.memory.recall(
+            recall_query(ctx.request), limit=strategy.procedure_limit, kinds=["procedural"],
+            clearance=ctx.request.clearance, **scope,
+        )  # fmt: skip
+        out = []
+        for hit in hits:
+            item = hit.item
+            if not ctx.visible(item):
+                continue
+            content = f"- {' '.join(item.content.split())}"
+            out.append(
+                Section(
+                    id=f"memory:{item.id}", label="Learned procedures",
+                    source=SectionSource(kind="knowledge", name="procedures", ref=item.id, score=round(hit.score, 6)),
+                    content=content, priority="high", relevance=min(max(hit.score, 0.0), 1.0),
+                    recency=item.created_at, composition="constraint", shrink="truncate",
+                    content_hash=item.content_hash,
+                )
+            )  # fmt: skip
+        return out or Skipped("no procedural memory matched")
+
+
 class RecallSource:
     """Long-term memories relevant to the request, via :meth:`Memory.recall` (one section per hit)."""
 
@@ -451,7 +498,7 @@ _REGISTRY: dict[str, ContextSource] = {}
 _LOCK = threading.Lock()
 for _source in (
     SystemSource(), GoalSource(), StateSource(), StaticSource(), BlocksSource(), RecentSource(),
-    RecallSource(), HistorySource(), GraphSource(), TiersSource(),
+    ProceduresSource(), RecallSource(), HistorySource(), GraphSource(), TiersSource(),
 ):  # fmt: skip
     _REGISTRY[_source.name] = _source
 

@@ -170,6 +170,8 @@ class ContextStrategy(_Data):
     include_blocks: bool = True
     include_recent: bool = True
     include_time: bool = Field(True, description="a 'current date and time' state section")
+    include_procedures: bool = Field(True, description="learned procedures (procedural memories, self-reflection)")
+    procedure_limit: int = Field(5, ge=0, le=100, description="max procedural memories")
     history_search_limit: int = Field(0, ge=0, le=1000, description="semantic hits over past messages (0: off)")
 
 

@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from memory.episodic.types import Block, Message
 from memory.errors import LLMError
@@ -133,6 +133,10 @@ class ConversationEnd:
     updated: dict[str, Block] = field(default_factory=dict)
     summarizer: str = "extractive"
     fallback_reason: str | None = None
+    #: the ``last_conversation_summary`` the summarizer produced (also stored in the feedback record)
+    summary: str | None = None
+    #: the thread's conversation record, written and scored at the end (:mod:`memory.feedback`)
+    record: Any = None
 
 
 def end_conversation(
@@ -168,6 +172,7 @@ def end_conversation(
         result.summarizer = ExtractiveSummarizer.name
         reason += f" (extractive fallback; {result.summarizer} used because the LLM failed: {result.fallback_reason})"
         values = ExtractiveSummarizer().summarize(messages, blocks)
+    result.summary = values.get("last_conversation_summary")
     for label, value in values.items():
         if blocks.get(label) is not None and blocks[label].value == value:
             continue

@@ -1,8 +1,8 @@
 """The long-running worker: sync, prune and registered job hooks in a loop, stopped gracefully.
 
 Jobs are functions ``job(mem, should_stop) -> dict`` registered by name
-(:func:`register_job`); ``sync`` and ``prune`` are built in, later features
-(consolidation, reflection) register theirs. A SIGTERM or SIGINT asks the
+(:func:`register_job`); ``sync``, ``prune``, ``tiers``, ``extract`` and
+``reflect`` are built in, plugins register theirs. A SIGTERM or SIGINT asks the
 worker to stop: the batch in flight finishes and is committed, then the
 worker returns — nothing is lost.
 """
@@ -57,8 +57,21 @@ def _extract_job(mem: Memory, should_stop: Callable[[], bool], options: Mapping[
     return counts
 
 
+def _reflect_job(mem: Memory, should_stop: Callable[[], bool], options: Mapping[str, Any]) -> dict[str, Any]:
+    """Self-reflection: lessons from scored conversations as procedural memories (:mod:`memory.feedback.reflect`)."""
+    del should_stop
+    report = mem.reflect(**options).to_dict()
+    return {k: v for k, v in report.items() if k not in ("memory_ids", "lessons")}
+
+
 #: Jobs the worker knows, by name.
-JOBS: dict[str, Job] = {"sync": _sync_job, "prune": _prune_job, "tiers": _tiers_job, "extract": _extract_job}
+JOBS: dict[str, Job] = {
+    "sync": _sync_job,
+    "prune": _prune_job,
+    "tiers": _tiers_job,
+    "extract": _extract_job,
+    "reflect": _reflect_job,
+}
 
 
 def register_job(name: str, job: Job) -> None:

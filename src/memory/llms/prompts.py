@@ -15,7 +15,7 @@ from memory.llms.base import ChatMessage
 
 __all__ = ["PROMPT_VERSION", "TASKS", "render", "repair_message"]
 
-PROMPT_VERSION = "extract-v1/decide-v1/summarize-v1/section-v1"
+PROMPT_VERSION = "extract-v1/decide-v1/summarize-v1/section-v1/refine-v1/reflect-v1"
 
 _EXTRACT_SYSTEM = """You extract structured memory from text for a long-term memory store.
 Answer with one JSON object and nothing else:
@@ -89,11 +89,50 @@ def _section_user(inputs: dict[str, Any]) -> str:
     return f"QUERY: {query}\nBUDGET: about {inputs['max_words']} words\nSECTION:\n{inputs['text']}"
 
 
+_REFINE_SYSTEM = """You improve the system prompt of an AI agent from user feedback.
+You get the CURRENT PROMPT and conversations in which it did badly: their summary, the user's
+feedback, an example of the behaviour the user wanted, and the reward (0 bad .. 1 good).
+Rewrite the prompt so the agent avoids those failures: keep every instruction that is still right,
+add short, general rules (never copy private details of one conversation), stay under the size limit.
+Answer with one JSON object and nothing else: {"prompt": text, "rationale": short text}"""
+
+_REFLECT_SYSTEM = """You help an AI agent learn from a finished conversation.
+You get its summary, the prompt version used, the user's feedback, an example of the wanted
+behaviour, and the reward (0 bad .. 1 good). Write one to three short lessons the agent should
+follow next time, each one general and actionable ("When ..., do/avoid ...").
+Answer with one JSON object and nothing else: {"outcome": "went_well" | "went_badly" | "mixed",
+ "lessons": [text, ...]}"""
+
+
+def _refine_user(inputs: dict[str, Any]) -> str:
+    rows = []
+    for n, c in enumerate(inputs.get("conversations") or [], 1):
+        parts = [f"[{n}] reward {c.get('reward')}"]
+        for key in ("summary", "feedback", "example", "suggestion"):
+            if c.get(key):
+                parts.append(f"  {key}: {c[key]}")
+        rows.append("\n".join(parts))
+    return (
+        f"PROMPT NAME: {inputs.get('name')}\nSIZE LIMIT: {inputs.get('max_chars')} characters\n"
+        f"CURRENT PROMPT:\n{inputs.get('prompt')}\n\nLOW-REWARD CONVERSATIONS:\n" + ("\n".join(rows) or "(none)")
+    )
+
+
+def _reflect_user(inputs: dict[str, Any]) -> str:
+    lines = [f"REWARD: {inputs.get('reward')}"]
+    for key in ("prompt", "summary", "feedback", "example", "suggestion", "components"):
+        if inputs.get(key):
+            lines.append(f"{key.upper()}: {inputs[key]}")
+    return "\n".join(lines)
+
+
 TASKS = {
     "extract": (_EXTRACT_SYSTEM, _extract_user),
     "decide": (_DECIDE_SYSTEM, _decide_user),
     "summarize_conversation": (_SUMMARIZE_SYSTEM, _summarize_user),
     "summarise_section": (_SECTION_SYSTEM, _section_user),
+    "refine_prompt": (_REFINE_SYSTEM, _refine_user),
+    "reflect_conversation": (_REFLECT_SYSTEM, _reflect_user),
 }
 
 

@@ -6,7 +6,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["EntityOut", "RelationOut", "ExtractionOut", "DecisionOut", "Action", "ACTIONS", "json_schema"]
+__all__ = [
+    "EntityOut",
+    "RelationOut",
+    "ExtractionOut",
+    "DecisionOut",
+    "Action",
+    "ACTIONS",
+    "PromptRefinementOut",
+    "ReflectionOut",
+    "json_schema",
+]
 
 Action = Literal["ADD", "UPDATE", "SUPERSEDE", "DELETE", "NOOP"]
 ACTIONS: tuple[str, ...] = ("ADD", "UPDATE", "SUPERSEDE", "DELETE", "NOOP")
@@ -47,6 +57,20 @@ class DecisionOut(_Out):
     target: int | None = Field(None, ge=0, description="index of the existing memory the action applies to")
     merged: str | None = Field(None, max_length=4000, description="merged text for UPDATE")
     reason: str = Field("", max_length=500)
+
+
+class PromptRefinementOut(_Out):
+    """A refined prompt (task ``refine_prompt``) and why it changed."""
+
+    prompt: str = Field(min_length=1, max_length=50_000)
+    rationale: str = Field("", max_length=2000)
+
+
+class ReflectionOut(_Out):
+    """Lessons from one conversation (task ``reflect_conversation``)."""
+
+    outcome: Literal["went_well", "went_badly", "mixed"]
+    lessons: list[str] = Field(default_factory=list, max_length=5)
 
 
 def _inline(node: Any, defs: dict[str, Any]) -> Any:

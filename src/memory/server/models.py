@@ -520,6 +520,7 @@ class EndConversationOut(_Out):
     summarizer: str
     fallback_reason: str | None = None
     updated: list[Block]
+    reward: float | None = Field(None, description="The conversation's reward (0..1) from the signals so far, if any.")
 
 
 class TiersRetrieveIn(_In):
@@ -531,3 +532,30 @@ class TiersRetrieveIn(_In):
     top_m: int | None = Field(None, ge=1, le=100, description="Mid-term segments to visit (default: configured).")
     top_k: int | None = Field(None, ge=1, le=1000, description="Pages to return from them (default: configured).")
     clearance: Clearance = _CLEARANCE
+
+
+# -- feedback and prompt versions (issue 9) ----------------------------------------
+
+
+class FeedbackRecordIn(_In):
+    """How a conversation went: a rating, a reward, the task outcome, the user's words; rescored on every call."""
+
+    thread: str = Field(..., description="The conversation thread.", min_length=1, max_length=256)
+    rating: float | None = Field(None, description="Explicit user rating on rating_scale (stars 1-5 by default).")
+    rating_scale: Literal["stars", "thumbs", "unit"] = Field("stars", description="stars 1-5, thumbs +1/-1, unit 0-1.")
+    reward: float | None = Field(None, ge=0.0, le=1.0, description="An explicit reward in [0, 1].")
+    feedback: str | None = Field(None, description="What the user said about the answers.", max_length=20_000)
+    example: str | None = Field(None, description="An example of the wanted behaviour.", max_length=20_000)
+    suggestion: str | None = Field(None, description="An improvement suggestion.", max_length=20_000)
+    task_completed: bool | None = Field(None, description="Whether the task was completed.")
+    prompt: str | None = Field(None, description="The prompt name the conversation used.", max_length=200)
+    prompt_version: int | None = Field(None, ge=1, description="Its version (default: the thread's, else active).")
+    user: str | None = _USER
+    agent: str | None = _AGENT
+
+
+class PromptGetIn(_In):
+    """A named prompt: the active version, or a given one."""
+
+    name: str = Field(..., description="The prompt's name.", min_length=1, max_length=200)
+    version: int | None = Field(None, ge=1, description="A version number (default: the active version).")

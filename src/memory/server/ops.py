@@ -39,6 +39,7 @@ from pydantic import BaseModel, ValidationError
 from memory.backends.graph import MemoryLink
 from memory.episodic.types import Block, Message
 from memory.errors import InvalidInputError
+from memory.feedback.types import ConversationRecord, PromptVersion
 from memory.keys import Caller
 from memory.memory import Memory
 from memory.server import models as m
@@ -547,6 +548,7 @@ def _end_conversation(mem: Memory, a: m.EndConversationIn, call: Call) -> m.EndC
     return m.EndConversationOut(
         thread=ended.thread, messages=ended.messages, user=ended.user, agent=ended.agent,
         summarizer=ended.summarizer, fallback_reason=ended.fallback_reason, updated=list(ended.updated.values()),
+        reward=ended.record.reward if ended.record is not None else None,
     )  # fmt: skip
 
 
@@ -573,6 +575,37 @@ register(Operation(
     ),
     params=m.TiersRetrieveIn, result=TierContext, run=_tiers_retrieve, tags=("tiers",),
     rest=Rest("POST", "/tiers/retrieve"),
+))  # fmt: skip
+
+
+# -- feedback and prompt versions (issue 9) ---------------------------------------------
+
+
+def _feedback_record(mem: Memory, a: m.FeedbackRecordIn, call: Call) -> ConversationRecord:
+    options = _fields(a, "rating", "rating_scale", "reward", "feedback", "example", "suggestion", "task_completed",
+                      "prompt", "prompt_version", "user", "agent")  # fmt: skip
+    return mem.feedback.record(a.thread, namespace=call.namespace, **options)
+
+
+def _prompt_get(mem: Memory, a: m.PromptGetIn, call: Call) -> PromptVersion:
+    return mem.prompts.get(a.name, a.version, namespace=call.namespace)
+
+
+register(Operation(
+    name="feedback_record",
+    description=(
+        "Report how a conversation went: a rating (1-5 stars, or thumbs +1/-1), whether the task was completed, "
+        "the user's feedback and an example of what they wanted. Returns the conversation record with its reward "
+        "(0..1); the prompt version used can be named so its measured performance improves."
+    ),
+    params=m.FeedbackRecordIn, result=ConversationRecord, run=_feedback_record, write=True,
+    tags=("feedback",), rest=Rest("POST", "/threads/{thread}/feedback"),
+))  # fmt: skip
+register(Operation(
+    name="prompt_get",
+    description="The text of a named, versioned prompt (the active version unless a version is given).",
+    params=m.PromptGetIn, result=PromptVersion, run=_prompt_get, tags=("feedback",),
+    rest=Rest("GET", "/prompts/{name}"),
 ))  # fmt: skip
 
 RESOURCES.extend([

@@ -47,6 +47,7 @@ from memory.backends.postgres.connection import (
     redact,
     session_options,
 )
+from memory.backends.postgres.feedback import PostgresFeedbackStore
 from memory.backends.postgres.migrations import HNSW_MAX_DIM, apply_migrations, create_space_table, space_table
 from memory.backends.postgres.queries import (
     HYBRID_SEARCH_V1_KEY,
@@ -173,6 +174,7 @@ class PostgresBackend:
         self._episodic: PostgresEpisodicStore | None = None
         self._graph: PostgresGraph | None = None
         self.tiers = PostgresTierStore(self)
+        self.feedback = PostgresFeedbackStore(self)
         kwargs: dict[str, Any] = {
             "options": session_options(schema, ef_search=ef_search),
             "connect_timeout": max(1, int(connect_timeout)),
@@ -993,6 +995,26 @@ class PostgresBackend:
             conn.execute(f"SET LOCAL maintenance_work_mem = '{maintenance_work_mem}'")
             for space in self._all_spaces(conn):
                 create_space_table(conn, space.space_id, space.dim)
+        return time.perf_counter() - started
+
+    def settle(self) -> float:
+        """Bring the store to rest after a bulk load; returns the seconds it took.
+
+        ``VACUUM (ANALYZE)`` of the item, term and vector tables (fresh planner
+        statistics, the visibility map set) and a ``CHECKPOINT`` when the role
+        may run one, so later reads are not timed against autovacuum or a
+        checkpoint catching up. Safe at any time; only slow on a big store.
+        """
+        started = time.perf_counter()
+        with self._read() as conn:
+            tables = ["items", "item_tags", "lexical_stats", "lexical_terms"]
+            tables += [space.table for space in self._all_spaces(conn)]
+            for table in tables:
+                conn.execute(f"VACUUM (ANALYZE) {table}")
+            try:
+                conn.execute("CHECKPOINT")
+            except load_driver().errors.InsufficientPrivilege:
+                pass  # a role without pg_checkpoint: the server checkpoints on its own schedule
         return time.perf_counter() - started
 
     def drop_schema(self) -> None:

@@ -32,6 +32,8 @@ can distribute all tables by ``namespace`` and co-locate them):
   transaction: per namespace and lexeme of ``key_tsv``, how many items hold the lexeme
   with each set of field labels (``mask``: 1 content, 2 window, 4 time). A query's df
   is the sum over the masks that meet its fields, so it never counts postings.
+* ``feedback_records`` and ``prompt_versions`` (0010) — conversation records
+  keyed by ``(namespace, thread)``, prompt versions by ``(namespace, name, version)``.
 """
 
 from __future__ import annotations
@@ -228,6 +230,40 @@ _LEXICAL_TERMS = [
         GROUP BY 1, 2, 3""",
 ]
 
+# Feedback (issue 9): conversation records per (namespace, thread) and prompt versions per
+# (namespace, name), namespace first in every key and index; times as epoch seconds like the
+# SQLite tables, so one SQL implementation serves both (memory.backends.feedback_sql).
+_FEEDBACK = [
+    """CREATE TABLE feedback_records (
+        namespace text NOT NULL,
+        thread text NOT NULL,
+        user_id text,
+        agent text,
+        prompt_name text,
+        prompt_version integer,
+        reward double precision,
+        created_at double precision NOT NULL,
+        updated_at double precision NOT NULL,
+        reflected_at double precision,
+        revision integer NOT NULL DEFAULT 0,
+        data text NOT NULL,
+        PRIMARY KEY (namespace, thread)
+    )""",
+    "CREATE INDEX feedback_records_prompt ON feedback_records (namespace, prompt_name, prompt_version)",
+    "CREATE INDEX feedback_records_updated ON feedback_records (namespace, updated_at)",
+    """CREATE TABLE prompt_versions (
+        namespace text NOT NULL,
+        name text NOT NULL,
+        version integer NOT NULL CHECK (version >= 1),
+        status text NOT NULL CHECK (status IN ('active', 'candidate', 'retired')),
+        created_at double precision NOT NULL,
+        promoted_at double precision,
+        data text NOT NULL,
+        PRIMARY KEY (namespace, name, version)
+    )""",
+    "CREATE UNIQUE INDEX prompt_versions_active ON prompt_versions (namespace, name) WHERE status = 'active'",
+]
+
 #: Every migration this code knows, in the order they are applied.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_items", _ITEMS),
@@ -239,6 +275,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0007_index_window", _INDEX_WINDOW),
     Migration("0008_tiers", _TIERS),
     Migration("0009_lexical_terms", _LEXICAL_TERMS),
+    Migration("0010_feedback", _FEEDBACK),
 )
 
 

@@ -34,6 +34,7 @@ from memory.backends.sqlite.codec import (
     row_to_ledger,
 )
 from memory.backends.sqlite.connection import DEFAULT_BUSY_TIMEOUT, connect, driver_errors, load_driver
+from memory.backends.sqlite.feedback import SQLiteFeedbackStore
 from memory.backends.sqlite.graph import SQLiteGraph
 from memory.backends.sqlite.migrations import apply_migrations, create_space_tables, space_tables
 from memory.backends.sqlite.sql import compile_filter, json_list, scope_of, storable
@@ -103,6 +104,7 @@ class SQLiteBackend:
         self._added_since_optimize = 0
         self.graph = SQLiteGraph(self)
         self.tiers = SQLiteTierStore(self)
+        self.feedback = SQLiteFeedbackStore(self)
         self._episodic: SQLiteEpisodicStore | None = None
         try:
             with self._errors():
@@ -155,6 +157,20 @@ class SQLiteBackend:
                         except self._driver.Error:  # pragma: no cover - keep the original error
                             pass
                     raise
+
+    def settle(self) -> float:
+        """Bring the store to rest after a bulk load; returns the seconds it took.
+
+        ``PRAGMA optimize`` (fresh planner statistics) and a truncating WAL
+        checkpoint, so later reads are not timed against a checkpoint catching up.
+        """
+        started = time.perf_counter()
+        with self._lock:
+            conn = self._open_conn()
+            with self._errors():
+                conn.execute("PRAGMA optimize")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        return time.perf_counter() - started
 
     def close(self) -> None:
         """Close the connection. Idempotent; later calls raise StorageError."""

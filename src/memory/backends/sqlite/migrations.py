@@ -369,6 +369,39 @@ _TIERS = [
     "CREATE INDEX tier_records_owner ON tier_records (namespace, kind, owner, seq)",
 ]
 
+# Feedback (issue 9): one conversation record per (namespace, thread) and prompt versions per
+# (namespace, name); documents as JSON, the filtered columns beside them; times as epoch seconds.
+_FEEDBACK = [
+    """CREATE TABLE feedback_records (
+        namespace TEXT NOT NULL,
+        thread TEXT NOT NULL,
+        user_id TEXT,
+        agent TEXT,
+        prompt_name TEXT,
+        prompt_version INTEGER,
+        reward REAL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        reflected_at REAL,
+        revision INTEGER NOT NULL DEFAULT 0,
+        data TEXT NOT NULL,
+        PRIMARY KEY (namespace, thread)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX feedback_records_prompt ON feedback_records (namespace, prompt_name, prompt_version)",
+    "CREATE INDEX feedback_records_updated ON feedback_records (namespace, updated_at)",
+    """CREATE TABLE prompt_versions (
+        namespace TEXT NOT NULL,
+        name TEXT NOT NULL,
+        version INTEGER NOT NULL CHECK (version >= 1),
+        status TEXT NOT NULL CHECK (status IN ('active', 'candidate', 'retired')),
+        created_at REAL NOT NULL,
+        promoted_at REAL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (namespace, name, version)
+    ) WITHOUT ROWID""",
+    "CREATE UNIQUE INDEX prompt_versions_active ON prompt_versions (namespace, name) WHERE status = 'active'",
+]
+
 #: Every migration this code knows, in the order they are applied.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_items", _ITEMS),
@@ -381,6 +414,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0008_graph", _GRAPH),
     Migration("0009_index_window", _INDEX_WINDOW),
     Migration("0010_tiers", _TIERS),
+    Migration("0011_feedback", _FEEDBACK),
 )
 
 
