@@ -136,3 +136,19 @@ def test_copy_out_of_the_in_process_backend_keeps_graph_tiers_and_windows(target
                     ours, theirs = mem.recall(query, namespace=ns), copy.recall(query, namespace=ns)
                     assert [h.id for h in theirs] == [h.id for h in ours]
                     assert [h.score for h in theirs] == pytest.approx([h.score for h in ours], abs=1e-5)
+
+
+def test_feedback_left_behind_is_named_in_the_report(tmp_path: Path, target: Backend) -> None:
+    url = f"sqlite:///{tmp_path / 'fb.db'}"
+    with _memory(url) as mem:
+        mem.remember("a memory", namespace="n1")
+        mem.prompts.create("greeter", "You greet people.", namespace="n1")
+    source = open_backend(url)
+    try:
+        report = copy_store(source, target)
+    finally:
+        source.close()
+    assert report.items == 1
+    assert [n for n in report.skipped if n.startswith("feedback:")] == [
+        "feedback: conversation records and prompt versions are not copied (not supported yet)"
+    ]

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 from memory.backends.base import Backend, NewRecord
-from memory.backends.copy_graph_tiers import GraphCounts, copy_graph, copy_tiers, plan_stores
+from memory.backends.copy_graph_tiers import GraphCounts, StorePair, copy_graph, copy_tiers, plan_stores
 from memory.backends.keys import KeyStore, open_key_store
 from memory.errors import ConfigError, InvalidInputError
 from memory.filters import Filter
@@ -132,6 +132,7 @@ def copy_store(
     graph = plan_stores(src, dst, "graph", skipped)
     tiers = plan_stores(src, dst, "tiers", skipped)
     rebuild = _windows_plan(dst, window_size, skipped)
+    _feedback_note(src, conversations, graph, tiers, skipped)
     keys = _key_stores(src, dst)
     now = datetime.now(UTC)
     spaces = src.vector_spaces()
@@ -196,6 +197,34 @@ def copy_store(
         done, vectors, ledger, len(namespaces), len(spaces), synthesised, messages, blocks, copied_keys,
         counts.entities, counts.relations, counts.mentions, counts.links, tier_records, windows, tuple(skipped),
     )  # fmt: skip
+
+
+def _feedback_note(
+    src: Backend,
+    conversations: tuple[Any, Any] | None,
+    graph: StorePair | None,
+    tiers: StorePair | None,
+    skipped: list[str],
+) -> None:
+    """Say in the report that the source's feedback data (conversation records, prompt versions) stays behind.
+
+    Copying the feedback store is not implemented yet; the note names it
+    when the source holds any in a namespace of its memories, conversations,
+    graph or tiers (the feedback protocol cannot list its own namespaces).
+    """
+    feedback = getattr(src, "feedback", None)
+    if feedback is None:
+        return
+    from memory.backends.feedback import RecordQuery
+
+    namespaces = set(src.namespaces())
+    if conversations is not None:
+        namespaces |= set(conversations[0].message_namespaces())
+    for pair in (graph, tiers):
+        if pair is not None:
+            namespaces |= set(pair.namespaces)
+    if any(feedback.prompt_names(ns) or feedback.list_records(ns, RecordQuery(limit=1)) for ns in sorted(namespaces)):
+        skipped.append("feedback: conversation records and prompt versions are not copied (not supported yet)")
 
 
 def _windows_plan(dst: Backend, window_size: int, skipped: list[str]) -> bool:
