@@ -138,17 +138,44 @@ def test_copy_out_of_the_in_process_backend_keeps_graph_tiers_and_windows(target
                     assert [h.score for h in theirs] == pytest.approx([h.score for h in ours], abs=1e-5)
 
 
-def test_feedback_left_behind_is_named_in_the_report(tmp_path: Path, target: Backend) -> None:
+def test_feedback_records_and_prompt_versions_are_copied(tmp_path: Path, target: Backend) -> None:
     url = f"sqlite:///{tmp_path / 'fb.db'}"
     with _memory(url) as mem:
         mem.remember("a memory", namespace="n1")
         mem.prompts.create("greeter", "You greet people.", namespace="n1")
+        mem.prompts.add_version("greeter", "You greet people warmly.", namespace="n1")
+        mem.prompts.use("t1", "greeter", namespace="n1")
+        mem.feedback.record("t1", rating=2, feedback="too curt", namespace="n1")
+        mem.prompts.create("helper", "You help.", namespace="only-feedback")  # a namespace with no memories
+        mem.prompts.use("t2", "helper", namespace="only-feedback")
+        mem.feedback.record("t2", rating=5, namespace="only-feedback")
+        mem.reflect(namespace="n1")
     source = open_backend(url)
     try:
         report = copy_store(source, target)
+        assert (report.feedback_records, report.prompt_versions) == (2, 3)
+        assert not [n for n in report.skipped if n.startswith("feedback")]
+        for ns in ("n1", "only-feedback"):
+            assert list(target.feedback.iter_records(ns)) == list(source.feedback.iter_records(ns))
+            for name in source.feedback.prompt_names(ns):
+                assert target.feedback.prompt_versions(ns, name) == source.feedback.prompt_versions(ns, name)
+        assert target.feedback.get_record("n1", "t1").reflected_at is not None  # reflection does not run twice
     finally:
         source.close()
-    assert report.items == 1
-    assert [n for n in report.skipped if n.startswith("feedback:")] == [
-        "feedback: conversation records and prompt versions are not copied (not supported yet)"
-    ]
+
+
+def test_a_target_that_already_holds_feedback_is_refused_before_writing(tmp_path: Path) -> None:
+    source_url, target_url = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    with _memory(source_url) as mem:
+        mem.remember("a memory")
+        mem.prompts.create("greeter", "You greet people.")
+    with _memory(target_url) as mem:
+        mem.prompts.create("other", "Something else.")
+    source, target = open_backend(source_url), open_backend(target_url)
+    try:
+        with pytest.raises(ConfigError, match="already holds feedback"):
+            copy_store(source, target)
+        assert target.namespaces() == [] and target.feedback.prompt_names("default") == ["other"]
+    finally:
+        source.close()
+        target.close()

@@ -291,6 +291,24 @@ def _fill_graph_tiers_windows(url: str) -> None:
         for n in range(4):  # one more than the queue holds: a segment forms
             mem.tiers.add_page(f"question {n} about the Alps", f"answer {n}", agent="guide", user="u1",
                                namespace="alpha", created_at=tick())  # fmt: skip
+        mem.prompts.create("guide", "You are a mountain guide.", namespace="alpha")
+        mem.prompts.add_version("guide", "You are a careful mountain guide.", namespace="alpha")
+        mem.prompts.use("t1", "guide", user="u1", namespace="alpha")
+        mem.feedback.record("t1", rating=2, feedback="forgot the weather", user="u1", namespace="alpha")
+        mem.reflect(namespace="alpha")
+
+
+def _feedback(url: str) -> dict[str, object]:
+    backend = open_backend(url)
+    try:
+        store = backend.feedback  # type: ignore[attr-defined]
+        out: dict[str, object] = {"namespaces": store.namespaces()}
+        for ns in store.namespaces():
+            out[f"records:{ns}"] = list(store.iter_records(ns))
+            out[f"prompts:{ns}"] = [store.prompt_versions(ns, name) for name in store.prompt_names(ns)]
+        return out
+    finally:
+        backend.close()
 
 
 def _windows(url: str) -> dict[str, str]:
@@ -343,7 +361,7 @@ def test_migrate_copies_graph_tiers_and_windows_sqlite_postgres_sqlite(
     assert report["entities"] == sum(len(source[f"entities:{ns}"]) for ns in ("alpha", "beta"))  # type: ignore[arg-type]
     assert report["relations"] == 3 and report["links"] == 1 and report["mentions"] >= 4
     assert report["tier_records"] == len(source["tiers:alpha"]) > 3  # type: ignore[arg-type]
-    assert report["windows"] == report["items"] == 11 and report["skipped"] == []
+    assert report["windows"] == report["items"] == 12 and report["skipped"] == []  # 11 + a reflection lesson
     again = run.json("migrate", "--from", pg_url, "--to", back)
     assert {k: again[k] for k in ("entities", "relations", "mentions", "links", "tier_records", "windows")} == {
         k: report[k] for k in ("entities", "relations", "mentions", "links", "tier_records", "windows")
@@ -351,6 +369,9 @@ def test_migrate_copies_graph_tiers_and_windows_sqlite_postgres_sqlite(
     # everything comes back identical: items, vectors (window spaces included), ledger, graph, tiers, windows
     assert _snapshot(first) == _snapshot(pg_url) == _snapshot(back)
     assert source == _graph_and_tiers(pg_url) == _graph_and_tiers(back)
+    assert (report["feedback_records"], report["prompt_versions"]) == (1, 2)
+    feedback = _feedback(first)
+    assert feedback["namespaces"] == ["alpha"] and feedback == _feedback(pg_url) == _feedback(back)
     windows = _windows(first)
     assert windows == _windows(pg_url) == _windows(back)
     assert any("hiking in the Alps" in text for text in windows.values())
@@ -378,6 +399,10 @@ def test_migrate_text_output_names_graph_tiers_and_windows(run: Runner, tmp_path
         f"{counts['links']} links"
     ) in lines
     assert f"tiers: {counts['tier_records']} tier records" in lines
+    assert (
+        f"feedback: {counts['feedback_records']} conversation records, {counts['prompt_versions']} prompt versions"
+        in lines
+    )
     assert f"windows: {counts['windows']} context windows rebuilt" in lines
-    assert counts["windows"] == 11 and not any(line.startswith("skipped") for line in lines)
+    assert counts["windows"] == 12 and not any(line.startswith("skipped") for line in lines)
     assert "knowledge graph" in run.ok("migrate", "--help").stdout

@@ -86,6 +86,25 @@ def test_namespaces_never_mix(store: FeedbackStore) -> None:
     assert store.get_record("a", "t1") is not None and store.get_prompt("a", "p").text == "text a"  # type: ignore[union-attr]
 
 
+def test_every_record_and_namespace_can_be_listed(store: FeedbackStore) -> None:
+    """iter_records pages through a namespace by thread; namespaces() names those with records or prompts."""
+    assert store.namespaces() == []
+    threads = [f"t{n:03d}" for n in range(25)]
+    for thread in reversed(threads):
+        store.put_record(_record(thread, namespace="a"))
+    store.put_record(_record("x", namespace="b"))
+    store.add_prompt("c", "p", "only a prompt here", at=T0)
+    assert store.namespaces() == ["a", "b", "c"]
+    assert [r.thread for r in store.iter_records("a", batch_size=7)] == threads
+    assert [r.thread for r in store.iter_records("a", batch_size=25)] == threads
+    assert [r.thread for r in store.iter_records("b")] == ["x"] and list(store.iter_records("c")) == []
+    with pytest.raises(InvalidInputError):
+        list(store.iter_records("a", batch_size=0))
+    store.delete_records("a")
+    store.delete_records("b")
+    assert store.namespaces() == ["c"]
+
+
 def test_prompt_versions_number_and_promote_atomically(store: FeedbackStore) -> None:
     v1 = store.add_prompt("ns", "support", "Be helpful.", at=T0)
     assert (v1.version, v1.status, v1.origin) == (1, "active", "manual")

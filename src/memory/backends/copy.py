@@ -8,7 +8,9 @@ whole ledger (also the history of deleted items) in the order recorded,
 then the context windows (rebuilt on the destination, see below), the
 knowledge graph and the tiers (:mod:`.copy_graph_tiers`), the conversations
 (messages, archive, blocks; :mod:`.copy_episodic`) when both backends have a
-conversation store, and the API keys (hashes). Not copied: job state.
+conversation store, the feedback data (conversation records and prompt
+versions; :mod:`.copy_feedback`), and the API keys (hashes). Not copied: job
+state.
 
 Context windows are derived data: after the items are in, every memory's
 window (text and window vector) is recomputed on the destination with the
@@ -31,7 +33,8 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 from memory.backends.base import Backend, NewRecord
-from memory.backends.copy_graph_tiers import GraphCounts, StorePair, copy_graph, copy_tiers, plan_stores
+from memory.backends.copy_feedback import copy_feedback, plan_feedback
+from memory.backends.copy_graph_tiers import GraphCounts, copy_graph, copy_tiers, plan_stores
 from memory.backends.keys import KeyStore, open_key_store
 from memory.errors import ConfigError, InvalidInputError
 from memory.filters import Filter
@@ -63,7 +66,7 @@ class LedgerTransfer(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class CopyReport:
-    """What a copy wrote: items, vectors, ledger, conversations, keys, graph, tier records, windows.
+    """What a copy wrote: items, vectors, ledger, conversations, keys, graph, tier records, windows, feedback.
 
     ``windows`` counts the memories whose context window was rebuilt on the
     destination; ``skipped`` says what was not copied and why (a source
@@ -86,6 +89,8 @@ class CopyReport:
     tier_records: int = 0
     windows: int = 0
     skipped: tuple[str, ...] = ()
+    feedback_records: int = 0
+    prompt_versions: int = 0
 
 
 def _everything(namespace: str, now: datetime) -> Filter:
@@ -132,7 +137,7 @@ def copy_store(
     graph = plan_stores(src, dst, "graph", skipped)
     tiers = plan_stores(src, dst, "tiers", skipped)
     rebuild = _windows_plan(dst, window_size, skipped)
-    _feedback_note(src, conversations, graph, tiers, skipped)
+    feedback = plan_feedback(src, dst, skipped)
     keys = _key_stores(src, dst)
     now = datetime.now(UTC)
     spaces = src.vector_spaces()
@@ -184,6 +189,7 @@ def copy_store(
     counts = copy_graph(graph) if graph is not None else GraphCounts()
     tier_records = copy_tiers(tiers) if tiers is not None else 0
     messages, blocks = copy_episodic(*conversations) if conversations is not None else (0, 0)
+    feedback_records, prompt_versions = copy_feedback(feedback) if feedback is not None else (0, 0)
     copied_keys = 0
     if keys is not None:
         try:
@@ -196,35 +202,8 @@ def copy_store(
     return CopyReport(
         done, vectors, ledger, len(namespaces), len(spaces), synthesised, messages, blocks, copied_keys,
         counts.entities, counts.relations, counts.mentions, counts.links, tier_records, windows, tuple(skipped),
+        feedback_records, prompt_versions,
     )  # fmt: skip
-
-
-def _feedback_note(
-    src: Backend,
-    conversations: tuple[Any, Any] | None,
-    graph: StorePair | None,
-    tiers: StorePair | None,
-    skipped: list[str],
-) -> None:
-    """Say in the report that the source's feedback data (conversation records, prompt versions) stays behind.
-
-    Copying the feedback store is not implemented yet; the note names it
-    when the source holds any in a namespace of its memories, conversations,
-    graph or tiers (the feedback protocol cannot list its own namespaces).
-    """
-    feedback = getattr(src, "feedback", None)
-    if feedback is None:
-        return
-    from memory.backends.feedback import RecordQuery
-
-    namespaces = set(src.namespaces())
-    if conversations is not None:
-        namespaces |= set(conversations[0].message_namespaces())
-    for pair in (graph, tiers):
-        if pair is not None:
-            namespaces |= set(pair.namespaces)
-    if any(feedback.prompt_names(ns) or feedback.list_records(ns, RecordQuery(limit=1)) for ns in sorted(namespaces)):
-        skipped.append("feedback: conversation records and prompt versions are not copied (not supported yet)")
 
 
 def _windows_plan(dst: Backend, window_size: int, skipped: list[str]) -> bool:

@@ -24,6 +24,7 @@ import builtins
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -182,6 +183,14 @@ class FeedbackStore(Protocol):
 
     def get_record(self, namespace: str, thread: str) -> ConversationRecord | None:
         """The record of a thread, or None."""
+        ...
+
+    def namespaces(self) -> builtins.list[str]:
+        """Namespaces that hold conversation records or prompt versions, sorted."""
+        ...
+
+    def iter_records(self, namespace: str, batch_size: int = 1000) -> Iterator[ConversationRecord]:
+        """Every record of a namespace, by thread, read ``batch_size`` at a time (export, migrate)."""
         ...
 
     def list_records(self, namespace: str, query: RecordQuery) -> builtins.list[ConversationRecord]:

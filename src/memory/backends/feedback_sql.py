@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -163,6 +163,36 @@ class SQLFeedbackStore:
                 (namespace, thread),
             )
         return self._record(rows[0]) if rows else None
+
+    def namespaces(self) -> builtins.list[str]:
+        """Namespaces that hold conversation records or prompt versions, sorted."""
+        with self._read() as conn:
+            rows = self._rows(
+                conn,
+                "SELECT namespace FROM feedback_records UNION SELECT namespace FROM prompt_versions ORDER BY 1",
+                (),
+            )
+        return [str(r[0]) for r in rows]
+
+    def iter_records(self, namespace: str, batch_size: int = 1000) -> Iterator[ConversationRecord]:
+        """Every record of a namespace, by thread, ``batch_size`` per query (keyset pagination)."""
+        check_name(namespace, "namespace", optional=False)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        after = ""
+        while True:
+            with self._read() as conn:
+                rows = self._rows(
+                    conn,
+                    f"SELECT {_RECORD_COLUMNS} FROM feedback_records WHERE namespace = ? AND thread > ? "
+                    "ORDER BY thread LIMIT ?",
+                    (namespace, after, batch_size),
+                )
+            records = [self._record(r) for r in rows]
+            yield from records
+            if len(records) < batch_size:
+                return
+            after = records[-1].thread
 
     def list_records(self, namespace: str, query: RecordQuery) -> builtins.list[ConversationRecord]:
         """Records matching ``query``, by last update then thread."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import threading
+from collections.abc import Iterator
 from datetime import datetime
 
 from memory.backends.feedback import (
@@ -54,6 +55,21 @@ class InMemoryFeedbackStore:
         check_name(thread, "thread", optional=False)
         with self._lock:
             return self._records.get((namespace, thread))
+
+    def namespaces(self) -> builtins.list[str]:
+        """Namespaces that hold conversation records or prompt versions, sorted."""
+        with self._lock:
+            found = {ns for ns, _ in self._records} | {ns for (ns, _), versions in self._prompts.items() if versions}
+        return sorted(found)
+
+    def iter_records(self, namespace: str, batch_size: int = 1000) -> Iterator[ConversationRecord]:
+        """Every record of a namespace, by thread (a snapshot taken at the first read)."""
+        check_name(namespace, "namespace", optional=False)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        with self._lock:
+            records = sorted((r for (ns, _), r in self._records.items() if ns == namespace), key=lambda r: r.thread)
+        yield from records
 
     def list_records(self, namespace: str, query: RecordQuery) -> builtins.list[ConversationRecord]:
         """Records matching ``query``, by last update then thread."""

@@ -26,10 +26,10 @@ def migrate(ctx: click.Context, source: str | None, target: str, as_json: bool) 
     access statistics, vectors and each item's history (ledger); the
     knowledge graph (entities with aliases and vectors, relations including
     invalidated ones, mentions, links); the tiers (STM pages, MTM segments,
-    personas, system memory, tier configs); conversations and blocks; API
-    keys. Context windows are rebuilt on the target (context_window
-    setting). Job state is not copied. The target must be empty; the source
-    is not changed.
+    personas, system memory, tier configs); conversations and blocks;
+    feedback (conversation records, prompt versions); API keys. Context
+    windows are rebuilt on the target (context_window setting). Job state
+    is not copied. The target must be empty; the source is not changed.
 
     \b
     Examples:
@@ -64,6 +64,7 @@ def migrate(ctx: click.Context, source: str | None, target: str, as_json: bool) 
     )
     click.echo(f"tiers: {report.tier_records} tier records")
     click.echo(f"conversations: {report.messages} messages, {report.blocks} blocks; {report.api_keys} API keys")
+    click.echo(f"feedback: {report.feedback_records} conversation records, {report.prompt_versions} prompt versions")
     click.echo(f"windows: {report.windows} context windows rebuilt")
     for note in report.skipped:
         click.echo(f"skipped {note}")

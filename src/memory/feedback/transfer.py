@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from memory.backends.feedback import RecordQuery, check_prompt_text, check_record
+from memory.backends.feedback import check_prompt_text, check_record
 from memory.errors import InvalidInputError
 from memory.feedback.types import ConversationRecord, PromptVersion
 from memory.records import check_name
@@ -58,7 +58,7 @@ def export_feedback(mem: Memory, stream: IO[str], flt: Filter, *, memory_only_fi
         found = store.get_record(ns, flt.thread)
         records = [found] if found is not None else []
     else:
-        records = store.list_records(ns, RecordQuery(user=flt.user, agent=flt.agent, limit=10_000))
+        records = store.iter_records(ns)
     for record in records:
         if (flt.user is None or record.user == flt.user) and (flt.agent is None or record.agent == flt.agent):
             stream.write(_line("record", record))
