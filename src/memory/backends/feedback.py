@@ -165,6 +165,20 @@ def prompt_json(version: PromptVersion) -> str:
     )
 
 
+def check_new_prompt(
+    namespace: str, name: str, text: str, origin: PromptOrigin, parent: int | None, note: object
+) -> None:
+    """Validate the arguments of :meth:`FeedbackStore.add_prompt`; raises InvalidInputError."""
+    check_name(namespace, "namespace", optional=False)
+    check_name(name, "prompt name", optional=False)
+    check_prompt_text(text)
+    check_origin(origin)
+    if parent is not None:
+        check_version(parent, "parent")
+    if not isinstance(note, str) or len(note) > 2000:
+        raise InvalidInputError("note must be a string of at most 2000 characters")
+
+
 @runtime_checkable
 class FeedbackStore(Protocol):
     """Storage of conversation records and prompt versions of one backend."""

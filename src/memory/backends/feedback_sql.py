@@ -26,6 +26,7 @@ from typing import Any
 
 from memory.backends.feedback import (
     RecordQuery,
+    check_new_prompt,
     check_origin,
     check_prompt_text,
     check_query,
@@ -276,14 +277,7 @@ class SQLFeedbackStore:
         activate: bool = False,
     ) -> PromptVersion:
         """Store the next version of ``name``; the first one, or ``activate``, makes it active."""
-        check_name(namespace, "namespace", optional=False)
-        check_name(name, "prompt name", optional=False)
-        check_prompt_text(text)
-        check_origin(origin)
-        if parent is not None:
-            check_version(parent, "parent")
-        if not isinstance(note, str) or len(note) > 2000:
-            raise InvalidInputError("note must be a string of at most 2000 characters")
+        check_new_prompt(namespace, name, text, origin, parent, note)
         self._check_storable(namespace, name, text, note)
         with self._write() as conn:
             self._lock_prompt(conn, namespace, name)

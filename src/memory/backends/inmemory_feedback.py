@@ -9,7 +9,7 @@ from datetime import datetime
 
 from memory.backends.feedback import (
     RecordQuery,
-    check_origin,
+    check_new_prompt,
     check_prompt_text,
     check_query,
     check_record,
@@ -143,14 +143,7 @@ class InMemoryFeedbackStore:
         activate: bool = False,
     ) -> PromptVersion:
         """Store the next version of ``name``; the first one, or ``activate``, makes it active."""
-        check_name(namespace, "namespace", optional=False)
-        check_name(name, "prompt name", optional=False)
-        check_prompt_text(text)
-        check_origin(origin)
-        if parent is not None:
-            check_version(parent, "parent")
-        if not isinstance(note, str) or len(note) > 2000:
-            raise InvalidInputError("note must be a string of at most 2000 characters")
+        check_new_prompt(namespace, name, text, origin, parent, note)
         with self._lock:
             versions = self._prompts.get((namespace, name), {})
             latest = max(versions, default=0)
