@@ -666,7 +666,13 @@ class Memory:
         thread: str | None = None,
         reason: str | None = None,
     ) -> int:
-        """Delete every memory in a scope (secret, expired and closed ones too); returns how many."""
+        """Delete every memory in a scope (secret, expired and closed ones too); returns how many.
+
+        Also deletes what the tiers hold about the scope's users (unless a
+        thread is given) and the scope's feedback records (prompt versions when
+        the whole namespace goes). Messages stay: clear them with
+        ``mem.messages.clear``.
+        """
         flt = self.filter(
             namespace, user=user, agent=agent, thread=thread,
             clearance="secret", include_expired=True, include_invalid=True,
@@ -682,12 +688,24 @@ class Memory:
             ]
             total += self._backend.delete(flt.namespace, [i.id for i in batch], ledger)
             self._refresh_windows(flt.namespace, [anchor_of(i) for i in batch if i.thread is not None])
+        if getattr(self._backend, "tiers", None) is not None and flt.thread is None:
+            self._forget_tiers(flt.namespace, flt.user, flt.agent)
         store = getattr(self._backend, "feedback", None)
         if store is not None:  # conversation records of the scope; prompts when the whole namespace goes
             store.delete_records(flt.namespace, thread=flt.thread, user=flt.user, agent=flt.agent)
             if flt.user is None and flt.agent is None and flt.thread is None:
                 store.delete_prompts(flt.namespace)
         return total
+
+    def _forget_tiers(self, namespace: str, user: str | None, agent: str | None) -> None:
+        """What the tiers hold about the scope's users (pages, segments, user personas), as ``tiers.forget``.
+
+        Shared tier data (agent personas, system memory) stays, as with ``tiers.forget``.
+        """
+        owners = self.tiers.store.owners(namespace)
+        users = sorted({u for a, u in owners if u and (user is None or u == user) and (agent is None or a == agent)})
+        for name in users:
+            self.tiers.forget(user=name, agent=agent, namespace=namespace)
 
     def embed_pending(self, *, namespace: str | None = None, limit: int = 1000) -> int:
         """Embed memories left pending (e.g. after an embedder outage); returns how many got vectors.

@@ -385,6 +385,21 @@ def test_secret_pages_stay_out_of_retrieval_personas_and_context(tmem: Memory, c
         tmem.tiers.retrieve("x", agent="g", user="u", clearance="root")
 
 
+def test_forget_all_takes_the_users_tier_records_along(tmem: Memory, clock: Any) -> None:
+    tmem.tiers.configure(agent="a1", stm_capacity=2, heat_threshold=2.0)
+    _talk(tmem, clock, TURNS[:6], agent="a1", user="alice")
+    _talk(tmem, clock, TURNS[:4], agent="a1", user="bob")
+    tmem.remember("alice likes tea", user="alice")
+    assert tmem.forget_all(user="alice") == 1
+    assert tmem.tiers.owners() == [("a1", "bob")]
+    assert tmem.tiers.show(agent="a1", user="alice").user_persona is None
+    assert tmem.tiers.show(agent="a1", user="bob").stm
+    tmem.forget_all(thread="some-thread")  # a thread scope leaves the tiers alone
+    assert tmem.tiers.owners() == [("a1", "bob")]
+    tmem.forget_all()
+    assert tmem.tiers.owners() == []
+
+
 def test_forget_a_user_removes_their_tiers_only(tmem: Memory, clock: Any) -> None:
     tmem.tiers.configure(agent="a1", stm_capacity=2, heat_threshold=2.0)
     _talk(tmem, clock, TURNS[:6], agent="a1", user="alice")
