@@ -696,3 +696,25 @@ def test_index_window_migration_keeps_old_rows_searchable(db_path: Path) -> None
         assert [h.id for h in backend.search_lexical(flt(), ["may"], 5, fields={"time": 1.0})] == [old.id]
         row = backend._conn.execute("SELECT time FROM items_key_fts WHERE rowid = 1").fetchone()
         assert row[0] == "8 May 2023"
+
+
+def test_planner_statistics_follow_a_store_that_grows_in_one_process(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store created empty gets fresh statistics as it grows (stale ones slowed bulk loads down steadily)."""
+    import memory.backends.sqlite.backend as sqlite_backend
+
+    monkeypatch.setattr(sqlite_backend, "_OPTIMIZE_EVERY", 500)
+    rng = np.random.default_rng(7)
+    with SQLiteBackend(db_path) as backend:
+        backend.ensure_vector_space(MODEL, DIM)
+        for start in range(0, 6000, 250):
+            backend.add([record(make_item(f"growing store item {n}"), unit(rng)) for n in range(start, start + 250)])
+        rows = backend._conn.execute("SELECT tbl, stat FROM sqlite_stat1").fetchall()
+    counted: dict[str, int] = {}
+    for table, stat in rows:
+        counted[table] = max(counted.get(table, 0), int(stat.split()[0]))
+    # every table the writes touch, not only those the connection queried (FTS5 shadow tables, ledger,
+    # vector tables): plain `PRAGMA optimize` left these at their first, tiny counts
+    for table in ("items", "ledger", "vcodes_1", "vectors_1", "items_key_fts_docsize"):
+        assert counted.get(table, 0) >= 5000, (table, counted)

@@ -33,6 +33,7 @@ results: every candidate is re-read and filtered in SQL.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -42,7 +43,16 @@ import numpy.typing as npt
 from memory.backends.base import ChannelHit, Vector
 from memory.backends.sqlite.migrations import space_tables
 
-__all__ = ["Space", "CodeIndex", "CodeCache", "quantize", "write_vector", "delete_vectors", "search"]
+__all__ = [
+    "Space",
+    "CodeIndex",
+    "CodeCache",
+    "quantize",
+    "write_vector",
+    "write_new_vectors",
+    "delete_vectors",
+    "search",
+]
 
 #: Filters whose indexed scope holds at most this many items are searched exactly.
 DEFAULT_EXACT_LIMIT = 2_000
@@ -280,12 +290,27 @@ def delete_vectors(conn: Any, space: Space, namespace: str, rids: list[int]) -> 
 def write_vector(conn: Any, space: Space, namespace: str, rid: int, vector: Vector) -> None:
     """Store ``vector`` for item ``rid`` in ``space``, replacing any previous one (caller checked its shape)."""
     delete_vectors(conn, space, namespace, [rid])
-    data = np.ascontiguousarray(vector, dtype=np.float32)
-    conn.execute(f"INSERT INTO {space.vectors_table} (rid, embedding) VALUES (?, ?)", (rid, data.tobytes()))
-    seq = _counter(conn, space, namespace, 1, 0)
-    conn.execute(
+    write_new_vectors(conn, space, namespace, [(rid, vector)])
+
+
+def write_new_vectors(conn: Any, space: Space, namespace: str, rows: Sequence[tuple[int, Vector]]) -> None:
+    """Store the vectors of rows that have none yet (e.g. just inserted), with one counter update for all.
+
+    Rids must be distinct and without a vector in ``space`` (the caller
+    checked shapes). One ``vector_counters`` upsert per batch instead of one
+    per vector: per-vector upserts with RETURNING made long bulk loads slow
+    down steadily (measured: 3,200/s falling to 1,560/s by 150k rows).
+    """
+    if not rows:
+        return
+    data = [(rid, np.ascontiguousarray(vector, dtype=np.float32)) for rid, vector in rows]
+    conn.executemany(
+        f"INSERT INTO {space.vectors_table} (rid, embedding) VALUES (?, ?)", [(rid, d.tobytes()) for rid, d in data]
+    )
+    first = _counter(conn, space, namespace, len(data), 0) - len(data) + 1
+    conn.executemany(
         f"INSERT INTO {space.codes_table} (namespace, seq, rid, code) VALUES (?, ?, ?, ?)",
-        (namespace, seq, rid, quantize(data, space.words)),
+        [(namespace, first + n, rid, quantize(d, space.words)) for n, (rid, d) in enumerate(data)],
     )
 
 
