@@ -56,7 +56,7 @@ from memory.backends.postgres.queries import (
     LEXICAL_TERMS_DROP_ZEROS,
     hybrid_search_v1_vector,
 )
-from memory.backends.postgres.sql import compile_filter, storable, text_list
+from memory.backends.postgres.sql import check_claim, compile_filter, storable, text_list
 from memory.backends.postgres.tiers import PostgresTierStore
 from memory.errors import (
     ConfigError,
@@ -657,12 +657,7 @@ class PostgresBackend:
         concurrent callers never get the same item. ``set_vectors`` and
         ``mark_embedding`` clear the claim.
         """
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise InvalidInputError(f"limit must be a non-negative integer, got {limit!r}")
-        if not isinstance(worker, str) or not worker.strip() or not storable(worker):
-            raise InvalidInputError("worker must be a non-empty string")
-        if not isinstance(lease_seconds, (int, float)) or not math.isfinite(lease_seconds) or lease_seconds <= 0:
-            raise InvalidInputError(f"lease_seconds must be a positive number, got {lease_seconds!r}")
+        check_claim(limit, worker, lease_seconds)
         if limit == 0 or (namespace is not None and not storable(namespace)):
             return []
         scope = "" if namespace is None else "AND namespace = %s "

@@ -28,7 +28,7 @@ from memory.backends.postgres.codec import doc_len, parse_vector, vector_text
 from memory.backends.postgres.migrations import HNSW_MAX_DIM
 from memory.backends.postgres.queries import LEXICAL_COUNTING_DF
 from memory.backends.postgres.schema_episodic import create_message_space_table, message_space_table
-from memory.backends.postgres.sql import storable, text_list
+from memory.backends.postgres.sql import check_claim, storable, text_list
 from memory.episodic.types import Block, BlockChange, JobState, MediaRef, Message, MessageQuery, ThreadInfo
 from memory.errors import InvalidInputError, InvalidVectorError
 from memory.types import SENSITIVITY_LEVELS
@@ -469,12 +469,7 @@ class PostgresEpisodicStore:
         One statement: the rows are picked ``FOR UPDATE SKIP LOCKED`` and their
         lease set, so concurrent workers never get the same message.
         """
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise InvalidInputError(f"limit must be a non-negative integer, got {limit!r}")
-        if not isinstance(worker, str) or not worker.strip() or not storable(worker):
-            raise InvalidInputError("worker must be a non-empty string")
-        if not isinstance(lease_seconds, (int, float)) or not math.isfinite(lease_seconds) or lease_seconds <= 0:
-            raise InvalidInputError(f"lease_seconds must be a positive number, got {lease_seconds!r}")
+        check_claim(limit, worker, lease_seconds)
         if limit == 0 or (namespace is not None and not storable(namespace)):
             return []
         scope = "" if namespace is None else "AND namespace = %s "
