@@ -27,6 +27,7 @@ from memory.errors import (
 from memory.filters import Filter
 from memory.graph import GraphView
 from memory.ids import utcnow
+from memory.limits import MAX_LIMIT, MAX_METADATA_FILTERS, MAX_QUERY_CHARS
 from memory.llms import LLM, create_llm
 from memory.pagination import decode_cursor, encode_cursor
 from memory.records import (
@@ -88,8 +89,6 @@ _UPDATABLE = (
     "sensitivity",
     "expires_at",
 )
-MAX_QUERY_CHARS = 4_000
-MAX_LIMIT = 1_000
 
 
 def _ttl_to_expiry(ttl: object, now: datetime) -> datetime | None:
@@ -316,9 +315,13 @@ class Memory:
         """
         if isinstance(kinds, str):
             kinds = [kinds]
+        if kinds is not None:
+            kinds = check_strings(kinds, "kinds")
         if metadata is not None:
             if not isinstance(metadata, Mapping):
                 raise InvalidInputError("metadata filter must be a mapping of key to value")
+            if len(metadata) > MAX_METADATA_FILTERS:
+                raise InvalidInputError(f"metadata filter has more than {MAX_METADATA_FILTERS} keys")
             for key, value in metadata.items():
                 if value is not None and not isinstance(value, (str, int, float, bool)):
                     raise InvalidInputError(
@@ -451,7 +454,9 @@ class Memory:
         valid_to, sensitivity ('normal' | 'private' | 'secret'), expires_at or
         ttl (seconds or timedelta), vector (a precomputed embedding),
         created_at. Identical content in the same scope returns the existing
-        id. ``extract`` (False | True | "inline" | "background") runs
+        id, except across secrets: a secret write is always stored as its own
+        row and no write is ever answered with a secret's id (that answer
+        would tell the writer the secret exists). ``extract`` (False | True | "inline" | "background") runs
         extraction and update decisions (see :mod:`memory.extraction.pipeline`):
         True follows ``settings.extraction.mode`` (inline with the heuristic
         LLM, else background); background queues the memory for
@@ -645,7 +650,12 @@ class Memory:
         id is unknown.
         """
         ns = self._ns(namespace)
-        ids = [memory_id] if isinstance(memory_id, str) else list(memory_id)
+        if isinstance(memory_id, str):
+            ids = [memory_id]
+        elif isinstance(memory_id, Sequence) and not isinstance(memory_id, (bytes, bytearray)):
+            ids = list(memory_id)
+        else:
+            raise InvalidInputError(f"memory id must be a string or a list of strings, got {type(memory_id).__name__}")
         for value in ids:
             check_name(value, "memory id", optional=False)
         items = self._backend.get(ns, ids)
@@ -665,8 +675,12 @@ class Memory:
         agent: str | None = None,
         thread: str | None = None,
         reason: str | None = None,
+        clearance: str = "secret",
     ) -> int:
         """Delete every memory in a scope (secret, expired and closed ones too); returns how many.
+
+        With ``clearance`` below ``secret`` (a caller without secret clearance)
+        secrets are left alone and not counted: a caller changes only what it can see.
 
         Also deletes what the tiers hold about the scope's users (unless a
         thread is given) and the scope's feedback records (prompt versions when
@@ -675,7 +689,7 @@ class Memory:
         """
         flt = self.filter(
             namespace, user=user, agent=agent, thread=thread,
-            clearance="secret", include_expired=True, include_invalid=True,
+            clearance=clearance, include_expired=True, include_invalid=True,
         )  # fmt: skip
         now = self._clock()
         total = 0
@@ -1054,11 +1068,20 @@ class Memory:
         next_cursor = encode_cursor(items[limit - 1].created_at, items[limit - 1].id) if len(items) > limit else None
         return Page(items=tuple(items[:limit]), next_cursor=next_cursor)
 
-    def history(self, memory_id: str, *, namespace: str | None = None) -> builtins.list[LedgerEntry]:
-        """Every recorded change of a memory, oldest first (kept after deletion). Raises NotFoundError."""
+    def history(
+        self, memory_id: str, *, namespace: str | None = None, clearance: str = "private"
+    ) -> builtins.list[LedgerEntry]:
+        """Every recorded change of a memory, oldest first (kept after deletion). Raises NotFoundError.
+
+        Without ``clearance="secret"`` the history of a memory that is (or was
+        deleted as) secret is unknown, and snapshots above ``clearance`` (and
+        earlier ones holding the same text) are redacted: see :mod:`memory.policy`.
+        """
+        from memory.policy import redact_history
+
         check_name(memory_id, "memory id", optional=False)
         ns = self._ns(namespace)
-        entries = self._backend.history(ns, memory_id)
+        entries = redact_history(self._backend.history(ns, memory_id), check_sensitivity(clearance))
         if not entries:
             raise NotFoundError(f"no history for memory {memory_id!r} in namespace {ns!r}")
         return entries
@@ -1070,11 +1093,16 @@ class Memory:
         user: str | None = None,
         agent: str | None = None,
         thread: str | None = None,
+        clearance: str = "private",
     ) -> Stats:
-        """Counts of memories in a scope, by kind, sensitivity and embedding status."""
+        """Counts of memories in a scope, by kind, sensitivity and embedding status.
+
+        Secrets are counted only with ``clearance="secret"``; below it
+        ``ledger_entries`` is None (the ledger counts changes to secrets too).
+        """
         flt = self.filter(
             namespace, user=user, agent=agent, thread=thread,
-            clearance="secret", include_expired=True, include_invalid=True,
+            clearance=clearance, include_expired=True, include_invalid=True,
         )  # fmt: skip
         spaces = self._backend.vector_spaces()
         space = next((s for s in spaces if s.model == self._embedder.model_name), spaces[0] if spaces else None)
@@ -1084,7 +1112,7 @@ class Memory:
             by_kind=self._backend.group_counts(flt, "kind"),
             by_sensitivity=self._backend.group_counts(flt, "sensitivity"),
             by_embedding_status=self._backend.group_counts(flt, "embedding_status"),
-            ledger_entries=self._backend.ledger_count(flt.namespace),
+            ledger_entries=self._backend.ledger_count(flt.namespace) if flt.clearance == "secret" else None,
             embedding_model=space.model if space else None,
             embedding_dim=space.dim if space else None,
             backend=self._backend.name,

@@ -7,6 +7,7 @@ so bad input is rejected before a transaction starts.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -20,6 +21,16 @@ import numpy as np
 from memory.errors import InvalidInputError, InvalidVectorError
 from memory.filters import METADATA_KEY_PATTERN
 from memory.ids import new_id
+from memory.limits import (
+    MAX_CONTENT_CHARS,
+    MAX_ITEM_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
+    MAX_NAME_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+)
 from memory.types import SENSITIVITY_LEVELS, LedgerEntry, LedgerOp, MemoryItem
 
 __all__ = [
@@ -42,13 +53,9 @@ __all__ = [
     "DEFAULT_MAX_CONTENT_CHARS",
 ]
 
-DEFAULT_MAX_CONTENT_CHARS = 32_000
+DEFAULT_MAX_CONTENT_CHARS = MAX_CONTENT_CHARS
 _KIND = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-MAX_TAGS = 64
-MAX_TAG_CHARS = 100
-MAX_NAME_CHARS = 200
-MAX_METADATA_BYTES = 64_000
 
 
 def check_encodable(text: str, what: str) -> None:
@@ -114,14 +121,30 @@ def check_kind(value: object) -> str:
     return value
 
 
+def _bounded(values: object, what: str, most: int) -> list[object]:
+    """``values`` as a list of at most ``most`` entries, counted before any other work (a generator is
+    read no further than ``most + 1``). Raises InvalidInputError for a string or a non-iterable."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidInputError(f"{what} must be a list of strings")
+    if isinstance(values, Sequence):
+        if len(values) > most:
+            raise InvalidInputError(f"{what} has {len(values)} entries, over the limit of {most}")
+        return list(values)
+    out = list(itertools.islice(values, most + 1))
+    if len(out) > most:
+        raise InvalidInputError(f"{what} has more than {most} entries")
+    return out
+
+
 def check_tags(tags: object) -> tuple[str, ...]:
-    """Validate tags: a list of 1–100 character strings; returns them deduplicated in order."""
+    """Validate tags: at most 64 strings of 1–100 characters; returns them deduplicated in order.
+
+    The count is checked before anything else (duplicates count too), so the work is bounded.
+    """
     if tags is None:
         return ()
-    if isinstance(tags, str) or not isinstance(tags, Iterable):
-        raise InvalidInputError("tags must be a list of strings")
-    out: list[str] = []
-    for tag in tags:
+    out: dict[str, None] = {}
+    for tag in _bounded(tags, "tags", MAX_TAGS):
         if not isinstance(tag, str):
             raise InvalidInputError(f"tag {tag!r} must be a string")
         tag = tag.strip()
@@ -130,30 +153,30 @@ def check_tags(tags: object) -> tuple[str, ...]:
             raise InvalidInputError(f"tag {tag!r} must be 1 to {MAX_TAG_CHARS} characters")
         if _CONTROL.search(tag) or "\n" in tag:
             raise InvalidInputError(f"tag {tag!r} contains control characters")
-        if tag not in out:
-            out.append(tag)
-    if len(out) > MAX_TAGS:
-        raise InvalidInputError(f"at most {MAX_TAGS} tags per memory")
+        out.setdefault(tag)
     return tuple(out)
 
 
 def check_strings(values: object, what: str) -> tuple[str, ...]:
-    """Validate a list of non-empty strings (source ids, keywords, entities)."""
+    """Validate a list of at most 256 non-empty strings of at most 200 characters (source ids, keywords, entities)."""
     if values is None:
         return ()
-    if isinstance(values, str) or not isinstance(values, Iterable):
-        raise InvalidInputError(f"{what} must be a list of strings")
     out: list[str] = []
-    for value in values:
+    for value in _bounded(values, what, MAX_LIST_ITEMS):
         if not isinstance(value, str) or not value.strip():
-            raise InvalidInputError(f"{what} must hold non-empty strings, got {value!r}")
+            raise InvalidInputError(f"{what} must hold non-empty strings, got {value!r:.80}")
+        if len(value) > MAX_ITEM_CHARS:
+            raise InvalidInputError(f"{what} entries must be at most {MAX_ITEM_CHARS} characters")
+        check_encodable(value, what)
         out.append(value)
     return tuple(out)
 
 
-def _check_json(value: Any, path: str) -> None:
+def _check_json(value: Any, path: str, depth: int = 1) -> None:
     if value is None or isinstance(value, (str, bool, int)):
         return
+    if depth > MAX_METADATA_DEPTH:
+        raise InvalidInputError(f"metadata is nested deeper than {MAX_METADATA_DEPTH} levels (at {path:.200})")
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidInputError(f"metadata {path} is {value}: only finite numbers are allowed")
@@ -162,17 +185,17 @@ def _check_json(value: Any, path: str) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidInputError(f"metadata keys must be strings (at {path})")
-            _check_json(item, f"{path}.{key}")
+            _check_json(item, f"{path}.{key}", depth + 1)
         return
     if isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            _check_json(item, f"{path}[{index}]")
+            _check_json(item, f"{path}[{index}]", depth + 1)
         return
     raise InvalidInputError(f"metadata {path} has unsupported type {type(value).__name__}")
 
 
 def check_metadata(metadata: object) -> dict[str, Any]:
-    """Validate metadata: a JSON object with safe top-level keys, finite numbers, ≤ 64 kB."""
+    """Validate metadata: a JSON object with safe top-level keys, finite numbers, ≤ 64 kB, ≤ 32 levels deep."""
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
@@ -214,7 +237,10 @@ def check_datetime(value: object, what: str) -> datetime | None:
         raise InvalidInputError(f"{what} must be a datetime, got {type(value).__name__}")
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # year 1 with a positive offset, year 9999 with a negative one
+        raise InvalidInputError(f"{what} {value.isoformat()} is outside the calendar once converted to UTC") from None
 
 
 def check_seconds(value: object, what: str) -> float:

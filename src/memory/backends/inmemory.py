@@ -118,7 +118,11 @@ class InMemoryBackend:
 
     # -- writes ------------------------------------------------------------
     def _live_duplicate(self, item: MemoryItem) -> str | None:
+        if item.sensitivity == "secret":
+            return None  # secrets never dedup: the answer would tell a writer that the secret exists
         for other in self._items.values():
+            if other.sensitivity == "secret":
+                continue
             if other.expires_at is not None and other.expires_at <= item.created_at:
                 continue
             if other.valid_to is not None and other.valid_to <= item.created_at:
@@ -146,13 +150,14 @@ class InMemoryBackend:
             for record in records:
                 item = record.item
                 key = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
-                existing = staged.get(key) or self._live_duplicate(item)
+                existing = None if item.sensitivity == "secret" else staged.get(key) or self._live_duplicate(item)
                 if existing is not None:
                     results.append(AddResult(existing, False))
                     continue
                 self._store(item, record.vector)
                 self._ledger.append(record.ledger)
-                staged[key] = item.id
+                if item.sensitivity != "secret":
+                    staged[key] = item.id
                 results.append(AddResult(item.id, True))
             return results
 

@@ -234,7 +234,11 @@ class HistoryIn(_In):
     """A memory's history."""
 
     id: str = _ID
-    clearance: Clearance = Field("private", description="Snapshots above this sensitivity are redacted.")
+    clearance: Clearance = Field(
+        "private",
+        description="Snapshots above this sensitivity (and earlier ones with the same text) are redacted; "
+        "the history of a memory that is secret is not found without secret clearance.",
+    )
 
 
 class HistoryOut(_Out):
@@ -249,6 +253,9 @@ class StatsIn(_In):
     user: str | None = _USER
     agent: str | None = _AGENT
     thread: str | None = _THREAD
+    clearance: Clearance = Field(
+        "private", description="Count memories up to this sensitivity; secrets need a caller with secret clearance."
+    )
 
 
 class NoArgs(_In):

@@ -265,10 +265,13 @@ class SQLiteBackend:
     # -- writes ------------------------------------------------------------
     @staticmethod
     def _live_duplicate(conn: Any, item: MemoryItem) -> str | None:
+        if item.sensitivity == "secret":
+            return None  # secrets never dedup: the answer would tell a writer that the secret exists
         created = to_epoch(item.created_at)
         row = conn.execute(
             "SELECT id FROM items WHERE namespace = ? AND content_hash = ? AND user IS ? AND agent IS ? "
-            "AND thread IS ? AND (expires_at IS NULL OR expires_at > ?) AND (valid_to IS NULL OR valid_to > ?) "
+            "AND thread IS ? AND sensitivity <> 'secret' "
+            "AND (expires_at IS NULL OR expires_at > ?) AND (valid_to IS NULL OR valid_to > ?) "
             "ORDER BY rid LIMIT 1",
             (item.namespace, item.content_hash, item.user, item.agent, item.thread, created, created),
         ).fetchone()
@@ -308,7 +311,7 @@ class SQLiteBackend:
                     raise InvalidInputError(f"id {item.id} already exists")
                 seen_ids.add(item.id)
                 key = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
-                existing = staged.get(key) or self._live_duplicate(conn, item)
+                existing = None if item.sensitivity == "secret" else staged.get(key) or self._live_duplicate(conn, item)
                 if existing is not None:
                     results.append(AddResult(existing, False))
                     continue
@@ -317,11 +320,12 @@ class SQLiteBackend:
                 if space is not None and vector is not None:
                     new_vectors.setdefault((space, item.namespace), []).append((rid, vector))
                 conn.execute(_INSERT_LEDGER, ledger_values(record.ledger))
-                staged[key] = item.id
+                if item.sensitivity != "secret":
+                    staged[key] = item.id
                 results.append(AddResult(item.id, True))
             for (space, namespace), rows in new_vectors.items():
                 vectors.write_new_vectors(conn, space, namespace, rows)
-            self._added_since_optimize += len(staged)
+            self._added_since_optimize += sum(r.created for r in results)
         if self._added_since_optimize >= _OPTIMIZE_EVERY:
             self._optimize()
         return results
