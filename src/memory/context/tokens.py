@@ -52,7 +52,7 @@ _LINES = re.compile(r"[^\n]*\n(?:\s*\n)?|[^\n]+")
 _CACHE_MAX = 200_000
 _CACHE_CHARS = 20_000_000  # characters held by a counter's cache before it starts again
 _RUN = 64  # longest run of non-space characters encoded in one piece (BPE is quadratic in it)
-_LONG_RUN = re.compile(r"\S{%d}" % _RUN)
+_LONG_RUN = re.compile(rf"\S{{{_RUN}}}")
 
 _O200K = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")
 _CL100K = ("gpt-4", "gpt-3.5", "gpt-35", "text-embedding-3", "text-embedding-ada-002")
