@@ -56,3 +56,34 @@ MAX_METADATA_FILTERS = 64
 MAX_REASON_CHARS = 2_000
 #: Characters of a kind (a lowercase identifier).
 MAX_KIND_CHARS = 32
+
+#: Seconds of a time to live (about 100 years: later expiry times leave the calendar's safe range).
+MAX_TTL_SECONDS = 3_153_600_000.0
+
+# Patterns the schemas advertise for the character rules the library checks (JSON Schema
+# ``pattern``: a search, anchored here). No control characters; not blank.
+_NAME_CHARS = r"[^\x00-\x08\x0a-\x1f\x7f]"  # tab allowed; no newline, no other control character
+_TEXT_CHARS = r"[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"  # tab, newline and carriage return allowed
+_VISIBLE = r"[^\s\x00-\x1f\x7f]"
+#: A scope name, an id, a tag: no control characters or line breaks, not blank.
+NAME_PATTERN = rf"^{_NAME_CHARS}*{_VISIBLE}{_NAME_CHARS}*$"
+#: Memory content, context, a query: no control characters except tab and line breaks, not blank.
+TEXT_PATTERN = rf"^{_TEXT_CHARS}*{_VISIBLE}{_TEXT_CHARS}*$"
+#: A kind: a lowercase identifier.
+KIND_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
+#: A metadata key.
+METADATA_KEY_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}$"
+#: A listing cursor: the position (seconds since the epoch, then the id) just after the last item of a page.
+CURSOR_PATTERN = (
+    r"^(?:1?\d{1,11}|2[0-4]\d{10}|25[0-2]\d{9}|253[0-3]\d{8}"  # seconds up to 9999-12-05
+    r"|-(?:[1-5]?\d{1,10}|6[01]\d{9}|62[01][0-2]\d{7}))"  # and back to 0001-01-03
+    r"(?:\.\d{1,6})?~[^\x00-\x1f\x7f]{1,200}$"
+)
+#: Characters of a cursor.
+MAX_CURSOR_CHARS = 240
+#: A message role: a lowercase word (user, assistant, system, tool, …).
+ROLE_PATTERN = r"^[a-z][a-z0-9_\-]{0,31}$"
+#: A working-memory block label: a lowercase identifier.
+LABEL_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
+#: Characters of a feedback text (feedback, example, suggestion).
+MAX_FEEDBACK_CHARS = 20_000

@@ -27,7 +27,7 @@ from memory.errors import (
 from memory.filters import Filter
 from memory.graph import GraphView
 from memory.ids import utcnow
-from memory.limits import MAX_LIMIT, MAX_METADATA_FILTERS, MAX_QUERY_CHARS
+from memory.limits import MAX_LIMIT, MAX_METADATA_FILTERS, MAX_QUERY_CHARS, MAX_TTL_SECONDS
 from memory.llms import LLM, create_llm
 from memory.pagination import decode_cursor, encode_cursor
 from memory.records import (
@@ -94,7 +94,10 @@ _UPDATABLE = (
 def _ttl_to_expiry(ttl: object, now: datetime) -> datetime | None:
     if ttl is None:
         return None
-    return offset_time(now, check_seconds(ttl, "ttl"), "ttl")
+    seconds = check_seconds(ttl, "ttl")
+    if seconds > MAX_TTL_SECONDS:
+        raise InvalidInputError(f"ttl must be at most {MAX_TTL_SECONDS:.0f} seconds (about 100 years)")
+    return offset_time(now, seconds, "ttl")
 
 
 def _check_limit(limit: object, what: str = "limit") -> int:
@@ -909,11 +912,11 @@ class Memory:
         """
         if not isinstance(query, str):
             raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidInputError(f"query is longer than {MAX_QUERY_CHARS} characters")
         text = query.strip()
         if not text:
             raise InvalidInputError("query is empty: give the text to search for")
-        if len(text) > MAX_QUERY_CHARS:
-            raise InvalidInputError(f"query is longer than {MAX_QUERY_CHARS} characters")
         check_encodable(text, "query")
         limit = _check_limit(limit)
         config = self._retrieval_config(retrieval)

@@ -22,12 +22,14 @@ from memory.errors import InvalidInputError, InvalidVectorError
 from memory.filters import METADATA_KEY_PATTERN
 from memory.ids import new_id
 from memory.limits import (
+    KIND_PATTERN,
     MAX_CONTENT_CHARS,
     MAX_ITEM_CHARS,
     MAX_LIST_ITEMS,
     MAX_METADATA_BYTES,
     MAX_METADATA_DEPTH,
     MAX_NAME_CHARS,
+    MAX_REASON_CHARS,
     MAX_TAG_CHARS,
     MAX_TAGS,
 )
@@ -54,7 +56,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_CONTENT_CHARS = MAX_CONTENT_CHARS
-_KIND = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_KIND = re.compile(KIND_PATTERN)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
@@ -74,15 +76,15 @@ def normalise_content(content: object, *, max_chars: int = DEFAULT_MAX_CONTENT_C
     """
     if not isinstance(content, str):
         raise InvalidInputError(f"content must be a string, got {type(content).__name__}")
+    if len(content) > max_chars:  # before any work, on the text as given (as the schemas say)
+        raise InvalidInputError(
+            f"content is {len(content)} characters, over the limit of {max_chars} "
+            "(raise limits.max_content_chars or split the text)"
+        )
     check_encodable(content, "content")
     text = unicodedata.normalize("NFC", content).strip()
     if not text:
         raise InvalidInputError("content is empty: give the text to remember")
-    if len(text) > max_chars:
-        raise InvalidInputError(
-            f"content is {len(text)} characters, over the limit of {max_chars} "
-            "(raise limits.max_content_chars or split the text)"
-        )
     if _CONTROL.search(text):
         raise InvalidInputError("content contains control characters (e.g. NUL); remove them")
     return text
@@ -114,7 +116,7 @@ def check_name(value: object, what: str, *, optional: bool = True) -> str | None
 
 def check_kind(value: object) -> str:
     """Validate a kind: lowercase identifier such as 'fact', 'conversation', 'document'."""
-    if not isinstance(value, str) or not _KIND.match(value):
+    if not isinstance(value, str) or not _KIND.fullmatch(value):
         raise InvalidInputError(
             f"kind {value!r} is not valid: use a lowercase word like 'fact', 'conversation' or 'document'"
         )
@@ -146,12 +148,14 @@ def check_tags(tags: object) -> tuple[str, ...]:
     out: dict[str, None] = {}
     for tag in _bounded(tags, "tags", MAX_TAGS):
         if not isinstance(tag, str):
-            raise InvalidInputError(f"tag {tag!r} must be a string")
+            raise InvalidInputError(f"tag {tag!r:.80} must be a string")
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidInputError(f"tag {tag[:40]!r}… must be 1 to {MAX_TAG_CHARS} characters")
         tag = tag.strip()
         check_encodable(tag, "tag")
-        if not tag or len(tag) > MAX_TAG_CHARS:
+        if not tag:
             raise InvalidInputError(f"tag {tag!r} must be 1 to {MAX_TAG_CHARS} characters")
-        if _CONTROL.search(tag) or "\n" in tag:
+        if _CONTROL.search(tag) or "\n" in tag or "\r" in tag:
             raise InvalidInputError(f"tag {tag!r} contains control characters")
         out.setdefault(tag)
     return tuple(out)
@@ -201,7 +205,7 @@ def check_metadata(metadata: object) -> dict[str, Any]:
     if not isinstance(metadata, Mapping):
         raise InvalidInputError("metadata must be a JSON object (a dict)")
     for key in metadata:
-        if not isinstance(key, str) or not METADATA_KEY_PATTERN.match(key):
+        if not isinstance(key, str) or not METADATA_KEY_PATTERN.fullmatch(key):
             raise InvalidInputError(
                 f"metadata key {key!r} is not allowed: use letters, digits, '_', '-' or '.' (max 64)"
             )
@@ -309,7 +313,9 @@ def ledger_entry(
     after: MemoryItem | None = None,
     reason: str | None = None,
 ) -> LedgerEntry:
-    """Build a ledger entry for a change to one item."""
+    """Build a ledger entry for a change to one item. Raises InvalidInputError for a reason that is too long."""
+    if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS):
+        raise InvalidInputError(f"reason must be a string of at most {MAX_REASON_CHARS} characters")
     return LedgerEntry(
         id=new_id(),
         namespace=namespace,

@@ -7,15 +7,17 @@ validated by :class:`~memory.Memory`, whose errors the servers pass on.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
+from memory import limits as lim
 from memory.backends.graph import Entity, Relation
 from memory.context.types import Trace
 from memory.episodic.types import Block, Message, MessageHit, ThreadInfo
 from memory.llms.base import Usage
 from memory.llms.schemas import EntityOut, RelationOut
+from memory.retrieval.config import PRESETS
 from memory.types import Hit, LedgerEntry, MemoryItem
 
 __all__ = [
@@ -69,7 +71,34 @@ __all__ = [
 ]
 
 Clearance = Literal["normal", "private", "secret"]
+
+
+def _no_bool(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a number")
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_no_bool)]
+Float = Annotated[float, BeforeValidator(_no_bool)]
 MetadataScalar = str | int | float | bool | None
+
+# The limits the library enforces (memory.limits), advertised by every schema built from these.
+_NAME_RULES: dict[str, Any] = {"min_length": 1, "max_length": lim.MAX_NAME_CHARS, "pattern": lim.NAME_PATTERN}
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_TAG_CHARS, pattern=lim.NAME_PATTERN)]
+Kind = Annotated[str, StringConstraints(pattern=lim.KIND_PATTERN)]
+Term = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_ITEM_CHARS, pattern=r"\S")]
+MetadataKey = Annotated[str, StringConstraints(pattern=lim.METADATA_KEY_PATTERN)]
+Text = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_CONTENT_CHARS, pattern=lim.TEXT_PATTERN)]
+Query = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_QUERY_CHARS, pattern=r"\S")]
+Reason = Annotated[str, StringConstraints(max_length=lim.MAX_REASON_CHARS)]
+Tags = Annotated[list[Tag], Field(max_length=lim.MAX_TAGS)]
+Role = Annotated[str, StringConstraints(pattern=lim.ROLE_PATTERN)]
+Label = Annotated[str, StringConstraints(pattern=lim.LABEL_PATTERN)]
+Preset = Literal[tuple(PRESETS)]  # type: ignore[valid-type]
+_KEYS_ONLY: dict[str, Any] = {"additionalProperties": False}  # keys must match the patternProperties
+Terms = Annotated[list[Term], Field(max_length=lim.MAX_LIST_ITEMS)]
+Kinds = Annotated[list[Kind], Field(max_length=lim.MAX_LIST_ITEMS)]
 
 
 class _In(BaseModel):
@@ -80,32 +109,39 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-_USER = Field(None, description="The user the memory is about or belongs to (exact match).", max_length=256)
-_AGENT = Field(None, description="The agent that owns the memory (exact match).", max_length=256)
-_THREAD = Field(None, description="The conversation thread or session (exact match).", max_length=256)
+_USER = Field(None, description="The user the memory is about or belongs to (exact match).", **_NAME_RULES)
+_AGENT = Field(None, description="The agent that owns the memory (exact match).", **_NAME_RULES)
+_THREAD = Field(None, description="The conversation thread or session (exact match).", **_NAME_RULES)
 _CLEARANCE: Any = Field(
     "private",
     description="Highest sensitivity to include. 'secret' needs a caller with secret clearance.",
 )
-_ID = Field(..., description="The memory id (as returned by remember or recall).", min_length=1, max_length=256)
+_ID = Field(..., description="The memory id (as returned by remember or recall).", **_NAME_RULES)
 
 
 class RememberIn(_In):
     """What to store."""
 
-    content: str = Field(..., description="The text to remember: one fact, preference or note.", min_length=1)
+    content: Text = Field(..., description="The text to remember: one fact, preference or note.")
     user: str | None = _USER
     agent: str | None = _AGENT
     thread: str | None = _THREAD
-    kind: str = Field("fact", description="fact | conversation | document | knowledge | trait | system | …")
-    context: str | None = Field(None, description="How or why this was learned.")
-    tags: list[str] = Field(default_factory=list, description="Labels for filtering.")
-    keywords: list[str] = Field(default_factory=list, description="Search keywords.")
-    entities: list[str] = Field(default_factory=list, description="Names of the people, places, things mentioned.")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Free JSON object kept with the memory.")
-    importance: float = Field(0.5, ge=0, le=1, description="0 (trivial) .. 1 (crucial); boosts recall ranking.")
+    kind: Kind = Field("fact", description="fact | conversation | document | knowledge | trait | system | …")
+    context: Text | None = Field(None, description="How or why this was learned.")
+    tags: Tags = Field(default_factory=list, description="Labels for filtering.")
+    keywords: Terms = Field(default_factory=list, description="Search keywords.")
+    entities: Terms = Field(default_factory=list, description="Names of the people, places, things mentioned.")
+    metadata: dict[MetadataKey, Any] = Field(
+        default_factory=dict,
+        json_schema_extra=_KEYS_ONLY,
+        description=f"Free JSON object kept with the memory (at most {lim.MAX_METADATA_BYTES} bytes as JSON, "
+        f"{lim.MAX_METADATA_DEPTH} levels deep).",
+    )
+    importance: Float = Field(0.5, ge=0, le=1, description="0 (trivial) .. 1 (crucial); boosts recall ranking.")
     sensitivity: Clearance = Field("normal", description="'secret' memories are never returned without clearance.")
-    ttl_seconds: float | None = Field(None, description="Forget automatically after this many seconds.")
+    ttl_seconds: Float | None = Field(
+        None, gt=0, le=lim.MAX_TTL_SECONDS, description="Forget automatically after this many seconds."
+    )
     expires_at: datetime | None = Field(None, description="Forget automatically at this time (ISO 8601).")
     valid_from: datetime | None = Field(None, description="When the fact became true.")
     valid_to: datetime | None = Field(None, description="When the fact stopped being true.")
@@ -120,7 +156,7 @@ class RememberOut(_Out):
 class RememberBatchIn(_In):
     """Many memories in one transaction (all stored or none)."""
 
-    items: list[RememberIn] = Field(..., min_length=1, max_length=1000, description="The memories, in order.")
+    items: list[RememberIn] = Field(..., min_length=1, max_length=lim.MAX_BATCH, description="The memories, in order.")
 
 
 class RememberBatchOut(_Out):
@@ -132,21 +168,24 @@ class RememberBatchOut(_Out):
 class RecallIn(_In):
     """A search."""
 
-    query: str = Field(..., description="What to look for, in natural language.", min_length=1)
-    limit: int = Field(10, ge=1, le=1000, description="How many memories to return.")
+    query: Query = Field(..., description="What to look for, in natural language.")
+    limit: Int = Field(10, ge=1, le=lim.MAX_LIMIT, description="How many memories to return.")
     user: str | None = _USER
     agent: str | None = _AGENT
     thread: str | None = _THREAD
-    kinds: list[str] | None = Field(None, description="Only these kinds.")
-    tags: list[str] | None = Field(None, description="Only memories with any of these tags.")
-    tags_all: list[str] | None = Field(None, description="Only memories with all of these tags.")
-    metadata: dict[str, MetadataScalar] | None = Field(
-        None, description="Only memories whose metadata has these values."
-    )
+    kinds: Kinds | None = Field(None, description="Only these kinds.")
+    tags: Tags | None = Field(None, description="Only memories with any of these tags.")
+    tags_all: Tags | None = Field(None, description="Only memories with all of these tags.")
+    metadata: (
+        Annotated[
+            dict[MetadataKey, MetadataScalar], Field(max_length=lim.MAX_METADATA_FILTERS, json_schema_extra=_KEYS_ONLY)
+        ]
+        | None
+    ) = Field(None, description="Only memories whose metadata has these values.")
     since: datetime | None = Field(None, description="Only memories created at or after this time.")
     until: datetime | None = Field(None, description="Only memories created before this time.")
     clearance: Clearance = _CLEARANCE
-    retrieval: str | None = Field(None, description="Retrieval preset name (e.g. balanced, lexical, semantic).")
+    retrieval: Preset | None = Field(None, description="Retrieval preset name (e.g. balanced, lexical, vector).")
 
 
 class RecallOut(_Out):
@@ -166,36 +205,40 @@ class UpdateIn(_In):
     """Fields to change; only the fields given are changed (null clears an optional field)."""
 
     id: str = _ID
-    content: str | None = Field(None, description="New text (re-embedded).")
-    kind: str | None = None
-    context: str | None = None
-    tags: list[str] | None = None
-    keywords: list[str] | None = None
-    entities: list[str] | None = None
-    metadata: dict[str, Any] | None = Field(None, description="Replaces the whole metadata object.")
+    content: Text | None = Field(None, description="New text (re-embedded).")
+    kind: Kind | None = None
+    context: Text | None = None
+    tags: Tags | None = None
+    keywords: Terms | None = None
+    entities: Terms | None = None
+    metadata: dict[MetadataKey, Any] | None = Field(
+        None, description="Replaces the whole metadata object.", json_schema_extra=_KEYS_ONLY
+    )
     importance: float | None = None
     sensitivity: Clearance | None = None
     expires_at: datetime | None = None
     valid_from: datetime | None = None
     valid_to: datetime | None = Field(None, description="Close a fact that stopped being true (kept in history).")
-    reason: str | None = Field(None, description="Why, recorded in the history.")
+    reason: Reason | None = Field(None, description="Why, recorded in the history.")
 
 
 class ForgetIn(_In):
     """A memory to delete."""
 
     id: str = _ID
-    reason: str | None = Field(None, description="Why, recorded in the history.")
+    reason: Reason | None = Field(None, description="Why, recorded in the history.")
 
 
 class ForgetAllIn(_In):
     """Delete every memory of a scope (secret, expired and closed ones too)."""
 
-    confirm: bool = Field(False, description="Must be true: this deletes every memory in the scope.")
+    confirm: bool = Field(
+        ..., description="Must be true: this deletes every memory in the scope.", json_schema_extra={"const": True}
+    )
     user: str | None = _USER
     agent: str | None = _AGENT
     thread: str | None = _THREAD
-    reason: str | None = None
+    reason: Reason | None = None
 
 
 class DeletedOut(_Out):
@@ -207,15 +250,20 @@ class DeletedOut(_Out):
 class ListIn(_In):
     """A page of memories, newest first."""
 
-    limit: int = Field(50, ge=1, le=1000, description="Page size.")
-    cursor: str | None = Field(None, description="next_cursor of the previous page.", max_length=512)
+    limit: Int = Field(50, ge=1, le=lim.MAX_LIMIT, description="Page size.")
+    cursor: str | None = Field(
+        None,
+        description="next_cursor of the previous page.",
+        max_length=lim.MAX_CURSOR_CHARS,
+        pattern=lim.CURSOR_PATTERN,
+    )
     oldest_first: bool = False
     user: str | None = _USER
     agent: str | None = _AGENT
     thread: str | None = _THREAD
-    kinds: list[str] | None = None
-    tags: list[str] | None = None
-    tags_all: list[str] | None = None
+    kinds: Kinds | None = None
+    tags: Tags | None = None
+    tags_all: Tags | None = None
     since: datetime | None = None
     until: datetime | None = None
     clearance: Clearance = _CLEARANCE
@@ -271,7 +319,7 @@ class NamespacesOut(_Out):
 class EmbedPendingIn(_In):
     """Embed memories left pending (e.g. after an embedder outage)."""
 
-    limit: int = Field(1000, ge=1, le=1_000_000, description="At most this many.")
+    limit: Int = Field(1000, ge=1, le=1_000_000, description="At most this many.")
 
 
 class EmbedPendingOut(_Out):
@@ -286,9 +334,9 @@ class ExportIn(_In):
     user: str | None = _USER
     agent: str | None = _AGENT
     thread: str | None = _THREAD
-    kinds: list[str] | None = None
-    tags: list[str] | None = None
-    tags_all: list[str] | None = None
+    kinds: Kinds | None = None
+    tags: Tags | None = None
+    tags_all: Tags | None = None
     since: datetime | None = None
     until: datetime | None = None
     clearance: Clearance = _CLEARANCE
@@ -300,24 +348,24 @@ class ExportIn(_In):
 class AppendMessageIn(_In):
     """One text message to add to a thread."""
 
-    thread: str = Field(..., description="The conversation thread or session id.", min_length=1, max_length=256)
-    content: str = Field(..., description="The message text.", min_length=1)
-    role: str = Field("user", description="user | assistant | system | tool | …", max_length=64)
-    speaker: str | None = Field(None, description="Who spoke (a name), when not implied by the role.", max_length=256)
+    thread: str = Field(..., description="The conversation thread or session id.", **_NAME_RULES)
+    content: Text = Field(..., description="The message text.")
+    role: Role = Field("user", description="user | assistant | system | tool | …")
+    speaker: str | None = Field(None, description="Who spoke (a name), when not implied by the role.", **_NAME_RULES)
     user: str | None = _USER
     agent: str | None = _AGENT
     tags: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     sensitivity: Clearance = Field("normal", description="'secret' messages are never embedded or returned.")
-    ttl_seconds: float | None = Field(None, description="Delete automatically after this many seconds.")
+    ttl_seconds: Float | None = Field(None, description="Delete automatically after this many seconds.")
     embed: bool = Field(False, description="Embed now instead of leaving it to the sync job.")
 
 
 class RecentMessagesIn(_In):
     """The latest messages of a thread."""
 
-    thread: str = Field(..., description="The thread.", min_length=1, max_length=256)
-    n: int = Field(20, ge=1, le=1000, description="How many of the latest messages (returned oldest first).")
+    thread: str = Field(..., description="The thread.", **_NAME_RULES)
+    n: Int = Field(20, ge=1, le=1000, description="How many of the latest messages (returned oldest first).")
     clearance: Clearance = _CLEARANCE
 
 
@@ -330,12 +378,14 @@ class MessagesOut(_Out):
 class SearchConversationIn(_In):
     """A search over conversation messages."""
 
-    query: str = Field(..., description="What to look for.", min_length=1)
-    limit: int = Field(10, ge=1, le=1000)
+    query: Query = Field(..., description="What to look for.")
+    limit: Int = Field(10, ge=1, le=1000)
     thread: str | None = _THREAD
     user: str | None = _USER
     agent: str | None = _AGENT
-    roles: list[str] | None = Field(None, description="Only messages with these roles.")
+    roles: Annotated[list[Role], Field(max_length=lim.MAX_LIST_ITEMS)] | None = Field(
+        None, description="Only messages with these roles."
+    )
     since: datetime | None = None
     until: datetime | None = None
     clearance: Clearance = _CLEARANCE
@@ -352,7 +402,7 @@ class ThreadsIn(_In):
 
     user: str | None = _USER
     agent: str | None = _AGENT
-    limit: int = Field(100, ge=1, le=1000)
+    limit: Int = Field(100, ge=1, le=1000)
 
 
 class ThreadsOut(_Out):
@@ -365,7 +415,7 @@ class SyncIn(_In):
     """Run the episodic→semantic sync job (embed pending messages, then pending memories)."""
 
     dry_run: bool = Field(False, description="Only estimate the work; nothing is claimed or written.")
-    max_batches: int | None = Field(None, ge=1, le=100_000, description="Stop after this many batches.")
+    max_batches: Int | None = Field(None, ge=1, le=100_000, description="Stop after this many batches.")
 
 
 class SyncOut(_Out):
@@ -400,7 +450,7 @@ class BlocksOut(_Out):
 class WriteBlockIn(_In):
     """Replace a block's text, or append to it."""
 
-    label: str = Field(..., description="user_info, goals_and_status, important_context, … or your own label.")
+    label: Label = Field(..., description="user_info, goals_and_status, important_context, … or your own label.")
     value: str = Field(..., description="The text (the whole block, or what to add with mode=append).")
     mode: Literal["replace", "append"] = "replace"
     user: str | None = _USER
@@ -414,13 +464,15 @@ class WriteBlockIn(_In):
 class GetContextIn(_In):
     """What the next model call is about; the context is built for it under a token budget."""
 
-    observation: str = Field(..., description="The current user input (what the model must answer).", min_length=1)
-    goal: str | None = Field(None, description="What the agent is trying to achieve, if known.")
+    observation: Text = Field(..., description="The current user input (what the model must answer).")
+    goal: str | None = Field(
+        None, description="What the agent is trying to achieve, if known.", max_length=lim.MAX_CONTENT_CHARS
+    )
     user: str | None = _USER
     agent: str | None = _AGENT
     thread: str | None = Field(None, description="The conversation thread: its recent turns are included.")
-    system: str | None = Field(None, description="The system prompt to put first.")
-    budget_tokens: int = Field(2000, ge=64, le=1_000_000, description="Token budget of the whole context.")
+    system: str | None = Field(None, description="The system prompt to put first.", max_length=lim.MAX_CONTENT_CHARS)
+    budget_tokens: Int = Field(2000, ge=64, le=1_000_000, description="Token budget of the whole context.")
     model: str | None = Field(None, description="Model name; picks the tokenizer used to count tokens.")
     clearance: Clearance = _CLEARANCE
 
@@ -438,8 +490,8 @@ class GetContextOut(_Out):
 class LinkIn(_In):
     """A typed edge from one memory to another."""
 
-    id: str = Field(..., description="The source memory id.", min_length=1, max_length=256)
-    target: str = Field(..., description="The target memory id.", min_length=1, max_length=256)
+    id: str = Field(..., description="The source memory id.", **_NAME_RULES)
+    target: str = Field(..., description="The target memory id.", **_NAME_RULES)
     type: str = Field("relates_to", description="The link type, e.g. relates_to, follows, contradicts.",
                       min_length=1, max_length=64)  # fmt: skip
 
@@ -448,12 +500,12 @@ class QueryGraphIn(_In):
     """Which part of the knowledge graph to return."""
 
     start: str | None = Field(None, description="Entity name (or alias) to start from; omit for the whole graph.",
-                              max_length=256)  # fmt: skip
-    depth: int = Field(1, ge=1, le=4, description="How many relations away from start to go.")
+                              **_NAME_RULES)  # fmt: skip
+    depth: Int = Field(1, ge=1, le=4, description="How many relations away from start to go.")
     predicates: list[str] | None = Field(None, description="Keep only relations with these predicates.")
     entity_types: list[str] | None = Field(None, description="Keep only entities of these types (person, place, …).")
     include_invalid: bool = Field(False, description="Also relations that are no longer valid (superseded).")
-    limit: int = Field(200, ge=1, le=1000, description="At most this many entities and relations.")
+    limit: Int = Field(200, ge=1, le=1000, description="At most this many entities and relations.")
     clearance: Clearance = _CLEARANCE
 
 
@@ -469,7 +521,7 @@ class FactsAboutIn(_In):
     """The facts (relations) the graph holds about one entity."""
 
     entity: str = Field(..., description="The entity name or alias (case and articles ignored).",
-                        min_length=1, max_length=256)  # fmt: skip
+                        **_NAME_RULES)  # fmt: skip
     user: str | None = _USER
     agent: str | None = _AGENT
     include_invalid: bool = Field(False, description="Also facts that are no longer valid (superseded).")
@@ -487,9 +539,8 @@ class FactsOut(_Out):
 class ExtractIn(_In):
     """The text to analyse; nothing is stored."""
 
-    text: str = Field(..., description="The text to extract facts, keywords, entities and relations from.",
-                      min_length=1)  # fmt: skip
-    speaker: str | None = Field(None, description='Who says it ("I" and "my" are resolved to them).', max_length=256)
+    text: Text = Field(..., description="The text to extract facts, keywords, entities and relations from.")
+    speaker: str | None = Field(None, description='Who says it ("I" and "my" are resolved to them).', **_NAME_RULES)
 
 
 class ExtractOut(_Out):
@@ -510,11 +561,11 @@ class ExtractOut(_Out):
 class EndConversationIn(_In):
     """A finished conversation whose messages update the working-memory blocks."""
 
-    thread: str = Field(..., description="The conversation thread that ended.", min_length=1, max_length=256)
+    thread: str = Field(..., description="The conversation thread that ended.", **_NAME_RULES)
     user: str | None = Field(None, description="Whose blocks to update (default: the thread's main user).",
-                             max_length=256)  # fmt: skip
+                             **_NAME_RULES)  # fmt: skip
     agent: str | None = Field(None, description="The agent whose blocks to update (default: the thread's).",
-                              max_length=256)  # fmt: skip
+                              **_NAME_RULES)  # fmt: skip
 
 
 class EndConversationOut(_Out):
@@ -527,17 +578,17 @@ class EndConversationOut(_Out):
     summarizer: str
     fallback_reason: str | None = None
     updated: list[Block]
-    reward: float | None = Field(None, description="The conversation's reward (0..1) from the signals so far, if any.")
+    reward: Float | None = Field(None, description="The conversation's reward (0..1) from the signals so far, if any.")
 
 
 class TiersRetrieveIn(_In):
     """A query across the memory tiers (short-, mid- and long-term) of one agent and user."""
 
     query: str = Field(..., description="What to look for.", min_length=1)
-    agent: str = Field(..., description="The agent whose tiers to search.", min_length=1, max_length=256)
-    user: str = Field(..., description="The user the conversation is with.", min_length=1, max_length=256)
-    top_m: int | None = Field(None, ge=1, le=100, description="Mid-term segments to visit (default: configured).")
-    top_k: int | None = Field(None, ge=1, le=1000, description="Pages to return from them (default: configured).")
+    agent: str = Field(..., description="The agent whose tiers to search.", **_NAME_RULES)
+    user: str = Field(..., description="The user the conversation is with.", **_NAME_RULES)
+    top_m: Int | None = Field(None, ge=1, le=100, description="Mid-term segments to visit (default: configured).")
+    top_k: Int | None = Field(None, ge=1, le=1000, description="Pages to return from them (default: configured).")
     clearance: Clearance = _CLEARANCE
 
 
@@ -547,16 +598,20 @@ class TiersRetrieveIn(_In):
 class FeedbackRecordIn(_In):
     """How a conversation went: a rating, a reward, the task outcome, the user's words; rescored on every call."""
 
-    thread: str = Field(..., description="The conversation thread.", min_length=1, max_length=256)
-    rating: float | None = Field(None, description="Explicit user rating on rating_scale (stars 1-5 by default).")
+    thread: str = Field(..., description="The conversation thread.", **_NAME_RULES)
+    rating: Float | None = Field(None, description="Explicit user rating on rating_scale (stars 1-5 by default).")
     rating_scale: Literal["stars", "thumbs", "unit"] = Field("stars", description="stars 1-5, thumbs +1/-1, unit 0-1.")
-    reward: float | None = Field(None, ge=0.0, le=1.0, description="An explicit reward in [0, 1].")
-    feedback: str | None = Field(None, description="What the user said about the answers.", max_length=20_000)
-    example: str | None = Field(None, description="An example of the wanted behaviour.", max_length=20_000)
-    suggestion: str | None = Field(None, description="An improvement suggestion.", max_length=20_000)
+    reward: Float | None = Field(None, ge=0.0, le=1.0, description="An explicit reward in [0, 1].")
+    feedback: str | None = Field(
+        None, description="What the user said about the answers.", max_length=lim.MAX_FEEDBACK_CHARS
+    )
+    example: str | None = Field(
+        None, description="An example of the wanted behaviour.", max_length=lim.MAX_FEEDBACK_CHARS
+    )
+    suggestion: str | None = Field(None, description="An improvement suggestion.", max_length=lim.MAX_FEEDBACK_CHARS)
     task_completed: bool | None = Field(None, description="Whether the task was completed.")
-    prompt: str | None = Field(None, description="The prompt name the conversation used.", max_length=200)
-    prompt_version: int | None = Field(None, ge=1, description="Its version (default: the thread's, else active).")
+    prompt: str | None = Field(None, description="The prompt name the conversation used.", **_NAME_RULES)
+    prompt_version: Int | None = Field(None, ge=1, description="Its version (default: the thread's, else active).")
     user: str | None = _USER
     agent: str | None = _AGENT
 
@@ -564,5 +619,5 @@ class FeedbackRecordIn(_In):
 class PromptGetIn(_In):
     """A named prompt: the active version, or a given one."""
 
-    name: str = Field(..., description="The prompt's name.", min_length=1, max_length=200)
-    version: int | None = Field(None, ge=1, description="A version number (default: the active version).")
+    name: str = Field(..., description="The prompt's name.", **_NAME_RULES)
+    version: Int | None = Field(None, ge=1, description="A version number (default: the active version).")

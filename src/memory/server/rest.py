@@ -23,9 +23,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPBearer
 from pydantic import BaseModel, ConfigDict, create_model
+from pydantic.fields import FieldInfo
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
-from memory import __version__
+from memory import __version__, limits
 from memory.config import ServerSettings
 from memory.errors import Error
 from memory.memory import Memory
@@ -119,6 +121,17 @@ def _problem_response(status: int, body: bytes, headers: Mapping[str, str] | Non
     return Response(body, status_code=status, media_type=PROBLEM_TYPE, headers=headers)
 
 
+def _string_rules(field: FieldInfo) -> dict[str, Any]:
+    """The length and pattern constraints of a model field, for the path parameter that carries it."""
+    rules: dict[str, Any] = {}
+    for meta in field.metadata:
+        for name in ("min_length", "max_length", "pattern"):
+            value = getattr(meta, name, None)
+            if value is not None:
+                rules[name] = value
+    return rules
+
+
 def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation) -> None:
     assert op.rest is not None
     rest = op.rest
@@ -144,13 +157,15 @@ def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation) -> Non
         P("_api_key", P.KEYWORD_ONLY, annotation=Annotated[Any, Depends(_api_key)]),
     ]
     if op.scoped:
-        ns_path = Path(description="The namespace (tenant); the API key must be scoped to it.", max_length=256)
+        ns_path = Path(
+            description="The namespace (tenant); the API key must be scoped to it.",
+            min_length=1, max_length=limits.MAX_NAME_CHARS, pattern=limits.NAME_PATTERN,
+        )  # fmt: skip
         parameters.append(P("namespace", P.KEYWORD_ONLY, annotation=Annotated[str, ns_path]))
     for var in path_vars:
         field = op.params.model_fields[var]
-        parameters.append(
-            P(var, P.KEYWORD_ONLY, annotation=Annotated[str, Path(description=field.description, max_length=256)])
-        )
+        path = Path(description=field.description, **_string_rules(field))
+        parameters.append(P(var, P.KEYWORD_ONLY, annotation=Annotated[str, path]))
     if payload_model is not None:
         marker = Query() if in_query else Body()
         parameters.append(P("payload", P.KEYWORD_ONLY, annotation=Annotated[payload_model, marker]))
@@ -187,6 +202,16 @@ def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation) -> Non
         description=op.description,
         tags=list(op.tags),
     )
+
+
+def _allowed_methods(app: FastAPI, scope: MutableMapping[str, Any]) -> list[str]:
+    """Every method some route serves at the request's path (the ``Allow`` header of a 405)."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches({**scope, "method": "GET"})
+        if match is not Match.NONE:
+            methods.update(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 def create_app(mem: Memory, auth: Authenticator, settings: ServerSettings | None = None) -> FastAPI:
@@ -231,7 +256,10 @@ def create_app(mem: Memory, auth: Authenticator, settings: ServerSettings | None
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         detail = exc.detail if isinstance(exc.detail, str) else None
-        return _problem_response(exc.status_code, problem_body(exc.status_code, detail or "Error", detail), exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:  # Starlette names the first matching route's methods only: name them all
+            headers = {**(headers or {}), "Allow": ", ".join(_allowed_methods(app, request.scope))}
+        return _problem_response(exc.status_code, problem_body(exc.status_code, detail or "Error", detail), headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Response:
