@@ -115,7 +115,10 @@ def build_server(mem: Memory, caller_for: CallerFor) -> Server[Any]:
             if namespace is not None and not isinstance(namespace, str):
                 return _tool_error("InvalidInputError: namespace must be a string")
             caller = caller_for(ctx)
-            result = await anyio.to_thread.run_sync(lambda: invoke(mem, op, caller, arguments, namespace))
+            # abandon_on_cancel: a shutdown does not wait for a computing call (its transaction is not committed)
+            result = await anyio.to_thread.run_sync(
+                lambda: invoke(mem, op, caller, arguments, namespace), abandon_on_cancel=True
+            )
         except Error as exc:
             return _tool_error(_error_text(exc))
         except Exception:
@@ -160,7 +163,9 @@ def build_server(mem: Memory, caller_for: CallerFor) -> Server[Any]:
         namespace = values.pop("namespace", None)
         try:
             caller = caller_for(ctx)
-            result = await anyio.to_thread.run_sync(lambda: invoke(mem, op, caller, values, namespace))
+            result = await anyio.to_thread.run_sync(
+                lambda: invoke(mem, op, caller, values, namespace), abandon_on_cancel=True
+            )
         except Error as exc:
             raise MCPError(code=INVALID_PARAMS, message=_error_text(exc), data={"uri": uri}) from None
         text = json.dumps(_dump(result), ensure_ascii=False)
