@@ -64,7 +64,9 @@ MAX_TTL_SECONDS = 3_153_600_000.0
 # ``pattern``: a search, anchored here). No control characters; not blank.
 _NAME_CHARS = r"[^\x00-\x08\x0a-\x1f\x7f]"  # tab allowed; no newline, no other control character
 _TEXT_CHARS = r"[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"  # tab, newline and carriage return allowed
-_VISIBLE = r"[^\s\x00-\x1f\x7f]"
+# "Visible": not whitespace in Python's reading nor in JSON Schema's (ECMA: U+FEFF), not a control character.
+VISIBLE = r"[^\s\x00-\x1f\x7f\x85\ufeff]"
+_VISIBLE = VISIBLE
 #: A scope name, an id, a tag: no control characters or line breaks, not blank.
 NAME_PATTERN = rf"^{_NAME_CHARS}*{_VISIBLE}{_NAME_CHARS}*$"
 #: Memory content, context, a query: no control characters except tab and line breaks, not blank.
@@ -87,3 +89,5 @@ ROLE_PATTERN = r"^[a-z][a-z0-9_\-]{0,31}$"
 LABEL_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 #: Characters of a feedback text (feedback, example, suggestion).
 MAX_FEEDBACK_CHARS = 20_000
+#: A prompt version number.
+MAX_VERSION = 2_147_483_647

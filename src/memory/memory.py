@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,7 +28,7 @@ from memory.errors import (
 from memory.filters import Filter
 from memory.graph import GraphView
 from memory.ids import utcnow
-from memory.limits import MAX_LIMIT, MAX_METADATA_FILTERS, MAX_QUERY_CHARS, MAX_TTL_SECONDS
+from memory.limits import MAX_LIMIT, MAX_METADATA_FILTERS, MAX_QUERY_CHARS, MAX_TTL_SECONDS, VISIBLE
 from memory.llms import LLM, create_llm
 from memory.pagination import decode_cursor, encode_cursor
 from memory.records import (
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
 __all__ = ["Memory"]
 
 log = logging.getLogger(__name__)
+_VISIBLE = re.compile(VISIBLE)
 
 _UPDATABLE = (
     "content",
@@ -915,7 +917,7 @@ class Memory:
         if len(query) > MAX_QUERY_CHARS:
             raise InvalidInputError(f"query is longer than {MAX_QUERY_CHARS} characters")
         text = query.strip()
-        if not text:
+        if not _VISIBLE.search(text):
             raise InvalidInputError("query is empty: give the text to search for")
         check_encodable(text, "query")
         limit = _check_limit(limit)

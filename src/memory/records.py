@@ -32,6 +32,7 @@ from memory.limits import (
     MAX_REASON_CHARS,
     MAX_TAG_CHARS,
     MAX_TAGS,
+    VISIBLE,
 )
 from memory.types import SENSITIVITY_LEVELS, LedgerEntry, LedgerOp, MemoryItem
 
@@ -58,6 +59,7 @@ __all__ = [
 DEFAULT_MAX_CONTENT_CHARS = MAX_CONTENT_CHARS
 _KIND = re.compile(KIND_PATTERN)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_VISIBLE = re.compile(VISIBLE)  # blank = no such character, as the schemas' patterns say
 
 
 def check_encodable(text: str, what: str) -> None:
@@ -83,7 +85,7 @@ def normalise_content(content: object, *, max_chars: int = DEFAULT_MAX_CONTENT_C
         )
     check_encodable(content, "content")
     text = unicodedata.normalize("NFC", content).strip()
-    if not text:
+    if not _VISIBLE.search(text):
         raise InvalidInputError("content is empty: give the text to remember")
     if _CONTROL.search(text):
         raise InvalidInputError("content contains control characters (e.g. NUL); remove them")
@@ -104,7 +106,7 @@ def check_name(value: object, what: str, *, optional: bool = True) -> str | None
         raise InvalidInputError(f"{what} is required")
     if not isinstance(value, str):
         raise InvalidInputError(f"{what} must be a string, got {type(value).__name__}")
-    if not value.strip():
+    if not _VISIBLE.search(value):
         raise InvalidInputError(f"{what} must not be empty")
     if len(value) > MAX_NAME_CHARS:
         raise InvalidInputError(f"{what} is longer than {MAX_NAME_CHARS} characters")
@@ -153,7 +155,7 @@ def check_tags(tags: object) -> tuple[str, ...]:
             raise InvalidInputError(f"tag {tag[:40]!r}… must be 1 to {MAX_TAG_CHARS} characters")
         tag = tag.strip()
         check_encodable(tag, "tag")
-        if not tag:
+        if not _VISIBLE.search(tag):
             raise InvalidInputError(f"tag {tag!r} must be 1 to {MAX_TAG_CHARS} characters")
         if _CONTROL.search(tag) or "\n" in tag or "\r" in tag:
             raise InvalidInputError(f"tag {tag!r} contains control characters")
@@ -167,7 +169,7 @@ def check_strings(values: object, what: str) -> tuple[str, ...]:
         return ()
     out: list[str] = []
     for value in _bounded(values, what, MAX_LIST_ITEMS):
-        if not isinstance(value, str) or not value.strip():
+        if not isinstance(value, str) or not _VISIBLE.search(value):
             raise InvalidInputError(f"{what} must hold non-empty strings, got {value!r:.80}")
         if len(value) > MAX_ITEM_CHARS:
             raise InvalidInputError(f"{what} entries must be at most {MAX_ITEM_CHARS} characters")

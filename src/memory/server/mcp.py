@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 from pydantic import BaseModel
 
-from memory import __version__
+from memory import __version__, limits
 from memory.errors import AuthenticationError, Error, PermissionDeniedError
 from memory.keys import Caller
 from memory.memory import Memory
@@ -47,7 +47,9 @@ INSTRUCTIONS = (
 _NAMESPACE_PROPERTY = {
     "type": "string",
     "description": "Namespace (tenant) to work in; defaults to the server's namespace.",
-    "maxLength": 256,
+    "minLength": 1,
+    "maxLength": limits.MAX_NAME_CHARS,
+    "pattern": limits.NAME_PATTERN,
 }
 
 CallerFor = Callable[[Any], Caller]

@@ -6,10 +6,11 @@ validated by :class:`~memory.Memory`, whose errors the servers pass on.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
 
 from memory import limits as lim
 from memory.backends.graph import Entity, Relation
@@ -22,6 +23,7 @@ from memory.types import Hit, LedgerEntry, MemoryItem
 
 __all__ = [
     "Clearance",
+    "InputModel",
     "RememberIn",
     "RememberOut",
     "RememberBatchIn",
@@ -72,25 +74,16 @@ __all__ = [
 
 Clearance = Literal["normal", "private", "secret"]
 
-
-def _no_bool(value: object) -> object:
-    if isinstance(value, bool):
-        raise ValueError("a boolean is not a number")
-    return value
-
-
-Int = Annotated[int, BeforeValidator(_no_bool)]
-Float = Annotated[float, BeforeValidator(_no_bool)]
 MetadataScalar = str | int | float | bool | None
 
 # The limits the library enforces (memory.limits), advertised by every schema built from these.
 _NAME_RULES: dict[str, Any] = {"min_length": 1, "max_length": lim.MAX_NAME_CHARS, "pattern": lim.NAME_PATTERN}
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_TAG_CHARS, pattern=lim.NAME_PATTERN)]
 Kind = Annotated[str, StringConstraints(pattern=lim.KIND_PATTERN)]
-Term = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_ITEM_CHARS, pattern=r"\S")]
+Term = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_ITEM_CHARS, pattern=lim.VISIBLE)]
 MetadataKey = Annotated[str, StringConstraints(pattern=lim.METADATA_KEY_PATTERN)]
 Text = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_CONTENT_CHARS, pattern=lim.TEXT_PATTERN)]
-Query = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_QUERY_CHARS, pattern=r"\S")]
+Query = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_QUERY_CHARS, pattern=lim.VISIBLE)]
 Reason = Annotated[str, StringConstraints(max_length=lim.MAX_REASON_CHARS)]
 Tags = Annotated[list[Tag], Field(max_length=lim.MAX_TAGS)]
 Role = Annotated[str, StringConstraints(pattern=lim.ROLE_PATTERN)]
@@ -101,8 +94,37 @@ Terms = Annotated[list[Term], Field(max_length=lim.MAX_LIST_ITEMS)]
 Kinds = Annotated[list[Kind], Field(max_length=lim.MAX_LIST_ITEMS)]
 
 
+def _numeric(annotation: object) -> bool:
+    return annotation in (int, float) or any(arg in (int, float) for arg in get_args(annotation))
+
+
+def _dated(annotation: object) -> bool:
+    return annotation is datetime or datetime in get_args(annotation)
+
+
+_NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
+
+
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_booleans_for_numbers(cls, value: object, info: ValidationInfo) -> object:
+        """``true`` is not the number 1 here: the schemas say integer or number, and so does the check."""
+        if info.field_name is None:
+            return value
+        annotation = cls.model_fields[info.field_name].annotation
+        if isinstance(value, bool) and _numeric(annotation):
+            raise ValueError("a boolean is not a number")
+        if _dated(annotation) and (
+            isinstance(value, (int, float)) or (isinstance(value, str) and _NUMBER.match(value))
+        ):
+            raise ValueError("give a date-time in ISO 8601 (e.g. 2026-01-02T03:04:05Z), not a number")
+        return value
+
+
+InputModel = _In  # the base of every input model (the REST layer derives body and query models from it)
 
 
 class _Out(BaseModel):
@@ -137,9 +159,9 @@ class RememberIn(_In):
         description=f"Free JSON object kept with the memory (at most {lim.MAX_METADATA_BYTES} bytes as JSON, "
         f"{lim.MAX_METADATA_DEPTH} levels deep).",
     )
-    importance: Float = Field(0.5, ge=0, le=1, description="0 (trivial) .. 1 (crucial); boosts recall ranking.")
+    importance: float = Field(0.5, ge=0, le=1, description="0 (trivial) .. 1 (crucial); boosts recall ranking.")
     sensitivity: Clearance = Field("normal", description="'secret' memories are never returned without clearance.")
-    ttl_seconds: Float | None = Field(
+    ttl_seconds: float | None = Field(
         None, gt=0, le=lim.MAX_TTL_SECONDS, description="Forget automatically after this many seconds."
     )
     expires_at: datetime | None = Field(None, description="Forget automatically at this time (ISO 8601).")
@@ -169,7 +191,7 @@ class RecallIn(_In):
     """A search."""
 
     query: Query = Field(..., description="What to look for, in natural language.")
-    limit: Int = Field(10, ge=1, le=lim.MAX_LIMIT, description="How many memories to return.")
+    limit: int = Field(10, ge=1, le=lim.MAX_LIMIT, description="How many memories to return.")
     user: str | None = _USER
     agent: str | None = _AGENT
     thread: str | None = _THREAD
@@ -250,7 +272,7 @@ class DeletedOut(_Out):
 class ListIn(_In):
     """A page of memories, newest first."""
 
-    limit: Int = Field(50, ge=1, le=lim.MAX_LIMIT, description="Page size.")
+    limit: int = Field(50, ge=1, le=lim.MAX_LIMIT, description="Page size.")
     cursor: str | None = Field(
         None,
         description="next_cursor of the previous page.",
@@ -319,7 +341,7 @@ class NamespacesOut(_Out):
 class EmbedPendingIn(_In):
     """Embed memories left pending (e.g. after an embedder outage)."""
 
-    limit: Int = Field(1000, ge=1, le=1_000_000, description="At most this many.")
+    limit: int = Field(1000, ge=1, le=1_000_000, description="At most this many.")
 
 
 class EmbedPendingOut(_Out):
@@ -354,10 +376,10 @@ class AppendMessageIn(_In):
     speaker: str | None = Field(None, description="Who spoke (a name), when not implied by the role.", **_NAME_RULES)
     user: str | None = _USER
     agent: str | None = _AGENT
-    tags: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    tags: Tags = Field(default_factory=list)
+    metadata: dict[MetadataKey, Any] = Field(default_factory=dict, json_schema_extra=_KEYS_ONLY)
     sensitivity: Clearance = Field("normal", description="'secret' messages are never embedded or returned.")
-    ttl_seconds: Float | None = Field(None, description="Delete automatically after this many seconds.")
+    ttl_seconds: float | None = Field(None, description="Delete automatically after this many seconds.")
     embed: bool = Field(False, description="Embed now instead of leaving it to the sync job.")
 
 
@@ -365,7 +387,7 @@ class RecentMessagesIn(_In):
     """The latest messages of a thread."""
 
     thread: str = Field(..., description="The thread.", **_NAME_RULES)
-    n: Int = Field(20, ge=1, le=1000, description="How many of the latest messages (returned oldest first).")
+    n: int = Field(20, ge=1, le=1000, description="How many of the latest messages (returned oldest first).")
     clearance: Clearance = _CLEARANCE
 
 
@@ -379,7 +401,7 @@ class SearchConversationIn(_In):
     """A search over conversation messages."""
 
     query: Query = Field(..., description="What to look for.")
-    limit: Int = Field(10, ge=1, le=1000)
+    limit: int = Field(10, ge=1, le=1000)
     thread: str | None = _THREAD
     user: str | None = _USER
     agent: str | None = _AGENT
@@ -402,7 +424,7 @@ class ThreadsIn(_In):
 
     user: str | None = _USER
     agent: str | None = _AGENT
-    limit: Int = Field(100, ge=1, le=1000)
+    limit: int = Field(100, ge=1, le=1000)
 
 
 class ThreadsOut(_Out):
@@ -415,7 +437,7 @@ class SyncIn(_In):
     """Run the episodic→semantic sync job (embed pending messages, then pending memories)."""
 
     dry_run: bool = Field(False, description="Only estimate the work; nothing is claimed or written.")
-    max_batches: Int | None = Field(None, ge=1, le=100_000, description="Stop after this many batches.")
+    max_batches: int | None = Field(None, ge=1, le=100_000, description="Stop after this many batches.")
 
 
 class SyncOut(_Out):
@@ -470,9 +492,11 @@ class GetContextIn(_In):
     )
     user: str | None = _USER
     agent: str | None = _AGENT
-    thread: str | None = Field(None, description="The conversation thread: its recent turns are included.")
+    thread: str | None = Field(
+        None, description="The conversation thread: its recent turns are included.", **_NAME_RULES
+    )
     system: str | None = Field(None, description="The system prompt to put first.", max_length=lim.MAX_CONTENT_CHARS)
-    budget_tokens: Int = Field(2000, ge=64, le=1_000_000, description="Token budget of the whole context.")
+    budget_tokens: int = Field(2000, ge=64, le=1_000_000, description="Token budget of the whole context.")
     model: str | None = Field(None, description="Model name; picks the tokenizer used to count tokens.")
     clearance: Clearance = _CLEARANCE
 
@@ -501,11 +525,11 @@ class QueryGraphIn(_In):
 
     start: str | None = Field(None, description="Entity name (or alias) to start from; omit for the whole graph.",
                               **_NAME_RULES)  # fmt: skip
-    depth: Int = Field(1, ge=1, le=4, description="How many relations away from start to go.")
+    depth: int = Field(1, ge=1, le=4, description="How many relations away from start to go.")
     predicates: list[str] | None = Field(None, description="Keep only relations with these predicates.")
     entity_types: list[str] | None = Field(None, description="Keep only entities of these types (person, place, …).")
     include_invalid: bool = Field(False, description="Also relations that are no longer valid (superseded).")
-    limit: Int = Field(200, ge=1, le=1000, description="At most this many entities and relations.")
+    limit: int = Field(200, ge=1, le=1000, description="At most this many entities and relations.")
     clearance: Clearance = _CLEARANCE
 
 
@@ -578,7 +602,7 @@ class EndConversationOut(_Out):
     summarizer: str
     fallback_reason: str | None = None
     updated: list[Block]
-    reward: Float | None = Field(None, description="The conversation's reward (0..1) from the signals so far, if any.")
+    reward: float | None = Field(None, description="The conversation's reward (0..1) from the signals so far, if any.")
 
 
 class TiersRetrieveIn(_In):
@@ -587,8 +611,8 @@ class TiersRetrieveIn(_In):
     query: str = Field(..., description="What to look for.", min_length=1)
     agent: str = Field(..., description="The agent whose tiers to search.", **_NAME_RULES)
     user: str = Field(..., description="The user the conversation is with.", **_NAME_RULES)
-    top_m: Int | None = Field(None, ge=1, le=100, description="Mid-term segments to visit (default: configured).")
-    top_k: Int | None = Field(None, ge=1, le=1000, description="Pages to return from them (default: configured).")
+    top_m: int | None = Field(None, ge=1, le=100, description="Mid-term segments to visit (default: configured).")
+    top_k: int | None = Field(None, ge=1, le=1000, description="Pages to return from them (default: configured).")
     clearance: Clearance = _CLEARANCE
 
 
@@ -599,9 +623,9 @@ class FeedbackRecordIn(_In):
     """How a conversation went: a rating, a reward, the task outcome, the user's words; rescored on every call."""
 
     thread: str = Field(..., description="The conversation thread.", **_NAME_RULES)
-    rating: Float | None = Field(None, description="Explicit user rating on rating_scale (stars 1-5 by default).")
+    rating: float | None = Field(None, description="Explicit user rating on rating_scale (stars 1-5 by default).")
     rating_scale: Literal["stars", "thumbs", "unit"] = Field("stars", description="stars 1-5, thumbs +1/-1, unit 0-1.")
-    reward: Float | None = Field(None, ge=0.0, le=1.0, description="An explicit reward in [0, 1].")
+    reward: float | None = Field(None, ge=0.0, le=1.0, description="An explicit reward in [0, 1].")
     feedback: str | None = Field(
         None, description="What the user said about the answers.", max_length=lim.MAX_FEEDBACK_CHARS
     )
@@ -611,7 +635,7 @@ class FeedbackRecordIn(_In):
     suggestion: str | None = Field(None, description="An improvement suggestion.", max_length=lim.MAX_FEEDBACK_CHARS)
     task_completed: bool | None = Field(None, description="Whether the task was completed.")
     prompt: str | None = Field(None, description="The prompt name the conversation used.", **_NAME_RULES)
-    prompt_version: Int | None = Field(None, ge=1, description="Its version (default: the thread's, else active).")
+    prompt_version: int | None = Field(None, ge=1, description="Its version (default: the thread's, else active).")
     user: str | None = _USER
     agent: str | None = _AGENT
 
@@ -620,4 +644,6 @@ class PromptGetIn(_In):
     """A named prompt: the active version, or a given one."""
 
     name: str = Field(..., description="The prompt's name.", **_NAME_RULES)
-    version: Int | None = Field(None, ge=1, description="A version number (default: the active version).")
+    version: int | None = Field(
+        None, ge=1, le=lim.MAX_VERSION, description="A version number (default: the active version)."
+    )
