@@ -88,7 +88,6 @@ Reason = Annotated[str, StringConstraints(max_length=lim.MAX_REASON_CHARS)]
 Tags = Annotated[list[Tag], Field(max_length=lim.MAX_TAGS)]
 Role = Annotated[str, StringConstraints(pattern=lim.ROLE_PATTERN)]
 Label = Annotated[str, StringConstraints(pattern=lim.LABEL_PATTERN)]
-Preset = Literal[tuple(PRESETS)]  # type: ignore[valid-type]
 _KEYS_ONLY: dict[str, Any] = {"additionalProperties": False}  # keys must match the patternProperties
 Terms = Annotated[list[Term], Field(max_length=lim.MAX_LIST_ITEMS)]
 Kinds = Annotated[list[Kind], Field(max_length=lim.MAX_LIST_ITEMS)]
@@ -207,7 +206,18 @@ class RecallIn(_In):
     since: datetime | None = Field(None, description="Only memories created at or after this time.")
     until: datetime | None = Field(None, description="Only memories created before this time.")
     clearance: Clearance = _CLEARANCE
-    retrieval: Preset | None = Field(None, description="Retrieval preset name (e.g. balanced, lexical, vector).")
+    retrieval: str | None = Field(
+        None,
+        description="Retrieval preset name (e.g. balanced, lexical, vector).",
+        json_schema_extra={"enum": [*PRESETS, None]},
+    )
+
+    @field_validator("retrieval")
+    @classmethod
+    def _known_preset(cls, value: str | None) -> str | None:
+        if value is not None and value not in PRESETS:
+            raise ValueError(f"unknown retrieval preset {value!r}; known: {', '.join(PRESETS)}")
+        return value
 
 
 class RecallOut(_Out):
