@@ -117,4 +117,5 @@ SEMANTIC_RULES = [
     r"metadata is larger than|metadata is nested deeper",  # JSON Schema has no size or depth of a free object
     r"limit of \d+ tokens|budget",  # a block's or a context's size against its configured limit
     r"no (active )?version|unknown prompt",  # stored data
+    r"text to append is empty",  # a block's mode and value
 ]

@@ -389,7 +389,9 @@ class AppendMessageIn(_In):
     tags: Tags = Field(default_factory=list)
     metadata: dict[MetadataKey, Any] = Field(default_factory=dict, json_schema_extra=_KEYS_ONLY)
     sensitivity: Clearance = Field("normal", description="'secret' messages are never embedded or returned.")
-    ttl_seconds: float | None = Field(None, description="Delete automatically after this many seconds.")
+    ttl_seconds: float | None = Field(
+        None, gt=0, le=lim.MAX_TTL_SECONDS, description="Delete automatically after this many seconds."
+    )
     embed: bool = Field(False, description="Embed now instead of leaving it to the sync job.")
 
 
