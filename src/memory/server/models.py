@@ -644,7 +644,13 @@ class FeedbackRecordIn(_In):
     example: str | None = Field(
         None, description="An example of the wanted behaviour.", max_length=lim.MAX_FEEDBACK_CHARS
     )
-    suggestion: str | None = Field(None, description="An improvement suggestion.", max_length=lim.MAX_FEEDBACK_CHARS)
+    suggestion: str | None = Field(
+        None,
+        description="An improvement suggestion.",
+        min_length=1,
+        max_length=lim.MAX_FEEDBACK_CHARS,
+        pattern=lim.VISIBLE,
+    )
     task_completed: bool | None = Field(None, description="Whether the task was completed.")
     prompt: str | None = Field(None, description="The prompt name the conversation used.", **_NAME_RULES)
     prompt_version: int | None = Field(None, ge=1, description="Its version (default: the thread's, else active).")
