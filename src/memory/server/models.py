@@ -639,10 +639,18 @@ class FeedbackRecordIn(_In):
     rating_scale: Literal["stars", "thumbs", "unit"] = Field("stars", description="stars 1-5, thumbs +1/-1, unit 0-1.")
     reward: float | None = Field(None, ge=0.0, le=1.0, description="An explicit reward in [0, 1].")
     feedback: str | None = Field(
-        None, description="What the user said about the answers.", max_length=lim.MAX_FEEDBACK_CHARS
+        None,
+        description="What the user said about the answers.",
+        min_length=1,
+        max_length=lim.MAX_FEEDBACK_CHARS,
+        pattern=lim.VISIBLE,
     )
     example: str | None = Field(
-        None, description="An example of the wanted behaviour.", max_length=lim.MAX_FEEDBACK_CHARS
+        None,
+        description="An example of the wanted behaviour.",
+        min_length=1,
+        max_length=lim.MAX_FEEDBACK_CHARS,
+        pattern=lim.VISIBLE,
     )
     suggestion: str | None = Field(
         None,
