@@ -118,4 +118,5 @@ SEMANTIC_RULES = [
     r"limit of \d+ tokens|budget",  # a block's or a context's size against its configured limit
     r"no (active )?version|unknown prompt",  # stored data
     r"text to append is empty",  # a block's mode and value
+    r"prompt_version needs prompt",  # two fields
 ]
