@@ -112,7 +112,7 @@ SEMANTIC_RULES = [
     r"give ttl or expires_at, not both",  # two fields
     r"outside the calendar once converted to UTC",  # a date-time with an offset past year 1 or 9999
     r"too large for the calendar",  # now + ttl past year 9999
-    r"a star rating is from 1 to 5|thumbs rating is|rating must be|rating_scale",  # rating and its scale
+    r"rating is from|thumbs rating|rating must be|rating_scale",  # a rating and its scale
     r"reward and rating",  # two fields
     r"metadata is larger than|metadata is nested deeper",  # JSON Schema has no size or depth of a free object
     r"limit of \d+ tokens|budget",  # a block's or a context's size against its configured limit
