@@ -661,7 +661,9 @@ class FeedbackRecordIn(_In):
     )
     task_completed: bool | None = Field(None, description="Whether the task was completed.")
     prompt: str | None = Field(None, description="The prompt name the conversation used.", **_NAME_RULES)
-    prompt_version: int | None = Field(None, ge=1, description="Its version (default: the thread's, else active).")
+    prompt_version: int | None = Field(
+        None, ge=1, le=lim.MAX_VERSION, description="Its version (default: the thread's, else active)."
+    )
     user: str | None = _USER
     agent: str | None = _AGENT
 
