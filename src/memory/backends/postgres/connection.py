@@ -32,7 +32,7 @@ def load_driver() -> Any:
         import psycopg_pool  # noqa: F401
     except ImportError as exc:
         raise ConfigError(
-            "the postgres backend needs psycopg 3 and psycopg-pool: pip install 'memory[postgres]'"
+            "the postgres backend needs psycopg 3 and psycopg-pool: pip install 'llm-agent-memory[postgres]'"
         ) from exc
     return psycopg
 
