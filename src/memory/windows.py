@@ -106,4 +106,7 @@ def refresh_windows(
         if item_id in vectors and item.thread is not None:  # thread-less: its own vector serves
             vector = window_vector(vectors[item_id], [vectors[n.id] for n in near if n.id in vectors])
         updates.append((item_id, window_text(item, near), vector))
-    return backend.set_windows(namespace, window_space if model is not None else None, updates)
+    window_index = backend.windows
+    if window_index is None:
+        return 0
+    return window_index.set_windows(namespace, window_space if model is not None else None, updates)

@@ -1,7 +1,7 @@
 """Storage backends and how a database URL picks one.
 
-``memory://`` (or ``:memory:``) opens the in-process backend; ``sqlite:///path``
-or a plain file path opens SQLite. Backend-specific code lives in this
+``memory://`` (or ``:memory:``) opens a throwaway SQLite store, deleted on
+close; ``sqlite:///path`` or a plain file path opens SQLite. Backend-specific code lives in this
 package only.
 """
 

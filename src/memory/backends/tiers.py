@@ -1,7 +1,7 @@
 """The tiers storage contract (MemoryOS STM/MTM/LPM/system memory) and a document-store base.
 
 A backend that stores tiers exposes a :class:`TierStore` as ``backend.tiers``
-(the facade finds it with ``getattr(backend, "tiers", None)``). Records are
+(typed on :class:`~memory.backends.base.Backend`; None without tiers). Records are
 the frozen models of :mod:`memory.tiers.types`, kept per namespace:
 
 * STM pages, a queue per (agent, user), oldest first;

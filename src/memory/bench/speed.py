@@ -182,17 +182,14 @@ def _memory_stage(
     live_embed = timed.reset()
 
     backend = mem._backend  # noqa: SLF001 - the benchmark times the backend's own bulk-load path
-    index_after = index_after_load and len(bulk) > 0 and hasattr(backend, "drop_vector_indexes")
-    if index_after:
-        backend.drop_vector_indexes()  # type: ignore[attr-defined]
+    index_after = index_after_load and len(bulk) > 0 and backend.drop_vector_indexes()
     started = time.perf_counter()
     for chunk in _chunks(bulk.start, bulk.stop, stage.batch):
         mem.remember_batch([{"content": texts[i], "vector": vectors[i]} for i in chunk])
     bulk_total = time.perf_counter() - started
-    build_seconds = backend.build_vector_indexes("2GB") if index_after else None  # type: ignore[attr-defined]
+    build_seconds = backend.build_vector_indexes("2GB") if index_after else None
     # Queries are timed on a store at rest: not against autovacuum or a checkpoint after the load.
-    settle = getattr(backend, "settle", None)
-    settle_seconds = settle() if callable(settle) else None
+    settle_seconds = backend.settle()
 
     latencies: dict[str, dict[str, float]] = {}
     for label, retrieval in (("recall", preset), ("recall_vector_only", "vector")):

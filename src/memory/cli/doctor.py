@@ -43,9 +43,9 @@ def _check_database(url: str) -> dict[str, Any]:
         report["reachable"] = True
         report["namespaces"] = len(backend.namespaces())
         report["vector_spaces"] = [f"{s.model} ({s.dim})" for s in backend.vector_spaces()]
-        info = getattr(backend, "server_info", None)
-        if callable(info):
-            report["server"] = info()
+        info = backend.server_info()
+        if info is not None:
+            report["server"] = info
     except Error as exc:
         report["reachable"] = False
         report["error"] = str(exc)

@@ -108,12 +108,12 @@ class Tiers:
     @property
     def store(self) -> TierStore:
         """The backend's tier store. Raises StoreUnavailableError when the backend has none."""
-        store = getattr(self._mem.backend, "tiers", None)
+        store = self._mem.backend.tiers
         if store is None:
             raise StoreUnavailableError(
                 f"the {self._mem.backend.name} backend has no tier store; use sqlite, postgres or inmemory for tiers"
             )
-        return store  # type: ignore[no-any-return]
+        return store
 
     def _ns(self, namespace: str | None) -> str:
         return check_name(namespace, "namespace") or self._mem.namespace
@@ -347,14 +347,14 @@ class Tiers:
                 counts["persona_updates"] += changed
         changes.objects.extend(merged.values())
         old_agent = store.agent_persona(ns, agent)
-        traits, added = _queue(old_agent.traits if old_agent else (), update.agent_traits, config.traits_capacity)
+        agent_traits, added = _queue(old_agent.traits if old_agent else (), update.agent_traits, config.traits_capacity)
         if added or old_agent is None:
             changes.agents.append(
                 AgentPersona(
                     namespace=ns,
                     agent=agent,
                     profile=dict(old_agent.profile) if old_agent else {},
-                    traits=traits,
+                    traits=agent_traits,
                     updated_at=now,
                 )  # fmt: skip
             )

@@ -129,6 +129,8 @@ class PostgresBackend:
     name = "postgres"
     #: Reads run on separate pooled connections, so recall may run its channels side by side.
     concurrent_reads = True
+    #: A server, not a file.
+    path = None
 
     def __init__(
         self,
@@ -938,6 +940,11 @@ class PostgresBackend:
                 self._graph = PostgresGraph(self)
             return self._graph
 
+    @property
+    def windows(self) -> PostgresBackend:
+        """This backend stores context windows itself (see :class:`~memory.backends.base.WindowIndex`)."""
+        return self
+
     def key_store(self) -> PostgresKeyStore:
         """The API key store in this schema (see :mod:`memory.backends.keys`)."""
         from memory.backends.postgres.keys import PostgresKeyStore
@@ -971,11 +978,12 @@ class PostgresBackend:
             "vector_spaces": spaces,
         }
 
-    def drop_vector_indexes(self) -> None:
-        """Drop every vector space's HNSW index (before a bulk load; searches scan exactly meanwhile)."""
+    def drop_vector_indexes(self) -> bool:
+        """Drop every vector space's HNSW index (before a bulk load; searches scan exactly meanwhile); True."""
         with self._tx() as conn:
             for space in self._all_spaces(conn):
                 conn.execute(f"DROP INDEX IF EXISTS {space.table}_hnsw")
+        return True
 
     def build_vector_indexes(self, maintenance_work_mem: str = "1GB") -> float:
         """(Re)build the HNSW index of every vector space that lacks one; returns the seconds it took.

@@ -53,6 +53,7 @@ from memory.types import LedgerEntry, MemoryItem
 
 if TYPE_CHECKING:
     from memory.backends.sqlite.episodic import SQLiteEpisodicStore
+    from memory.backends.sqlite.keys import SQLiteKeyStore
 
 __all__ = ["SQLiteBackend"]
 
@@ -70,6 +71,8 @@ class SQLiteBackend:
     """Memory store in one SQLite file; safe for several threads and processes."""
 
     name = "sqlite"
+    #: One connection under one lock: reads do not run in parallel.
+    concurrent_reads = False
 
     def __init__(
         self,
@@ -171,6 +174,29 @@ class SQLiteBackend:
                 conn.execute("PRAGMA optimize = 0x10002")
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         return time.perf_counter() - started
+
+    @property
+    def windows(self) -> SQLiteBackend:
+        """This backend stores context windows itself (see :class:`~memory.backends.base.WindowIndex`)."""
+        return self
+
+    def key_store(self) -> SQLiteKeyStore:
+        """The API key store in this file, on its own connection (the caller closes it)."""
+        from memory.backends.sqlite.keys import SQLiteKeyStore
+
+        return SQLiteKeyStore(self.path)
+
+    def server_info(self) -> None:
+        """No server: None."""
+        return None
+
+    def drop_vector_indexes(self) -> bool:
+        """SQLite keeps no approximate index to rebuild after a bulk load: False."""
+        return False
+
+    def build_vector_indexes(self, maintenance_work_mem: str = "1GB") -> float:
+        """Nothing to build: 0 seconds."""
+        return 0.0
 
     def close(self) -> None:
         """Close the connection. Idempotent; later calls raise StorageError."""

@@ -464,7 +464,10 @@ def apply_migrations(conn: Any, migrations: Sequence[Migration] = MIGRATIONS) ->
     re-checks the record inside its immediate transaction. Raises SchemaError
     for a database from a newer version, or one that is not a memory store.
     """
-    _check_known(applied_migrations(conn), migrations)
+    already = applied_migrations(conn)
+    _check_known(already, migrations)
+    if {m.name for m in migrations} <= set(already):
+        return []  # an up-to-date store: no write transaction at all
     applied_now: list[str] = []
     for migration in migrations:
         conn.execute("BEGIN IMMEDIATE")
