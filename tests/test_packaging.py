@@ -29,3 +29,20 @@ def test_import_memory_stays_light() -> None:
         if m.startswith(("memory.bench", "memory.cli", "memory.server", "memory.backends.postgres", "psycopg"))
     ]  # fmt: skip
     assert heavy == []
+
+
+def test_engine_modules_are_imported_only_inside_backends() -> None:
+    """Backend-specific code stays in memory/backends: nothing else imports an engine's modules."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "src" / "memory").rglob("*.py")):
+        if "backends" in path.relative_to(ROOT / "src" / "memory").parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                if name.startswith(("memory.backends.postgres", "memory.backends.sqlite", "psycopg", "sqlite3")):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
+    assert offenders == []

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memory import __version__
+from memory.backends.servers import store_size_mb
 from memory.bench.corpus import GENERATOR_VERSION, cached_vectors, corpus_queries, generate_texts, load_corpus
 from memory.bench.locomo import fresh_store
 from memory.bench.metrics import percentile
@@ -120,14 +121,6 @@ def machine_info() -> dict[str, Any]:
 def _disk_mb(path: Path) -> float:
     total = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
     return round(total / 1024**2, 1)
-
-
-def _store_mb(backend: str, url: str, directory: Path) -> float:
-    if backend == "postgres":
-        from memory.backends.postgres.admin import database_size_mb
-
-        return database_size_mb(url)
-    return _disk_mb(directory)
 
 
 def _rate(items: int, seconds: float) -> float:
@@ -351,7 +344,7 @@ def run_speed(
                     note(f"size {size}: memory ({len(live)} live, {len(bulk)} with vectors)")
                     row: dict[str, Any] = {"size": size}
                     row["memory"] = _memory_stage(mem, timed, model, stage, live, bulk, preset, index_after_load)
-                    row["memory"]["disk_mb"] = _store_mb(backend, url, store_dir)
+                    row["memory"]["disk_mb"] = store_size_mb(url, store_dir)
                     if peer_store is not None:
                         note(f"size {size}: {peer_store.name}")
                         row["peer"] = _peer_stage(peer_store, model, stage, live, bulk)

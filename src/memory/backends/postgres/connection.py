@@ -42,8 +42,9 @@ def load_driver() -> Any:
 
 def redact(dsn: str) -> str:
     """``dsn`` with any password replaced by ``***`` (for messages)."""
-    dsn = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", dsn)
-    return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn)
+    from memory.backends.servers import redact as redact_url
+
+    return redact_url(dsn)
 
 
 def session_options(schema: str | None, *, ef_search: int = 100, iterative_scan: bool = False) -> str:
