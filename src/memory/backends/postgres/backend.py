@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memory.backends.base import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
+from memory.backends.feedback_sql import SQLFeedbackStore
+from memory.backends.keys import SQLKeyStore
 from memory.backends.postgres.codec import (
     INSERT_COLUMNS,
     ITEM_COLUMNS,
@@ -48,7 +50,7 @@ from memory.backends.postgres.connection import (
     redact,
     session_options,
 )
-from memory.backends.postgres.feedback import PostgresFeedbackStore
+from memory.backends.postgres.dialect import postgres_dialect
 from memory.backends.postgres.migrations import HNSW_MAX_DIM, apply_migrations, create_space_table, space_table
 from memory.backends.postgres.queries import (
     HYBRID_SEARCH_V1_KEY,
@@ -58,7 +60,7 @@ from memory.backends.postgres.queries import (
     hybrid_search_v1_vector,
 )
 from memory.backends.postgres.sql import check_claim, compile_filter, storable, text_list
-from memory.backends.postgres.tiers import PostgresTierStore
+from memory.backends.tiers import SQLTierStore
 from memory.errors import (
     ConfigError,
     EmbeddingMismatchError,
@@ -74,7 +76,6 @@ from memory.types import LedgerEntry, MemoryItem
 if TYPE_CHECKING:
     from memory.backends.postgres.episodic import PostgresEpisodicStore
     from memory.backends.postgres.graph import PostgresGraph
-    from memory.backends.postgres.keys import PostgresKeyStore
 
 __all__ = ["PostgresBackend"]
 
@@ -176,8 +177,10 @@ class PostgresBackend:
         self._pool: Any = None
         self._episodic: PostgresEpisodicStore | None = None
         self._graph: PostgresGraph | None = None
-        self.tiers = PostgresTierStore(self)
-        self.feedback = PostgresFeedbackStore(self)
+        #: What the stores written once over SQLite and PostgreSQL ask of this engine.
+        self.dialect = postgres_dialect(self._read, self._tx)
+        self.tiers = SQLTierStore(self.dialect)
+        self.feedback = SQLFeedbackStore(self.dialect)
         kwargs: dict[str, Any] = {
             "options": session_options(schema, ef_search=ef_search),
             "connect_timeout": max(1, int(connect_timeout)),
@@ -953,11 +956,9 @@ class PostgresBackend:
         """This backend stores context windows itself (see :class:`~memory.backends.base.WindowIndex`)."""
         return self
 
-    def key_store(self) -> PostgresKeyStore:
-        """The API key store in this schema (see :mod:`memory.backends.keys`)."""
-        from memory.backends.postgres.keys import PostgresKeyStore
-
-        return PostgresKeyStore(self)
+    def key_store(self) -> SQLKeyStore:
+        """The API key store in this schema, on this backend's pool (see :mod:`memory.backends.keys`)."""
+        return SQLKeyStore(self.dialect)
 
     # -- administration ----------------------------------------------------
     def server_info(self) -> dict[str, Any]:

@@ -42,7 +42,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.backends.postgres.keys import API_KEYS_STATEMENTS
 from memory.backends.postgres.schema_episodic import EPISODIC_STATEMENTS
 from memory.backends.postgres.schema_graph import GRAPH_STATEMENTS
 from memory.errors import ConfigError, SchemaError
@@ -263,6 +262,22 @@ _FEEDBACK = [
     )""",
     "CREATE UNIQUE INDEX prompt_versions_active ON prompt_versions (namespace, name) WHERE status = 'active'",
 ]
+
+#: API keys (hashes only; see memory.keys). Keys are not namespaced (one key may cover
+#: several namespaces, or ``*``): keyed by the key id alone; on Citus a reference table.
+API_KEYS_STATEMENTS: list[str] = [
+    """CREATE TABLE api_keys (
+        id text PRIMARY KEY,
+        name text NOT NULL,
+        token_hash text NOT NULL,
+        namespaces jsonb NOT NULL,
+        read_only boolean NOT NULL DEFAULT false,
+        secrets boolean NOT NULL DEFAULT false,
+        created_at timestamptz NOT NULL,
+        revoked_at timestamptz
+    )""",
+]
+
 
 #: Every migration this code knows, in the order they are applied.
 MIGRATIONS: tuple[Migration, ...] = (
