@@ -27,14 +27,11 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
-
+from memory.backends.values import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
 from memory.filters import Filter
 from memory.types import LedgerEntry, MemoryItem
 
@@ -55,50 +52,6 @@ __all__ = [
     "Vector",
     "WindowIndex",
 ]
-
-Vector = npt.NDArray[np.float32]
-
-
-@dataclass(frozen=True, slots=True)
-class NewRecord:
-    """An item to insert, its vector (None when not embedded) and its ledger entry."""
-
-    item: MemoryItem
-    vector: Vector | None
-    ledger: LedgerEntry
-
-
-@dataclass(frozen=True, slots=True)
-class AddResult:
-    """Outcome of one insert: the id stored, and whether a new row was created."""
-
-    id: str
-    created: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ChannelHit:
-    """A candidate from one channel: item id and channel score (higher is better)."""
-
-    id: str
-    score: float
-
-
-@dataclass(frozen=True, slots=True)
-class VectorSpace:
-    """An embedding model registered in a store, with its dimension."""
-
-    model: str
-    dim: int
-
-
-@dataclass(frozen=True, slots=True)
-class ListOrder:
-    """Sort order of a listing: newest first by default; keyset cursor after (created_at, id)."""
-
-    newest_first: bool = True
-    after_created_at: datetime | None = None
-    after_id: str | None = None
 
 
 @runtime_checkable

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from memory.backends.base import ChannelHit, Vector
+from memory.backends.values import ChannelHit, Vector
 from memory.episodic.types import Block, BlockChange, JobState, Message, MessageQuery, ThreadInfo
 
 __all__ = ["EpisodicStore", "MESSAGE_STATUSES"]

@@ -36,7 +36,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from memory.backends.base import Vector
+from memory.backends.values import Vector
 from memory.errors import InvalidInputError
 
 __all__ = [

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from memory.backends.base import Backend
 from memory.backends.dialect import Dialect
 from memory.errors import ConfigError
 from memory.keys import ApiKey
@@ -42,7 +41,15 @@ class KeyStore(Protocol):
         ...
 
 
-def open_key_store(backend: Backend) -> KeyStore:
+class _HoldsKeys(Protocol):
+    """What :func:`open_key_store` needs of a backend (every :class:`~memory.backends.base.Backend` has it)."""
+
+    name: str
+
+    def key_store(self) -> KeyStore | None: ...
+
+
+def open_key_store(backend: _HoldsKeys) -> KeyStore:
     """The key store of ``backend``'s database. Raises ConfigError when the backend cannot hold keys."""
     store = backend.key_store()
     if store is None:

@@ -7,25 +7,18 @@ offers them (PostgreSQL today), whose module is imported only when called.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memory.backends import backend_name_for
+from memory.backends import backend_name_for, redact
 from memory.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from memory.backends.postgres.admin import LocalServer
 
 __all__ = ["redact", "detect_local_server", "prepare_database", "scratch_database", "store_size_mb"]
-
-
-def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (for messages and reports)."""
-    url = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
-    return re.sub(r"(password\s*=\s*)\S+", r"\1***", url)
 
 
 def detect_local_server(timeout: float = 2.0) -> LocalServer | None:

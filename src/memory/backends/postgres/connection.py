@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from memory.backends import redact as redact_url
 from memory.errors import ConfigError, Error, InvalidInputError, SchemaError, StorageError
 
 __all__ = [
@@ -42,8 +43,6 @@ def load_driver() -> Any:
 
 def redact(dsn: str) -> str:
     """``dsn`` with any password replaced by ``***`` (for messages)."""
-    from memory.backends.servers import redact as redact_url
-
     return redact_url(dsn)
 
 

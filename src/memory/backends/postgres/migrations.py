@@ -44,6 +44,7 @@ from typing import Any
 
 from memory.backends.postgres.schema_episodic import EPISODIC_STATEMENTS
 from memory.backends.postgres.schema_graph import GRAPH_STATEMENTS
+from memory.backends.postgres.sql import HNSW_MAX_DIM
 from memory.errors import ConfigError, SchemaError
 from memory.retrieval.window import MONTHS
 
@@ -57,8 +58,6 @@ __all__ = [
     "HNSW_MAX_DIM",
 ]
 
-#: pgvector's HNSW index holds ``vector`` columns of at most 2000 dimensions.
-HNSW_MAX_DIM = 2000
 #: Key of the advisory lock that serialises migrations (any constant bigint).
 _MIGRATION_LOCK = 7_361_120_100
 #: Whether a table exists in the store's own schema (the first on the search path), not elsewhere.
