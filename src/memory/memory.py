@@ -278,7 +278,7 @@ class Memory:
 
     def _keys_on(self) -> bool:
         """Whether the backend indexes the key fields (window, time words): it can store windows."""
-        return callable(getattr(self._backend, "set_windows", None))
+        return self._backend.windows is not None
 
     def _windows_on(self) -> bool:
         """Whether this store keeps context windows (configured, and the backend can store them)."""
@@ -541,7 +541,7 @@ class Memory:
         from memory.extraction.service import extract
 
         content = normalise_content(text, max_chars=self.settings.limits.max_content_chars)
-        store = getattr(self._backend, "graph", None)
+        store = self._backend.graph
         known = [e.name for e in store.list_entities(self._ns(namespace), 200)] if store is not None else []
         return extract(content, llm=self._llm, known_entities=known, speaker=speaker)
 
@@ -688,9 +688,9 @@ class Memory:
             ]
             total += self._backend.delete(flt.namespace, [i.id for i in batch], ledger)
             self._refresh_windows(flt.namespace, [anchor_of(i) for i in batch if i.thread is not None])
-        if getattr(self._backend, "tiers", None) is not None and flt.thread is None:
+        if self._backend.tiers is not None and flt.thread is None:
             self._forget_tiers(flt.namespace, flt.user, flt.agent)
-        store = getattr(self._backend, "feedback", None)
+        store = self._backend.feedback
         if store is not None:  # conversation records of the scope; prompts when the whole namespace goes
             store.delete_records(flt.namespace, thread=flt.thread, user=flt.user, agent=flt.agent)
             if flt.user is None and flt.agent is None and flt.thread is None:
@@ -780,7 +780,7 @@ class Memory:
         default = ExtractiveSummarizer() if self._llm.provider == "heuristic" else LLMSummarizer(self._llm)
         chosen = summarizer or self._summarizer or default
         result = end_conversation(self, thread, summarizer=chosen, namespace=namespace, user=user, agent=agent)
-        if getattr(self._backend, "feedback", None) is not None:  # the conversation record: summary and reward
+        if self._backend.feedback is not None:  # the conversation record: summary and reward
             result.record = self.feedback.on_conversation_end(result, namespace)
         return result
 
@@ -912,7 +912,7 @@ class Memory:
         lexical: Future[dict[str, builtins.list[ChannelHit]]] | None = None
         if "lexical" in config.channels:
             terms = query_terms(text)
-            if "vector" in config.channels and getattr(self._backend, "concurrent_reads", False):
+            if "vector" in config.channels and self._backend.concurrent_reads:
                 # The lexical channel runs on another connection while this thread embeds the query
                 # and searches vectors: the two cost their maximum instead of their sum.
                 lexical = self._channels().submit(self._lexical_channels, flt, terms, k, config)
@@ -933,7 +933,7 @@ class Memory:
                 results.update(lexical.result())
         if vector_hits is not None:
             results["vector"] = vector_hits
-        store = getattr(self._backend, "graph", None)
+        store = self._backend.graph
         if "graph" in config.channels and config.weights.get("graph", 1.0) > 0 and store is not None:
             from memory.retrieval.graph import graph_channel
 
@@ -1093,7 +1093,7 @@ class Memory:
     def namespaces(self) -> builtins.list[str]:
         """Namespaces that hold memories, messages or blocks."""
         found = set(self._backend.namespaces())
-        store = getattr(self._backend, "episodic", None)
+        store = self._backend.episodic
         if store is not None:
             found.update(store.message_namespaces())
         return sorted(found)

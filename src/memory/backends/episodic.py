@@ -1,9 +1,8 @@
 """The episodic storage contract: threads, messages, media references, blocks, job state.
 
 A backend that supports conversations exposes an object implementing
-:class:`EpisodicStore` as ``backend.episodic``; the facade finds it with
-``getattr(backend, "episodic", None)`` and raises a clear error when it is
-missing. Rules every implementation follows (``tests/contract/test_episodic*``
+:class:`EpisodicStore` as ``backend.episodic`` (typed on :class:`~memory.backends.base.Backend`);
+the facade raises a clear error when it is None. Rules every implementation follows (``tests/contract/test_episodic*``
 checks them against every backend):
 
 * ``append_messages`` assigns turn numbers per (namespace, thread) atomically:
@@ -29,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from memory.backends.base import ChannelHit, Vector
+from memory.backends.values import ChannelHit, Vector
 from memory.episodic.types import Block, BlockChange, JobState, Message, MessageQuery, ThreadInfo
 
 __all__ = ["EpisodicStore", "MESSAGE_STATUSES"]

@@ -210,13 +210,10 @@ def fresh_store(backend: str, directory: Path, name: str, dsn: str | None = None
         return
     if not dsn:
         raise InvalidInputError("the postgres backend needs a server: pass dsn (--dsn, or MEMORY_BENCH_DSN)")
-    from memory.backends.postgres.admin import drop_database, scratch_database
+    from memory.backends.servers import scratch_database
 
-    url = scratch_database(dsn, f"memory_bench_{name}")
-    try:
+    with scratch_database(dsn, f"memory_bench_{name}") as url:
         yield url
-    finally:
-        drop_database(url)
 
 
 def session_time(text: str | None) -> datetime | None:

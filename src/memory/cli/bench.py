@@ -102,7 +102,7 @@ _DSN_OPTION = click.option(
 )  # fmt: skip
 @click.option(
     "--backend", type=click.Choice(["sqlite", "inmemory", "postgres"]), default="sqlite", show_default=True,
-    help="Store per conversation: a SQLite file in a temp dir, in process memory, or a scratch PostgreSQL "
+    help="Store per conversation: a SQLite file in a temp dir, memory:// (throwaway SQLite), or a scratch PostgreSQL "
     "database on --dsn's server.",
 )  # fmt: skip
 @_DSN_OPTION
@@ -253,7 +253,7 @@ def _sizes(ctx: click.Context | None, param: click.Parameter | None, value: str)
 )
 @click.option(
     "--backend", type=click.Choice(["sqlite", "inmemory", "postgres"]), default="sqlite", show_default=True,
-    help="Backend of the measured store (a SQLite file in a temp dir, in process memory, or a scratch "
+    help="Backend of the measured store (a SQLite file in a temp dir, memory:// (throwaway SQLite), or a scratch "
     "PostgreSQL database on --dsn's server).",
 )  # fmt: skip
 @_DSN_OPTION
@@ -331,7 +331,7 @@ def speed(
     if peer is None:
         peer = "chroma" if peer_available("chroma") else "none"
         if peer == "none":
-            note("no peer store: chromadb is not installed (pip install 'memory[bench]')")
+            note("no peer store: chromadb is not installed (pip install 'llm-agent-memory[bench]')")
 
     with _errors():
         report = run_speed(

@@ -66,7 +66,7 @@ def skip_reason(mem: Memory, message: Message) -> str | None:
 
 
 def _graph_mode(mem: Memory) -> bool:
-    return getattr(mem.backend, "graph", None) is not None
+    return mem.backend.graph is not None
 
 
 def extract_messages(mem: Memory, messages: Sequence[Message]) -> builtins.list[MessageExtraction]:

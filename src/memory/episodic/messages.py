@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import builtins
 import logging
-import os
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -57,21 +56,21 @@ _FIELDS = {
 
 def episodic_store(backend: Backend) -> EpisodicStore:
     """The backend's conversation store. Raises StoreUnavailableError when it has none."""
-    store = getattr(backend, "episodic", None)
+    store = backend.episodic
     if store is None:
         raise StoreUnavailableError(
-            f"the {getattr(backend, 'name', type(backend).__name__)} backend has no conversation store yet "
+            f"the {backend.name} backend has no conversation store yet "
             "(messages, blocks, sync); use the sqlite, postgres or inmemory backend for these features"
         )
-    return store  # type: ignore[no-any-return]
+    return store
 
 
 def default_media_dir(backend: Backend, configured: str | None) -> Path:
     """``configured``, else ``<database file>.media`` next to a file database, else the user data dir."""
     if configured:
         return Path(configured).expanduser()
-    path = getattr(backend, "path", None)
-    if isinstance(path, (str, os.PathLike)):
+    path = backend.path
+    if path is not None:
         base = Path(path)
         return base.with_name(base.name + ".media")
     import platformdirs

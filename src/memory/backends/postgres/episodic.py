@@ -25,10 +25,9 @@ import numpy as np
 from memory.backends.base import ChannelHit, Vector
 from memory.backends.episodic import MESSAGE_STATUSES
 from memory.backends.postgres.codec import doc_len, parse_vector, vector_text
-from memory.backends.postgres.migrations import HNSW_MAX_DIM
 from memory.backends.postgres.queries import LEXICAL_COUNTING_DF
 from memory.backends.postgres.schema_episodic import create_message_space_table, message_space_table
-from memory.backends.postgres.sql import check_claim, storable, text_list
+from memory.backends.postgres.sql import HNSW_MAX_DIM, check_claim, storable, text_list
 from memory.episodic.types import Block, BlockChange, JobState, MediaRef, Message, MessageQuery, ThreadInfo
 from memory.errors import InvalidInputError, InvalidVectorError
 from memory.types import SENSITIVITY_LEVELS

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memory.backends.base import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
+from memory.backends.feedback_sql import SQLFeedbackStore
+from memory.backends.keys import SQLKeyStore
 from memory.backends.sqlite import vectors
 from memory.backends.sqlite.codec import (
     ITEM_COLUMNS,
@@ -33,12 +35,18 @@ from memory.backends.sqlite.codec import (
     row_to_item,
     row_to_ledger,
 )
-from memory.backends.sqlite.connection import DEFAULT_BUSY_TIMEOUT, connect, driver_errors, load_driver
-from memory.backends.sqlite.feedback import SQLiteFeedbackStore
+from memory.backends.sqlite.connection import (
+    DEFAULT_BUSY_TIMEOUT,
+    OwnConnection,
+    connect,
+    driver_errors,
+    load_driver,
+)
+from memory.backends.sqlite.dialect import sqlite_dialect
 from memory.backends.sqlite.graph import SQLiteGraph
 from memory.backends.sqlite.migrations import apply_migrations, create_space_tables, space_tables
 from memory.backends.sqlite.sql import compile_filter, json_list, scope_of, storable
-from memory.backends.sqlite.tiers import SQLiteTierStore
+from memory.backends.tiers import SQLTierStore
 from memory.errors import (
     EmbeddingMismatchError,
     InvalidInputError,
@@ -70,6 +78,8 @@ class SQLiteBackend:
     """Memory store in one SQLite file; safe for several threads and processes."""
 
     name = "sqlite"
+    #: One connection under one lock: reads do not run in parallel.
+    concurrent_reads = False
 
     def __init__(
         self,
@@ -103,8 +113,10 @@ class SQLiteBackend:
         self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout)
         self._added_since_optimize = 0
         self.graph = SQLiteGraph(self)
-        self.tiers = SQLiteTierStore(self)
-        self.feedback = SQLiteFeedbackStore(self)
+        #: What the stores written once over SQLite and PostgreSQL ask of this engine.
+        self.dialect = sqlite_dialect(self._read, self._write)
+        self.tiers = SQLTierStore(self.dialect)
+        self.feedback = SQLFeedbackStore(self.dialect)
         self._episodic: SQLiteEpisodicStore | None = None
         try:
             with self._errors():
@@ -171,6 +183,28 @@ class SQLiteBackend:
                 conn.execute("PRAGMA optimize = 0x10002")
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         return time.perf_counter() - started
+
+    @property
+    def windows(self) -> SQLiteBackend:
+        """This backend stores context windows itself (see :class:`~memory.backends.base.WindowIndex`)."""
+        return self
+
+    def key_store(self) -> SQLKeyStore:
+        """The API key store in this file, on a connection of its own (the caller closes it)."""
+        own = OwnConnection(self.path, self._busy_timeout)
+        return SQLKeyStore(sqlite_dialect(own.read, own.write), close=own.close)
+
+    def server_info(self) -> None:
+        """No server: None."""
+        return None
+
+    def drop_vector_indexes(self) -> bool:
+        """SQLite keeps no approximate index to rebuild after a bulk load: False."""
+        return False
+
+    def build_vector_indexes(self, maintenance_work_mem: str = "1GB") -> float:
+        """Nothing to build: 0 seconds."""
+        return 0.0
 
     def close(self) -> None:
         """Close the connection. Idempotent; later calls raise StorageError."""
