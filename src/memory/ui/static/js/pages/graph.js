@@ -50,6 +50,20 @@ function layout(nodes, edges, centre) {
       nodes[i].y = Math.min(H - 24, Math.max(24, nodes[i].y + Math.max(-20, Math.min(20, fy[i])) * cool));
     }
   }
+  fit(nodes);
+}
+
+/** Scale and move the picture to fill the view (labels need room on the right). */
+function fit(nodes) {
+  if (nodes.length < 2) return;
+  const xs = nodes.map((n) => n.x);
+  const ys = nodes.map((n) => n.y);
+  const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
+  const scale = Math.min(3, (W - 200) / Math.max(x1 - x0, 1), (H - 80) / Math.max(y1 - y0, 1));
+  for (const n of nodes) {
+    n.x = 60 + (n.x - x0) * scale + (W - 200 - (x1 - x0) * scale) / 2;
+    n.y = 40 + (n.y - y0) * scale + (H - 80 - (y1 - y0) * scale) / 2;
+  }
 }
 
 function relationLabel(r) {

@@ -9,7 +9,8 @@ function diff(entry) {
   const after = entry.after || {};
   if (before.redacted || after.redacted) return h("p", { class: "muted", text: "Redacted: above your clearance." });
   const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])]
-    .filter((k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]) && !["updated_at", "content_hash"].includes(k));
+    .filter((k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]))
+    .filter((k) => (entry.before && entry.after ? !["updated_at", "content_hash"].includes(k) : SHOWN.includes(k)));
   if (!keys.length) return null;
   const show = (v) => (v === undefined || v === null ? "—" : typeof v === "string" ? v : JSON.stringify(v));
   return h("table", { class: "diff" },

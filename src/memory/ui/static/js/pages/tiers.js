@@ -27,9 +27,9 @@ function blockCard(block, scope) {
 }
 
 function page(p) {
-  return h("li", { class: "card" }, h("div", { class: "meta" }, h("span", { class: "muted", text: fmtDate(p.created_at) }),
+  return h("li", { class: "card page" }, h("div", { class: "meta" }, h("span", { class: "muted", text: fmtDate(p.created_at) }),
     p.thread ? chip(`thread ${p.thread}`) : null, p.sensitivity !== "normal" ? chip(p.sensitivity, p.sensitivity) : null, p.analyzed ? chip("analysed") : null),
-  h("p", {}, h("strong", { text: "Q: " }), p.query), h("p", {}, h("strong", { text: "A: " }), p.response));
+  h("div", {}, h("strong", { text: "Q " }), p.query), h("div", { class: "muted" }, h("strong", { text: "A " }), p.response));
 }
 
 function persona(title, p) {
@@ -92,7 +92,9 @@ export async function render(main, { params, isCurrent }) {
   main.append(h("h1", { text: "Working memory & tiers" }), form,
     h("div", { class: "columns" },
       h("section", { "aria-label": "Blocks" }, h("h2", { text: `Blocks${scope.user ? ` of user ${scope.user}` : ""}${scope.agent ? ` of agent ${scope.agent}` : ""}` }),
-        h("ul", { class: "list" }, blocks.blocks.map((b) => blockCard(b, { user: scope.user, agent: scope.agent })))),
+        h("ul", { class: "list" }, blocks.blocks.filter((b) => b.version > 0).map((b) => blockCard(b, { user: scope.user, agent: scope.agent }))),
+        blocks.blocks.some((b) => b.version === 0)
+          ? h("p", { class: "muted", text: `Never written: ${blocks.blocks.filter((b) => b.version === 0).map((b) => b.label).join(", ")}` }) : null),
       h("section", { "aria-label": "Tiers" }, h("h2", { text: "Tiers (MemoryOS)" }),
         pairs.length ? [h("label", {}, "Agent and user ", select), tierHolder] : emptyNote("No tiers yet: pages are added as agents converse (memory tiers add)."))));
   if (pairs.length) {
