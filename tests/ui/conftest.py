@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -64,6 +65,8 @@ def start_serve(db: str, *extra: str, env: dict[str, str] | None = None) -> tupl
             raise RuntimeError(f"memory serve exited with {process.returncode}")
         found = re.search(r"listening on (http://\S+)", line)
         if found:
+            # Keep reading the server's stderr so it never blocks on a full pipe.
+            threading.Thread(target=lambda: [None for _ in process.stderr or ()], daemon=True).start()
             return process, found.group(1)
     process.kill()
     raise RuntimeError("memory serve did not start within 60 s")
@@ -77,6 +80,8 @@ def stop(process: subprocess.Popen[str]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(5)
+    if process.stderr is not None:
+        process.stderr.close()
 
 
 def make_keys(mem: Memory) -> dict[str, str]:

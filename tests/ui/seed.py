@@ -53,7 +53,7 @@ def seed(mem: Memory, namespace: str = "a") -> dict[str, str]:
     graph = mem.graph.store
     acme = [r.id for r in graph.relations(ns, None) if r.object == "Acme Corp"]
     graph.invalidate_relations(ns, acme, datetime(2023, 6, 30, tzinfo=UTC))
-    for i in range(30):
+    for i in range(60):
         mem.remember(f"Meeting note {i}: the team discussed release {i % 5} and the roadmap.", user="alice",
                      kind="document", tags=["meeting"], namespace=ns)  # fmt: skip
     start = datetime.now(UTC) - timedelta(hours=2)

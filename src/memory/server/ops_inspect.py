@@ -267,8 +267,10 @@ class GraphViewIn(m.QueryGraphIn):
 
 
 def _valid_at(relation: Relation, when: datetime) -> bool:
-    start = relation.valid_at or relation.created_at
-    return start <= when and (relation.invalid_at is None or relation.invalid_at > when)
+    """True when ``relation`` held at ``when`` (an unknown start counts as always)."""
+    if relation.valid_at is not None and relation.valid_at > when:
+        return False
+    return relation.invalid_at is None or relation.invalid_at > when
 
 
 def _graph_view(mem: Memory, a: GraphViewIn, call: Call) -> m.GraphOut:
