@@ -167,6 +167,7 @@ class Page:
     def shot(self, name: str) -> None:
         """Save a screenshot of the page under docs/ui/."""
         SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.evaluate("document.getElementById('toasts').replaceChildren()")
         self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
 
     def close(self) -> None:

@@ -23,7 +23,6 @@ def png(width: int = 96, height: int = 64) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
-
 def seed(mem: Memory, namespace: str = "a") -> dict[str, str]:
     """Fill ``namespace`` with memories, a graph, threads (one with an image), blocks, tiers and prompts.
 
@@ -64,7 +63,9 @@ def seed(mem: Memory, namespace: str = "a") -> dict[str, str]:
         ("assistant", "Thanks, that helps. I found three dentists within a ten-minute walk."),
     ]
     for i, (role, text) in enumerate(turns):
-        fields = {"content_type": "image", "media": png(), "mime": "image/png", "media_name": "street.png"} if i == 2 else {}
+        fields = (
+            {"content_type": "image", "media": png(), "mime": "image/png", "media_name": "street.png"} if i == 2 else {}
+        )
         mem.messages.append("t-berlin", text, role=role, user="alice", agent="helper", namespace=ns,
                             created_at=start + timedelta(minutes=i), **fields)  # fmt: skip
     mem.messages.append("t-tea", "Which tea should I try next?", user="bob", namespace=ns)

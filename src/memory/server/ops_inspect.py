@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory.backends.graph import Entity, MemoryLink, Relation
+from memory.backends.graph import Entity, GraphStore, MemoryLink, Relation
 from memory.episodic.types import BlockChange, Message
-from memory.errors import Error, NotFoundError
+from memory.errors import Error, GraphUnavailableError, NotFoundError
 from memory.feedback.types import PromptVersion, VersionStats
 from memory.memory import Memory
 from memory.server import models as m
@@ -117,7 +117,10 @@ def _memory_detail(mem: Memory, a: MemoryDetailIn, call: Call) -> MemoryDetailOu
     links: list[MemoryLink] = []
     entities: list[Entity] = []
     facts: list[Relation] = []
-    store = mem.backend.graph
+    try:
+        store: GraphStore | None = mem.graph.store
+    except GraphUnavailableError:
+        store = None  # a backend without a graph: no links, entities or facts to show
     if store is not None:
         found = store.links(ns, [item.id])
         others = [lk.target_id if lk.source_id == item.id else lk.source_id for lk in found]
@@ -430,15 +433,23 @@ def _tiers_show(mem: Memory, a: TiersShowIn, call: Call) -> TiersShowOut:
 
     segments = [
         SegmentView(
-            id=s.id, summary=s.summary, keywords=list(s.keywords), heat=heat, visits=s.visits,
-            interactions=s.interactions, created_at=s.created_at, last_accessed=s.last_accessed,
-            pages=[_page(p) for p in s.pages if ok(p)], hidden_pages=sum(1 for p in s.pages if not ok(p)),
+            id=s.id,
+            summary=s.summary,
+            keywords=list(s.keywords),
+            heat=heat,
+            visits=s.visits,
+            interactions=s.interactions,
+            created_at=s.created_at,
+            last_accessed=s.last_accessed,
+            pages=[_page(p) for p in s.pages if ok(p)],
+            hidden_pages=sum(1 for p in s.pages if not ok(p)),
         )  # fmt: skip
         for s, heat in sorted(snap.segments, key=lambda sh: -sh[1])
     ]
     system = [
-        SystemView(id=e.id, content=e.content, importance=e.importance, source_agent=e.source_agent,
-                   created_at=e.created_at)  # fmt: skip
+        SystemView(
+            id=e.id, content=e.content, importance=e.importance, source_agent=e.source_agent, created_at=e.created_at
+        )  # fmt: skip
         for e in snap.system
     ]
     return TiersShowOut(

@@ -47,7 +47,7 @@ export async function render(main, { isCurrent }) {
       counts("Memories by embedding status", status.items),
       h("section", { class: "card" }, h("h3", { text: "Workers (claims in flight)" }),
         workers.length ? h("table", { class: "data compact" }, h("tbody", {}, workers.map(([w, n]) => h("tr", {}, h("th", { text: w }), h("td", { class: "num", text: String(n) }))))) : emptyNote("No claims in flight."))),
-    h("h2", { text: `Store (${stats.total} memories, ${stats.ledger_entries} ledger entries)` }),
+    h("h2", { text: `Store (${stats.total} memories${stats.ledger_entries === null || stats.ledger_entries === undefined ? "" : `, ${stats.ledger_entries} ledger entries`})` }),
     h("div", { class: "cards" }, counts("By kind", stats.by_kind), counts("By sensitivity", stats.by_sensitivity), counts("By embedding", stats.by_embedding_status)),
     h("h2", { text: "Prompt versions and rewards" }),
     prompts.prompts.length ? h("table", { class: "data" },
