@@ -153,7 +153,16 @@ def test_graph_expand_as_of_and_click_through(tab: Page) -> None:
     page = tab.go("#/graph?start=Alice&predicates=moved+to")
     assert page.locator("svg.graph .edge").count() == 1
     page = tab.go("#/graph?start=Alice")
-    page.locator("svg.graph .node", has_text="Berlin").click()
+    berlin = page.locator("svg.graph .node", has_text="Berlin")
+    before = berlin.get_attribute("transform")
+    box = berlin.locator("circle").bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + 4, box["y"] + 4)
+    page.mouse.down()
+    page.mouse.move(box["x"] + 60, box["y"] + 40, steps=5)
+    page.mouse.up()
+    assert berlin.get_attribute("transform") != before and "start=Alice" in page.url, "dragging moves, not navigates"
+    berlin.click()
     page.wait_for_url(re.compile(r"start=Berlin"))
     page.wait_for_selector("main[data-ready=graph] svg.graph")
     page.locator("svg.graph .edge").first.click()

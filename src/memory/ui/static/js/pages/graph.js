@@ -97,6 +97,7 @@ function draw(result, start, onNode, onEdge) {
   const svg = h("svg", { viewBox: `0 0 ${W} ${H}`, class: "graph", role: "img", "aria-label": "Knowledge graph" },
     h("defs", {}, h("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 22, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
       h("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "arrowhead" }))));
+  const edgesOf = new Map(nodes.map((n) => [n.id, []]));
   for (const r of result.relations) {
     const a = pos.get(r.subject_id);
     const b = pos.get(r.object_id);
@@ -107,16 +108,49 @@ function draw(result, start, onNode, onEdge) {
       h("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y, "marker-end": "url(#arrow)" }),
       h("text", { x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 - 4, "text-anchor": "middle", text: relationLabel(r) }));
     svg.append(g);
+    const edge = { a, b, line: g.querySelector("line"), label: g.querySelector("text") };
+    edgesOf.get(a.id).push(edge);
+    edgesOf.get(b.id).push(edge);
   }
   for (const n of nodes) {
     const g = h("g", { class: `node${n.id === centre && start ? " centre" : ""}`, transform: `translate(${n.x},${n.y})`, tabindex: 0, role: "button",
-      "aria-label": `${n.name} (${n.type}); open its neighbourhood`, onclick: () => onNode(n), onkeydown: (e) => e.key === "Enter" && onNode(n) },
-      h("title", { text: `${n.name} (${n.type})` }),
+      "aria-label": `${n.name} (${n.type}); open its neighbourhood`, onkeydown: (e) => e.key === "Enter" && onNode(n) },
+      h("title", { text: `${n.name} (${n.type}); drag to move, click to centre` }),
       h("circle", { r: n.id === centre && start ? 13 : 9, fill: TYPE_COLORS[n.type] || TYPE_COLORS.thing }),
       h("text", { x: 14, y: 4, text: n.name }));
+    draggable(svg, g, n, edgesOf.get(n.id), () => onNode(n));
     svg.append(g);
   }
   return svg;
+}
+
+/** Drag a node with the pointer (its relations follow); a press without a move is a click. */
+function draggable(svg, g, node, edges, onClick) {
+  let from = null;
+  g.addEventListener("pointerdown", (event) => {
+    from = { x: event.clientX, y: event.clientY, moved: false };
+    g.setPointerCapture(event.pointerId);
+  });
+  g.addEventListener("pointermove", (event) => {
+    if (!from) return;
+    if (Math.abs(event.clientX - from.x) + Math.abs(event.clientY - from.y) > 4) from.moved = true;
+    if (!from.moved) return;
+    const point = new DOMPoint(event.clientX, event.clientY).matrixTransform(svg.getScreenCTM().inverse());
+    node.x = point.x;
+    node.y = point.y;
+    g.setAttribute("transform", `translate(${node.x},${node.y})`);
+    for (const e of edges) {
+      e.line.setAttribute(e.a === node ? "x1" : "x2", node.x);
+      e.line.setAttribute(e.a === node ? "y1" : "y2", node.y);
+      e.label.setAttribute("x", (e.a.x + e.b.x) / 2);
+      e.label.setAttribute("y", (e.a.y + e.b.y) / 2 - 4);
+    }
+  });
+  g.addEventListener("pointerup", () => {
+    const click = from && !from.moved;
+    from = null;
+    if (click) onClick();
+  });
 }
 
 export async function render(main, { params, isCurrent }) {
