@@ -71,6 +71,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--db", default="/tmp/memory-ui-bench/ui100k.db")
+    parser.add_argument("--only", help="Measure only pages whose name contains this.")
     args = parser.parse_args()
     Path(args.db).parent.mkdir(parents=True, exist_ok=True)
     db = f"sqlite:///{args.db}"
@@ -97,6 +98,8 @@ def main() -> None:
             ROUTES["memories (page 2)"] = "#" + page.url.split("#", 1)[1]
             for name, route in ROUTES.items():
                 assert route is not None
+                if args.only and args.only not in name:
+                    continue
                 loads, navs = [], []
                 for _ in range(args.runs):
                     tab = context.new_page()
@@ -105,8 +108,9 @@ def main() -> None:
                     tab.goto(f"/ui/{route}")
                     tab.wait_for_selector("main[data-ready]")
                     loads.append((time.perf_counter() - t0) * 1000)
-                    tab.evaluate("location.hash = '#/jobs'")
-                    tab.wait_for_selector("main[data-ready=jobs]")
+                    other = "#/tiers" if name == "jobs" else "#/jobs"
+                    tab.evaluate(f"location.hash = {other!r}")
+                    tab.wait_for_selector(f"main[data-ready={other[2:]}]")
                     tab.evaluate("document.getElementById('main').removeAttribute('data-ready')")
                     t0 = time.perf_counter()
                     tab.evaluate(f"location.hash = {route!r}")

@@ -82,8 +82,12 @@ export async function loadConfig() {
 
 /** Who the key is; fills session.who and the namespaces it may see. */
 export async function signIn() {
-  session.who = await api("GET", "/whoami", { scoped: false });
-  const listed = (await api("GET", "/namespaces", { scoped: false })).namespaces;
+  const [who, listing] = await Promise.all([
+    api("GET", "/whoami", { scoped: false }),
+    api("GET", "/namespaces", { scoped: false }),
+  ]);
+  session.who = who;
+  const listed = listing.namespaces;
   const allowed = session.who.namespaces;
   const names = new Set(allowed === null ? listed : allowed);
   names.add(session.who.default_namespace);
