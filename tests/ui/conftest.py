@@ -50,10 +50,13 @@ class Served:
         return Memory(self.db, embedder="hashing", namespace="a")
 
 
-def start_serve(db: str, *extra: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
-    """Start `memory serve --port 0` on ``db``; returns the process and its base URL."""
+def start_serve(
+    db: str, *extra: str, env: dict[str, str] | None = None, command_name: str = "serve"
+) -> tuple[subprocess.Popen[str], str]:
+    """Start `memory serve --port 0` (or ``command_name``) on ``db``; returns the process and the URL it printed."""
     memory_cli = Path(sys.executable).with_name("memory")
-    command = [str(memory_cli), "--db", db, "--embedder", "hashing", "--namespace", "a", "serve", "--port", "0", *extra]
+    command = [str(memory_cli), "--db", db, "--embedder", "hashing", "--namespace", "a", command_name, "--port", "0"]
+    command += extra
     process = subprocess.Popen(
         command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env={**os.environ, **(env or {})}
     )
@@ -63,7 +66,7 @@ def start_serve(db: str, *extra: str, env: dict[str, str] | None = None) -> tupl
         line = process.stderr.readline()
         if not line and process.poll() is not None:
             raise RuntimeError(f"memory serve exited with {process.returncode}")
-        found = re.search(r"listening on (http://\S+)", line)
+        found = re.search(r"(?:listening on|inspector at) (http://\S+)", line)
         if found:
             # Keep reading the server's stderr so it never blocks on a full pipe.
             threading.Thread(target=lambda: [None for _ in process.stderr or ()], daemon=True).start()

@@ -65,6 +65,19 @@ def test_no_auth_server_says_no_key_is_needed(tmp_path: Path) -> None:
         stop(process)
 
 
+def test_memory_ui_command_serves_the_inspector(tmp_path: Path) -> None:
+    from conftest import start_serve, stop
+
+    process, url = start_serve(f"sqlite:///{tmp_path / 'x.db'}", "--no-open", command_name="ui")
+    try:
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/ui/"), url
+        page = httpx.get(url)
+        assert page.status_code == 200 and "memory inspector" in page.text
+        assert httpx.get(url.removesuffix("/ui/") + "/v1/whoami").status_code == 401, "keys are required by default"
+    finally:
+        stop(process)
+
+
 def test_package_data_covers_every_static_file() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     globs = config["tool"]["setuptools"]["package-data"]["memory.ui"]

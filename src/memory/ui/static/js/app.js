@@ -129,7 +129,5 @@ function setUp() {
 
 setUp();
 session.key = storedKey();
-loadConfig().then(() => {
-  if (session.keysRequired && !session.key) askForKey("");
-  else start();
-});
+if (session.key) start();
+else loadConfig().then(() => (session.keysRequired ? askForKey("") : start()));

@@ -117,7 +117,7 @@ function draw(result, start, onNode, onEdge) {
       "aria-label": `${n.name} (${n.type}); open its neighbourhood`, onkeydown: (e) => e.key === "Enter" && onNode(n) },
       h("title", { text: `${n.name} (${n.type}); drag to move, click to centre` }),
       h("circle", { r: n.id === centre && start ? 13 : 9, fill: TYPE_COLORS[n.type] || TYPE_COLORS.thing }),
-      h("text", { x: 14, y: 4, text: n.name }));
+      n.x < W / 2 - 40 ? h("text", { x: -16, y: 5, "text-anchor": "end", text: n.name }) : h("text", { x: 16, y: 5, text: n.name }));
     draggable(svg, g, n, edgesOf.get(n.id), () => onNode(n));
     svg.append(g);
   }
