@@ -2,21 +2,32 @@
 import { api, clearance } from "../api.js";
 import { chip, emptyNote, failure, h, num } from "../dom.js";
 
-const STATUS_TEXT = { kept: "kept", shrunk: "shrunk", dropped: "dropped", duplicate: "deduplicated" };
+const STATUS_TEXT = { kept: "kept", shrunk: "shrunk", dropped: "dropped", duplicate: "deduplicated", fixed: "framing" };
 
 function budgetPicture(trace) {
-  const total = Math.max(trace.budget_total, 1);
-  const pct = (n) => `${(100 * n) / total}%`;
-  const fixed = ["system", "observation", "tools", "overhead"].filter((k) => trace.tokens[k]);
-  const bar = h("div", { class: "budget", role: "img", "aria-label": `Budget ${trace.budget_total} tokens, ${trace.tokens.total} used` },
-    fixed.map((k) => h("span", { class: `seg fixed ${k}`, style: { width: pct(trace.tokens[k]) }, title: `${k}: ${trace.tokens[k]} tokens` })),
-    trace.sections.filter((s) => s.tokens_after > 0).map((s) => h("span", {
-      class: `seg ${s.status}`, style: { width: pct(s.tokens_after) }, title: `${s.label}: ${s.tokens_before}→${s.tokens_after} tokens (${s.status})`,
-    })));
+  // Framing: what the compiled prompt holds beyond its sections (headers, message overhead, reply priming).
+  const after = trace.sections.reduce((n, x) => n + x.tokens_after, 0);
+  const before = trace.sections.reduce((n, x) => n + x.tokens_before, 0);
+  const framing = Math.max(0, trace.tokens.total - after);
+  const scale = Math.max(trace.budget_total, framing + before, 1);
+  const pct = (n) => `${(100 * n) / scale}%`;
+  const seg = (cls, tokens, label, title) => h("span", { class: `seg ${cls}`, style: { width: pct(tokens) }, title },
+    (100 * tokens) / scale > 7 ? h("span", { class: "seg-label", text: label }) : null);
+  const fixedSegs = () => (framing ? [seg("fixed", framing, "framing", `headers and message overhead: ${framing} tokens`)] : []);
+  const wanted = h("div", { class: "budget", role: "img", "aria-label": `Hydrated: ${trace.tokens_in} tokens of sections` },
+    fixedSegs(), trace.sections.filter((s) => s.tokens_before > 0).map((s) =>
+      seg(`wanted ${s.status}`, s.tokens_before, s.label, `${s.label}: ${s.tokens_before} tokens hydrated (${s.status})`)));
+  const compiled = h("div", { class: "budget", role: "img", "aria-label": `Budget ${trace.budget_total} tokens, ${trace.tokens.total} used` },
+    fixedSegs(), trace.sections.filter((s) => s.tokens_after > 0).map((s) =>
+      seg(s.status, s.tokens_after, s.label, `${s.label}: ${s.tokens_before}→${s.tokens_after} tokens (${s.status})`)));
   const reserve = trace.budget_total - trace.budget_usable;
-  if (reserve > 0) bar.append(h("span", { class: "seg reserve", style: { width: pct(reserve) }, title: `reserved for the answer: ${reserve} tokens` }));
-  return h("div", {}, bar,
-    h("p", { class: "legend" }, ["kept", "shrunk", "fixed", "reserve"].map((k) => h("span", {}, h("span", { class: `dot seg ${k}` }), ` ${k} `))),
+  if (reserve > 0) compiled.append(seg("reserve", reserve, "reserve", `reserved for the answer: ${reserve} tokens`));
+  const limit = h("div", { class: "budget-limit", style: { left: pct(trace.budget_total) }, title: `budget: ${trace.budget_total} tokens` });
+  return h("div", { class: "budget-picture" },
+    h("div", { class: "budget-row" }, h("span", { class: "budget-name", text: "hydrated" }), h("div", { class: "budget-track" }, wanted, limit.cloneNode())),
+    h("div", { class: "budget-row" }, h("span", { class: "budget-name", text: "compiled" }), h("div", { class: "budget-track" }, compiled, limit)),
+    h("p", { class: "legend" }, ["kept", "shrunk", "dropped", "duplicate", "fixed", "reserve"].map((k) => h("span", {}, h("span", { class: `dot seg ${k}` }), ` ${STATUS_TEXT[k] || k} `)),
+      h("span", {}, "│ = budget")),
     h("p", { class: "muted", text: `budget ${trace.budget_total} tokens (usable ${trace.budget_usable}, allocation ${trace.allocation}) · used ${trace.tokens.total} · hydrated ${trace.tokens_in} · kept ${Math.round(trace.compression_ratio * 100)}% · tokenizer ${trace.tokenizer}${trace.tokenizer_exact ? "" : " (approx.)"}` }));
 }
 
