@@ -123,10 +123,17 @@ def test_graph_view_as_of_shows_what_held_then(live: Live) -> None:
 
 
 def test_graph_view_hides_relations_only_secrets_support(live: Live) -> None:
-    live.mem.remember("Alice visited Zurich.", namespace="a", extract=True, sensitivity="secret")
+    zurich = live.mem.remember("Alice visited Zurich.", namespace="a", extract=True)
+    live.mem.update(zurich, namespace="a", sensitivity="secret")  # its entities and relations stay in the graph
+    live.mem.remember("Bob visited Geneva.", namespace="a", extract=True)
+    assert live.mem.graph.entity("Zurich", namespace="a")
     with live.client("a") as c:
         found = c.post(f"{NS}/graph/view", json={"as_of": "2100-01-01T00:00:00Z"}).text
-        assert "Zurich" not in found
+        assert "Zurich" not in found and "Geneva" in found
+        entities = c.get(f"{NS}/graph/entities").text
+        assert "Zurich" not in entities and "Geneva" in entities, "an entity only a secret mentions stays unknown"
+    with live.client("a_secret") as c:
+        assert "Zurich" in c.get(f"{NS}/graph/entities", params={"clearance": "secret"}).text
 
 
 def test_block_history_and_tiers_snapshot(live: Live) -> None:

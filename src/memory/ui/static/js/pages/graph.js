@@ -156,7 +156,7 @@ function draggable(svg, g, node, edges, onClick) {
 export async function render(main, { params, isCurrent }) {
   const start = params.get("start") || "";
   const depth = params.get("depth") || "1";
-  const { entities } = await api("GET", "/graph/entities", { query: { limit: 1000 } });
+  const { entities } = await api("GET", "/graph/entities", { query: { limit: 1000, clearance: clearance() } });
   if (!isCurrent()) return;
   const datalist = h("datalist", { id: "entity-names" }, entities.map((e) => h("option", { value: e.name })));
   const form = h("form", { class: "toolbar" },
