@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from seed import seed  # noqa: E402
+from ui_helpers import CHROMIUM, CHROMIUM_ARGS, SHOTS, make_keys, start_serve, stop  # noqa: E402
+from ui_seed import seed  # noqa: E402
 
-from conftest import CHROMIUM, CHROMIUM_ARGS, SHOTS, make_keys, start_serve, stop  # noqa: E402
 from memory import Memory  # noqa: E402
 
 WORDS = (

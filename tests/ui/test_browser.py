@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
+from ui_helpers import Page, Served
 
-from conftest import Page, Served
 from memory.errors import NotFoundError
 
 pytestmark = pytest.mark.browser

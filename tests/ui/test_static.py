@@ -56,7 +56,7 @@ def test_served_with_security_headers(served) -> None:  # type: ignore[no-untype
 
 
 def test_no_auth_server_says_no_key_is_needed(tmp_path: Path) -> None:
-    from conftest import start_serve, stop
+    from ui_helpers import start_serve, stop
 
     process, url = start_serve(f"sqlite:///{tmp_path / 'x.db'}", "--no-auth")
     try:
@@ -66,7 +66,7 @@ def test_no_auth_server_says_no_key_is_needed(tmp_path: Path) -> None:
 
 
 def test_memory_ui_command_serves_the_inspector(tmp_path: Path) -> None:
-    from conftest import start_serve, stop
+    from ui_helpers import start_serve, stop
 
     process, url = start_serve(f"sqlite:///{tmp_path / 'x.db'}", "--no-open", command_name="ui")
     try:
