@@ -1,5 +1,5 @@
 # `make demo` and `make test` set everything up themselves (a .venv in this folder).
-.PHONY: setup demo lint test test-fast test-llm pg-start pg-stop bench-locomo bench-speed bench-context bench-tiers clean
+.PHONY: setup demo lint test test-fast test-ui test-llm pg-start pg-stop bench-locomo bench-speed bench-context bench-tiers clean
 
 VENV := .venv
 STAMP := $(VENV)/.installed
@@ -23,7 +23,7 @@ lint: $(STAMP)
 # A real PostgreSQL (scripts/pg.sh) runs for the duration of the tests; the postgres
 # tests never skip here (MEMORY_REQUIRE_POSTGRES=1) and the server stops even on failure.
 test: $(STAMP) lint
-	pgenv="$$(./scripts/pg.sh start)" && eval "$$pgenv" && export MEMORY_REQUIRE_POSTGRES=1 && \
+	pgenv="$$(./scripts/pg.sh start)" && eval "$$pgenv" && export MEMORY_REQUIRE_POSTGRES=1 MEMORY_REQUIRE_BROWSER=1 && \
 	  { $(VENV)/bin/python -m pytest $(PYTEST_ARGS); rc=$$?; ./scripts/pg.sh stop; exit $$rc; }
 
 pg-start: $(STAMP)
@@ -34,6 +34,10 @@ pg-stop:
 
 test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest -m "not slow"
+
+# The web inspector in headless Chromium (part of `make test` too); screenshots land in docs/ui/.
+test-ui: $(STAMP)
+	MEMORY_REQUIRE_BROWSER=1 $(VENV)/bin/python -m pytest tests/ui tests/server/test_inspect_ops.py
 
 # A real LLM end to end: builds (once, cached outside the repo) and starts llama.cpp's server with
 # Gemma 3 270M, runs the tests marked `llm` through the openai provider, then stops the server.

@@ -32,6 +32,7 @@ from memory.cli.servers import keys, mcp, serve
 from memory.cli.setup import init
 from memory.cli.tiers import tiers
 from memory.cli.transfer import export, import_memories
+from memory.cli.ui import ui
 from memory.errors import Error
 
 __all__ = ["cli", "main"]
@@ -103,6 +104,7 @@ Examples:
   memory export --out backup.jsonl && memory import backup.jsonl
   memory mcp                      (MCP server on stdio, for Claude Desktop)
   memory serve                    (REST API; keys: memory keys create)
+  memory ui                       (web inspector in the browser)
 
 Settings come from flags, then MEMORY_* environment variables, then the
 config file (`memory init` writes it), then defaults.
@@ -149,6 +151,7 @@ for command in (feedback, prompts, reflect):
     cli.add_command(command)
 for command in (serve, mcp, keys, doctor, migrate):
     cli.add_command(command)
+cli.add_command(ui)
 
 
 class _OneLineFormatter(logging.Formatter):
