@@ -167,9 +167,7 @@ def search_memories(
     """
     if isinstance(min_relevance, bool) or not isinstance(min_relevance, (int, float)):
         raise InvalidInputError(f"min_relevance must be a number, got {min_relevance!r}")
-    hits: list[Hit] = default_memory().recall(
-        query, limit=limit, kinds=context_type, agent=agent_id, thread=session_id
-    )
+    hits: list[Hit] = default_memory().recall(query, limit=limit, kinds=context_type, agent=agent_id, thread=session_id)
     return [MemoryEntry.from_item(h.item, h.score) for h in hits if h.score >= min_relevance]
 
 

@@ -25,9 +25,7 @@ def test_conformance_every_capability(make_memory: Callable[..., Memory]) -> Non
         yield MemorySaver(make_memory())
 
     report = asyncio.run(validate(factory))
-    failures = {
-        name: result.failures for name, result in report.results.items() if result.passed is not True
-    }
+    failures = {name: result.failures for name, result in report.results.items() if result.passed is not True}
     assert not failures, failures
     assert set(report.results) == {c.value for c in ALL_CAPABILITIES}
     assert all(r.detected and r.tests_passed > 0 and r.tests_failed == 0 for r in report.results.values())

@@ -128,8 +128,9 @@ class SQLCheckpointStore:
             conn.execute(
                 self._sql(
                     f"INSERT INTO graph_checkpoints ({_CP_COLUMNS}, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET parent_id = excluded.parent_id, "
-                    "type = excluded.type, checkpoint = excluded.checkpoint, metadata_type = excluded.metadata_type, "
+                    "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
+                    "parent_id = excluded.parent_id, type = excluded.type, checkpoint = excluded.checkpoint, "
+                    "metadata_type = excluded.metadata_type, "
                     "metadata = excluded.metadata, run_id = excluded.run_id"
                 ),
                 (

@@ -33,11 +33,11 @@ from langgraph.checkpoint.base import (  # noqa: E402
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    SerializerProtocol,
     get_checkpoint_id,
     get_checkpoint_metadata,
     writes_sort_key,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol  # noqa: E402
 
 from memory.backends.checkpoints import CheckpointRow, SQLCheckpointStore, WriteRow, open_checkpoint_store  # noqa: E402
 from memory.errors import InvalidInputError  # noqa: E402
@@ -173,7 +173,9 @@ class MemorySaver(BaseCheckpointSaver[str]):
             metadata=self.serde.dumps_typed(full_metadata),
         )
         self._store.put(row, str(run_id) if run_id is not None else None, blobs)
-        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": row.checkpoint_id}}
+        return {
+            "configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": row.checkpoint_id}
+        }
 
     def put_writes(
         self,
