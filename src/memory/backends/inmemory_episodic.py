@@ -323,6 +323,20 @@ class InMemoryEpisodicStore:
                 del self._archived[message_id]
             return len(hot) + len(cold)
 
+    def delete_message(self, namespace: str, message_id: str) -> bool:
+        """Delete one message (hot or archived) by id."""
+        with self._lock:
+            found = False
+            hot = self._messages.get(message_id)
+            if hot is not None and hot.namespace == namespace:
+                self._drop(message_id)
+                found = True
+            cold = self._archived.get(message_id)
+            if cold is not None and cold.namespace == namespace:
+                del self._archived[message_id]
+                found = True
+            return found
+
     def iter_archived(self, namespace: str, thread: str | None = None) -> Iterator[Message]:
         """Archived messages by (thread, turn)."""
         with self._lock:
