@@ -115,6 +115,8 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
                     f"  server      PostgreSQL {server['server_version']}, pgvector {server['pgvector_version']}, "
                     f"schema {server['schema']}, migrations {server['migrations_applied']}/{server['migrations_known']}"
                 )
+                scan = "iterative index scans" if server["pgvector_iterative_scan"] else "no iterative scans (< 0.8)"
+                click.echo(f"  pgvector    {server['pgvector_version']}: CPU code {server['pgvector_runs']}; {scan}")
                 for space in server["vector_spaces"]:
                     click.echo(f"  space       {space['model']} ({space['dim']}): HNSW index {space['hnsw_index']}")
         else:
