@@ -87,8 +87,12 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
             session = message.additional_kwargs.get("session_id")
             entries.append(
                 {
-                    "content": text, "kind": "conversation", "user": self.user, "agent": self.agent,
-                    "thread": str(session) if session else None, "metadata": {"role": message.role.value},
+                    "content": text,
+                    "kind": "conversation",
+                    "user": self.user,
+                    "agent": self.agent,
+                    "thread": str(session) if session else None,
+                    "metadata": {"role": message.role.value},
                 }  # fmt: skip
             )
         if entries:
