@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 
-import pytest
+from frameworks import framework
 
 from memory import Memory
 
-pytest.importorskip("langgraph.checkpoint.conformance")
+framework("langgraph.checkpoint.conformance")
 
 from langgraph.checkpoint.conformance import checkpointer_test, validate  # noqa: E402
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES  # noqa: E402

@@ -8,10 +8,11 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from frameworks import framework
 
 from memory import Memory
 
-pytest.importorskip("langgraph.store.base")
+framework("langgraph.store.base")
 
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp  # noqa: E402

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from frameworks import framework
 
 from memory import Memory
 
-pytest.importorskip("llama_index.core")
+framework("llama_index.core")
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole  # noqa: E402
 from llama_index.core.memory import Memory as LlamaMemory  # noqa: E402

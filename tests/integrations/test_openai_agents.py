@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from frameworks import framework
 
 from memory import Memory
 
-pytest.importorskip("agents")
+framework("agents")
 
 from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
