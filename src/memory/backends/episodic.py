@@ -139,6 +139,10 @@ class EpisodicStore(Protocol):
         """Delete (hot and archived) messages with turn < ``before_turn`` or created before ``older_than``."""
         ...
 
+    def delete_message(self, namespace: str, message_id: str) -> bool:
+        """Delete one message (hot or archived) by id; False when the namespace holds none with that id."""
+        ...
+
     def iter_archived(self, namespace: str, thread: str | None = None) -> Iterator[Message]:
         """Archived messages of ``namespace`` (one thread if given), by (thread, turn)."""
         ...

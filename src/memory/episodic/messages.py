@@ -439,6 +439,11 @@ class Messages:
             return 0
         return self.store.archive_messages(ns, name, before_turn=before_turn, older_than=cutoff, at=self._mem.now())  # type: ignore[arg-type]
 
+    def delete(self, message_id: str, *, namespace: str | None = None) -> bool:
+        """Delete one message (hot or archived) for good; False when the namespace holds no such message."""
+        check_name(message_id, "message id", optional=False)
+        return self.store.delete_message(self._ns(namespace), message_id)
+
     def clear(
         self, thread: str, *, keep_last: int | None = None, older_than: object = None, namespace: str | None = None
     ) -> int:

@@ -639,6 +639,19 @@ class PostgresEpisodicStore:
             )
             return len(rows) + max(int(cur.rowcount), 0)
 
+    def delete_message(self, namespace: str, message_id: str) -> bool:
+        """Delete one message (hot or archived) by id."""
+        if not storable(namespace) or not storable(message_id):
+            return False
+        with self._b._tx() as conn:
+            rows = conn.execute(
+                "DELETE FROM messages m WHERE m.namespace = %s AND m.id = %s RETURNING m.namespace, m.doc_len",
+                (namespace, message_id),
+            ).fetchall()
+            self._bump_stats(conn, self._removed(rows))
+            cur = conn.execute("DELETE FROM message_archive WHERE namespace = %s AND id = %s", (namespace, message_id))
+            return bool(rows) or int(cur.rowcount) > 0
+
     def iter_archived(self, namespace: str, thread: str | None = None) -> Iterator[Message]:
         """Archived messages by (thread, turn), read in keyset batches."""
         if not storable(namespace) or (thread is not None and not storable(thread)):
