@@ -92,7 +92,7 @@ def test_wheel_ships_the_inspector(tmp_path: Path) -> None:
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
         check=True, capture_output=True,
     )  # fmt: skip
-    wheel = next(tmp_path.glob("memory-*.whl"))
+    wheel = next(tmp_path.glob("*.whl"))  # llm_agent_memory-…whl
     names = set(zipfile.ZipFile(wheel).namelist())
     for path in FILES:
         assert "memory/ui/static/" + path.relative_to(static_dir()).as_posix() in names
