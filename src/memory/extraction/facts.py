@@ -53,7 +53,7 @@ _DISCOURSE = {
     "actually", "also", "btw", "ok", "okay", "lol", "haha", "aw", "aww", "omg", "sure", "right", "honestly",
     "and", "but", "plus", "totally", "absolutely", "definitely", "indeed", "ah", "ahh", "hmm", "um", "oops",
     "sorry", "thanks", "cool", "great", "awesome", "nice", "yay", "woah", "whoa", "gosh", "man", "dude",
-    "hahaha", "congrats", "oh,", "true", "exactly", "basically", "now", "then",
+    "hahaha", "congrats", "oh,", "true", "exactly", "basically", "now", "then", "wait", "hmm,",
 }  # fmt: skip
 _COGNITIVE = {"think", "guess", "bet", "agree", "know", "believe", "understand", "see", "mean", "wonder", "hope",
               "wish", "suppose", "imagine", "appreciate", "thank", "congratulate", "admire", "say", "tell"}  # fmt: skip
@@ -180,8 +180,12 @@ def _content_start(sent: Any, listener_names: set[str]) -> int:
     return sent.start + i
 
 
-def _keep(root: Any, start: int, end: int, speaker_names: set[str]) -> Any:
-    """``root`` when the clause it heads (tokens ``start:end``) states a fact worth keeping, else None."""
+def _keep(root: Any, start: int, end: int, speaker_names: set[str], strict: bool = True) -> Any:
+    """``root`` when the clause it heads (tokens ``start:end``) states a fact worth keeping, else None.
+
+    ``strict=False`` skips the checks for content (a noun, two content words):
+    short statements that fill a slot ("I am single", "we broke up") pass then.
+    """
     body = root.doc[start:end]
     if "?" in body.text or start >= end:
         return None
@@ -202,6 +206,7 @@ def _keep(root: Any, start: int, end: int, speaker_names: set[str]) -> Any:
         subj in _FIRST_SUBJECT
         or subj in speaker_names
         or any(c.dep_ == "poss" and c.lower_ in _FIRST_POSS for c in subject.children)
+        or any(c.dep_ == "conj" and c.lower_ in _FIRST_SUBJECT for c in subject.children)  # "Daniel and I"
     )
     if not (own_subject or named_subject):
         return None  # "It's been tough, but…", "Here's a peek…", "The team is nice."
@@ -213,14 +218,29 @@ def _keep(root: Any, start: int, end: int, speaker_names: set[str]) -> Any:
         return None  # "I think it'd help", "I know it"
     if any(c.dep_ == "acomp" and c.lemma_ in _CERTAIN for c in root.children):
         return None  # "I'm sure we'll make it"
-    if not any(t.pos_ in ("NOUN", "PROPN", "NUM") and t.lower_ not in speaker_names for t in body if t.i != subject.i):
-        return None  # "I'm gonna make it happen": nothing a fact could be about
+    if root.lemma_ == "mean" and subj in _FIRST_SUBJECT:
+        return None  # "Sorry, I meant Tuesday": a correction, handled apart
     aux = {c.lower_ for c in root.children if c.dep_ == "aux"}
     if aux & _HYPOTHETICAL and root.lemma_ not in _DESIRE:
         return None
+    if (
+        root.lemma_ == "be"
+        and subj in _FIRST_SUBJECT
+        and any(c.dep_ == "attr" and c.ent_type_ == "PERSON" for c in root.children)
+    ):
+        return None  # "I'm Maya Chen": an introduction (an alias), not a fact
+    if not strict:
+        return root
+    if not any(
+        (t.pos_ in ("NOUN", "PROPN", "NUM") or (t.tag_ == "VBG" and t.dep_ in ("xcomp", "dobj")))
+        and t.lower_ not in speaker_names
+        for t in body
+        if t.i != subject.i
+    ):
+        return None  # "I'm gonna make it happen": nothing a fact could be about
     content = [t for t in words if not t.is_stop and t.pos_ not in ("PRON", "INTJ") and t.lower_ not in speaker_names]
-    if len(content) < 2:
-        return None
+    if not content or (len(content) < 2 and root.lemma_ in _COGNITIVE | _DESIRE):
+        return None  # "I love that"; but "I am a nurse" is a fact
     return root
 
 
@@ -253,7 +273,22 @@ def _np_after(doc: Any, i: int, end: int) -> tuple[str, Any] | None:
     """The noun phrase starting at ``i`` (determiners/adjectives/nouns/names, up to ``end``) and its head."""
     j = i
     head = None
-    while j < end and doc[j].pos_ not in _OBJECT_STOP:
+    while j < end and (doc[j].pos_ not in _OBJECT_STOP or (head is not None and doc[j].pos_ == "VERB")):
+        if doc[j].ent_type_ in ("DATE", "TIME") and (head is not None or j > i):
+            break
+        if head is not None and (doc[j].ent_iob_ == "B" or doc[j].pos_ in ("ADJ", "NUM", "DET")):
+            break
+        if (
+            head is not None
+            and doc[j].pos_ == "VERB"
+            and doc[j].tag_ in ("VBP", "NN")
+            and (j + 1 >= end or doc[j + 1].pos_ in ("ADP", "PUNCT"))
+        ):
+            head = doc[j]  # "a team lead at X": the small model tags "lead" a verb
+            j += 1
+            continue
+        if doc[j].pos_ == "VERB":
+            break
         if doc[j].pos_ in ("NOUN", "PROPN", "NUM", "X"):
             head = doc[j]
         elif head is not None and doc[j].pos_ not in ("ADJ",):
@@ -272,7 +307,11 @@ def _clause_end(verb: Any, limit: int) -> int:
         tok = doc[j]
         if tok.text in (",", ";", "-", "–", "—", ":", "!", ".") or tok.lower_ in ("because", "but", "which", "who"):
             return j
-        if tok.pos_ in ("VERB", "AUX") and _subject_of(tok) is not None and _subject_of(tok) is not _subject_of(verb):
+        subject = _subject_of(tok) if tok.pos_ in ("VERB", "AUX") else None
+        if subject is not None and subject is not _subject_of(verb):
+            if subject.i == j - 1 and j >= 2 and doc[j - 2].pos_ == "DET":
+                j += 1  # "as a team lead at X": a noun the model took for a clause
+                continue
             return j
         j += 1
     return limit
@@ -281,6 +320,8 @@ def _clause_end(verb: Any, limit: int) -> int:
 def _negated(verb: Any, body_text: str) -> bool:
     if any(c.dep_ == "neg" or c.lower_ in ("never", "no") for c in verb.children):
         return True
+    if any(c.dep_ == "advmod" and any(g.dep_ == "neg" for g in c.children) for c in verb.children):
+        return True  # "no longer"
     return any(c.dep_ == "neg" for aux in verb.children if aux.dep_ == "aux" for c in aux.children) or bool(
         _END_NEG.search(body_text) and " not " in f" {body_text.lower()} "
     )
@@ -293,7 +334,9 @@ def _relations(root: Any, start: int, end: int, name: str, listener: str | None)
 
     def who(token: Any) -> str | None:
         low = token.lower_
-        if low in _FIRST_SUBJECT | _FIRST_OBJECT:
+        if low in _FIRST_SUBJECT | _FIRST_OBJECT or any(
+            c.dep_ == "conj" and c.lower_ in _FIRST_SUBJECT for c in token.children
+        ):
             return name
         if low in _SECOND:
             return listener
@@ -333,8 +376,19 @@ def _relations(root: Any, start: int, end: int, name: str, listener: str | None)
                     add(name, f"have {attr.lemma_.lower()}", _phrase(subject_tok, doc), neg)
                 elif attr.pos_ == "NUM" and subject == name:
                     add(name, "have age", value, neg)
+                elif (
+                    attr.dep_ == "attr"
+                    and not any(c.dep_ in ("det", "poss") for c in attr.children)
+                    and (attr.pos_ in ("NOUN", "ADJ") and " " not in value)
+                ):  # "I am vegan", "I am single"
+                    add(subject, f"be {attr.lower_}", value, neg)
                 elif attr.pos_ == "ADJ":
-                    add(subject, f"be {attr.lemma_.lower()}", value, neg)
+                    preps = [p for p in attr.children if p.dep_ == "prep"]
+                    objs = [o for p in preps for o in p.children if o.dep_ == "pobj"]
+                    if preps and objs:  # "allergic to penicillin", "keen on counseling"
+                        add(subject, f"be {attr.lemma_.lower()} {preps[0].lower_}", _phrase(objs[0], doc), neg)
+                    else:
+                        add(subject, f"be {attr.lemma_.lower()}", value, neg)
                 else:
                     add(subject, "be", value, neg)
         elif lemma == "have":
@@ -345,21 +399,44 @@ def _relations(root: Any, start: int, end: int, name: str, listener: str | None)
                 else:
                     add(subject, "have", _phrase(obj, doc), neg)
         else:
-            for obj in (c for c in verb.children if c.dep_ in ("dobj", "attr", "oprd")):
-                if obj.pos_ != "PRON":
+            for obj in (
+                c
+                for c in verb.children
+                if c.dep_ in ("dobj", "attr", "oprd") or (c.dep_ == "npadvmod" and c.pos_ == "PROPN")
+            ):
+                named = [g for c in obj.children if c.dep_ == "acl" for g in c.children if g.dep_ in ("oprd", "attr")]
+                if named:  # "adopted a cat named Miso" -> (adopt cat, Miso), (have cat, Miso)
+                    add(subject, f"{base} {obj.lemma_.lower()}", _phrase(named[0], doc), neg)
+                    add(subject, f"have {obj.lemma_.lower()}", _phrase(named[0], doc), neg)
+                elif obj.pos_ != "PRON":
                     add(subject, base, _phrase(obj, doc), neg)
             for xcomp in (c for c in verb.children if c.dep_ == "xcomp" and c.pos_ == "VERB"):
-                for obj in (c for c in xcomp.children if c.dep_ == "dobj" and c.pos_ != "PRON"):
+                objects = [c for c in xcomp.children if c.dep_ == "dobj" and c.pos_ != "PRON"]
+                for obj in objects:
                     add(subject, f"{base} to {xcomp.lemma_.lower()}", _phrase(obj, doc), neg)
+                if not objects and xcomp.tag_ == "VBG":  # "I enjoy running"
+                    add(subject, base, xcomp.text.lower(), neg)
             if prt and not any(r.predicate == base for r, _ in out):
                 add(subject, base, "", neg)
+        if any(c.dep_ == "auxpass" for c in verb.children) and not any(c.dep_ == "dobj" for c in verb.children):
+            add(subject, f"be {verb.lower_}", verb.lower_, neg)  # "I am married", "I got divorced"
         # prepositional phrases after the verb, read off the surface (robust to attachment errors)
         stop = _clause_end(verb, end)
-        dobj = next((c for c in verb.children if c.dep_ == "dobj" and c.pos_ == "NOUN"), None)
+        dobj = next((c for c in verb.children if c.dep_ == "dobj" and c.pos_ != "PRON"), None)
         j = verb.i + 1
         while j < stop:
             tok = doc[j]
-            if tok.lower_ in ("at", "in", "to", "for", "as", "from", "with", "into", "on") and tok.pos_ in (
+            nxt = doc[j + 1] if j + 1 < stop else None
+            if tok.lower_ in ("out", "away") and nxt is not None and nxt.lower_ in ("of", "from"):
+                found = _np_after(doc, j + 2, stop)  # "moved out of Paris"
+                if found is not None:
+                    add(subject, f"{base} {tok.lower_} {nxt.lower_}", found[0], neg)
+                j += 2
+                continue
+            if (
+                tok.lower_ in ("at", "in", "to", "for", "as", "from", "with", "into", "on")
+                or (prt and tok.lower_ == "of")
+            ) and tok.pos_ in (
                 "ADP",
                 "SCONJ",
             ):
@@ -367,6 +444,9 @@ def _relations(root: Any, start: int, end: int, name: str, listener: str | None)
                 if found is not None:
                     value, head = found
                     if head.ent_type_ in ("DATE", "TIME") or RELATIVE_TIME.search(value):
+                        j += 1
+                        continue
+                    if lemma == "be" and tok.head.pos_ == "ADJ":
                         j += 1
                         continue
                     predicate = base if lemma != "be" else f"be {tok.lower_}".strip()
@@ -471,50 +551,89 @@ def extract_offline(
     for sent in doc.sents:
         start, end = _content_start(sent, listener_names), sent.end
         root = _keep(sent.root, start, end, speaker_names)
+        weak = False
         if root is None:
             _notice_alias_or_correction(sent, start, speaker, result)
             if "?" in sent.text:
                 continue
             clause = _own_clause(sent, speaker_names)  # "Since I lost my job at X, things have been tough"
-            if clause is None:
-                continue
-            root, start, end = clause
-        in_sentence = [(a, b, t) for a, b, t in relative if doc[start].idx <= a < doc[end - 1].idx + 1]
-        statement = _rewrite(doc, start, end, speaker, listener, [(a, b) for a, b, _ in in_sentence])
-        if len(statement.split()) < 3:
-            continue
-        pairs = _relations(root, start, end, speaker, listener)
-        subject_tok = _subject_of(root)
-        subject = speaker
-        if (
-            subject_tok is not None
-            and subject_tok.lower_ not in _FIRST
-            and (subject_tok.ent_type_ == "PERSON" or subject_tok.pos_ == "PROPN")
-        ):
-            subject = _phrase(subject_tok, doc)
-        relations = tuple(r for r, _ in pairs)
-        negated = any(n for _, n in pairs) or any(c.dep_ == "neg" for c in root.children)
-        slots: dict[str, str] = {}
-        ends: list[str] = []
-        for rel, neg in pairs:
-            slot = slot_of(rel.predicate)
-            if slot and not neg and rel.object != "-" and rel.subject == subject and slot not in slots:
-                slots[slot] = rel.object
-            ends += [s for s in closes_slots(rel.predicate) if rel.subject == subject and not neg]
-        result.facts.append(
-            CanonicalFact(
-                statement=statement, subject=subject, relations=relations, negated=negated,
-                when=in_sentence[0][2] if in_sentence else None, slots=slots, ends=tuple(dict.fromkeys(ends)),
-            )
-        )  # fmt: skip
+            if clause is not None:
+                root, start, end = clause
+            else:  # a short statement is kept only when it fills or ends a slot, or negates
+                root, weak = _keep(sent.root, start, end, speaker_names, strict=False), True
+                if root is None:
+                    continue
+        fact = _fact(doc, root, start, end, speaker, listener, relative)
+        if fact is not None and (not weak or fact.slots or fact.ends or (fact.negated and fact.relations)):
+            result.facts.append(fact)
     result.entities = _entities(doc, result.facts, speaker, listener)
     return result
+
+
+def _adverbial(doc: Any, a: int, b: int) -> bool:
+    """Whether the time expression at characters a:b modifies the verb ("last week", "on Monday" after a verb)
+    rather than being what the sentence says ("the appointment is on Monday")."""
+    tokens = [t for t in doc if a <= t.idx < b]
+    heads = [t for t in tokens if not (a <= t.head.idx < b) or t.head is t]
+    if not heads:
+        return True
+    head = heads[0]
+    if head.dep_ == "pobj" and head.head.dep_ == "prep":
+        return str(head.head.head.lemma_) != "be"
+    return head.dep_ in ("npadvmod", "advmod", "tmod", "nmod", "dep", "appos", "conj", "compound", "amod") or (
+        head.dep_ == "pobj"
+    )
+
+
+def _fact(
+    doc: Any,
+    root: Any,
+    start: int,
+    end: int,
+    speaker: str,
+    listener: str | None,
+    relative: Sequence[tuple[int, int, str]],
+) -> CanonicalFact | None:
+    """The canonical fact of the clause ``start:end`` headed by ``root``, or None when nothing is left of it."""
+    in_clause = [(a, b, t) for a, b, t in relative if doc[start].idx <= a < doc[end - 1].idx + 1]
+    dropped = [(a, b) for a, b, _ in in_clause if _adverbial(doc, a, b)]
+    statement = _rewrite(doc, start, end, speaker, listener, dropped)
+    if len(statement.split()) < 3:
+        return None
+    pairs = _relations(root, start, end, speaker, listener)
+    subject_tok = _subject_of(root)
+    subject = speaker
+    if (
+        subject_tok is not None
+        and subject_tok.lower_ not in _FIRST
+        and (subject_tok.ent_type_ == "PERSON" or subject_tok.pos_ == "PROPN")
+        and not any(c.dep_ == "conj" and c.lower_ in _FIRST_SUBJECT for c in subject_tok.children)
+    ):
+        subject = _phrase(subject_tok, doc)
+    negated = any(n for _, n in pairs) or any(c.dep_ == "neg" for c in root.children)
+    slots: dict[str, str] = {}
+    ends: list[str] = []
+    for rel, neg in pairs:
+        slot = slot_of(rel.predicate)
+        if slot and not neg and rel.object != "-" and rel.subject == subject and slot not in slots:
+            slots[slot] = rel.object
+            status = re.match(r"be (engaged|married|dating) to$|be (dating)$", rel.predicate)
+            if slot == "partner" and status:  # "engaged to Pedro": a partner and a status
+                slots.setdefault("relationship_status", status.group(1) or status.group(2))
+        ends += [s for s in closes_slots(rel.predicate) if rel.subject == subject and not neg]
+    return CanonicalFact(
+        statement=statement, subject=subject, relations=tuple(r for r, _ in pairs), negated=negated,
+        when=in_clause[0][2] if in_clause else None, slots=slots, ends=tuple(dict.fromkeys(ends)),
+    )  # fmt: skip
 
 
 def _own_clause(sent: Any, speaker_names: set[str]) -> tuple[Any, int, int] | None:
     """A subordinate or conjoined clause of a rejected sentence whose own subject is the speaker."""
     for verb in sent.root.children:
-        if verb.dep_ not in ("advcl", "ccomp", "conj") or verb.pos_ not in ("VERB", "AUX"):
+        if verb.dep_ not in ("advcl", "ccomp", "conj", "acl", "appos", "parataxis") or verb.pos_ not in (
+            "VERB",
+            "AUX",
+        ):
             continue
         subject = next((c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")), None)
         if subject is None or subject.lower_ not in _FIRST_SUBJECT:
@@ -532,9 +651,10 @@ def _notice_alias_or_correction(sent: Any, start: int, speaker: str, result: Mes
     """Greetings that introduce the speaker ("Hi, I'm Maya Chen") give an alias; "I meant X" a correction."""
     body = sent.doc[start : sent.end]
     tokens = [t for t in body if not t.is_punct]
-    if len(tokens) >= 2 and tokens[0].lower_ == "i" and tokens[1].lemma_ == "mean" and len(tokens) > 2:
-        result.correction = " ".join(t.text for t in tokens[2:]).strip()
-        return
+    for k in range(len(tokens) - 2):  # "(sorry / no wait / oops,) I meant Tuesday"
+        if tokens[k].lower_ == "i" and tokens[k + 1].lemma_ == "mean" and tokens[k + 1].tag_ == "VBD":
+            result.correction = " ".join(t.text for t in tokens[k + 2 :]).strip()
+            return
     if len(tokens) >= 3 and tokens[0].lower_ == "i" and tokens[1].lemma_ == "be":
         names = [e for e in sent.ents if e.label_ == "PERSON" and e.start >= start]
         if names and speaker.lower() in names[0].text.lower() and names[0].text.lower() != speaker.lower():
@@ -562,9 +682,14 @@ def _entities(doc: Any, facts: Sequence[CanonicalFact], speaker: str, listener: 
         if ent.label_ == "DATE" and (RELATIVE_TIME.search(ent.text) or not re.search(r"\d|[A-Z]", ent.text)):
             continue
         put(ent.text, _ENTITY_TYPES.get(ent.label_, "thing"))
+    objects = [rel.object.lower() for fact in facts for rel in fact.relations]
     for fact in facts:
         for rel in fact.relations:
             slot = slot_of(rel.predicate)
             if slot in _SLOT_TYPES and rel.object != "-":
                 put(rel.object, _SLOT_TYPES[slot], override=True)
-    return list(found.values())[:50]
+    # a name that is only part of a longer phrase the message is about ("A2" in "A2 exam") is not an entity
+    return [
+        e for key, e in found.items()
+        if not any(key != o and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", o) for o in objects)
+    ][:50]  # fmt: skip

@@ -55,12 +55,15 @@ _SLOT_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"^(?:work|intern) (?:at|for)$|^(?:join|start at|start with|be hired by|get (?:a )?job at)$", "works_at"),
         (r"^(?:work|start|get (?:a )?job) as$|^be promoted to$|^have job as$|^have job$", "job_title"),
         (r"^(?:study|enrol) (?:at|in)$|^attend$|^go to (?:university|college|school) (?:at|in)$", "studies_at"),
-        (r"^(?:marry|be married to|date|be dating|be engaged to|be in relationship with)$", "partner"),
+        (
+            r"^(?:marry|marry to|be (?:married|marry) to|date|be (?:dating|date)|be engaged to|be in relationship with)$",
+            "partner",
+        ),
         (r"^have (?:boyfriend|girlfriend|husband|wife|partner|fiancee?|fiancé|spouse)$", "partner"),
         (r"^have manager$|^have boss$|^report to$", "manager"),
         (r"^have name$|^be called$|^be named$", "name"),
         (r"^have age$|^be aged$", "age"),
-        (r"^be (?:single|married|engaged|divorced|widowed|separated)$", "relationship_status"),
+        (r"^be (?:single|married|marry|engaged|divorced|divorce|widowed|separated|separate)$", "relationship_status"),
         (r"^be (?:vegetarian|vegan|pescatarian)$|^have diet$", "diet"),
         (r"^have (?:favou?rite \w+(?: \w+)?)$", "favourite"),
     )
