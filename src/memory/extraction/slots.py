@@ -56,7 +56,8 @@ _SLOT_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"^(?:work|start|get (?:a )?job) as$|^be promoted to$|^have job as$|^have job$", "job_title"),
         (r"^(?:study|enrol) (?:at|in)$|^attend$|^go to (?:university|college|school) (?:at|in)$", "studies_at"),
         (
-            r"^(?:marry|marry to|be (?:married|marry) to|date|be (?:dating|date)|be engaged to|be in relationship with)$",
+            r"^(?:marry|marry to|be (?:married|marry) to|date|be (?:dating|date)|be engaged to"
+            r"|be in relationship with)$",
             "partner",
         ),
         (r"^have (?:boyfriend|girlfriend|husband|wife|partner|fiancee?|fiancé|spouse)$", "partner"),
