@@ -140,7 +140,7 @@ def profile_blocks(
     if pending:
         extract_messages(mem, pending)
     # the person the scope belongs to: the speaker named like the user id, else the one who spoke most
-    subject = next((n for n in names if user and normalise_name(n) == normalise_name(user)), None)
+    subject = next((n for n in names if n and user and normalise_name(n) == normalise_name(user)), None)
     subject = subject or names.most_common(1)[0][0]
     assert subject is not None
     ns = mem._ns(namespace)

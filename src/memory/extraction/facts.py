@@ -177,7 +177,7 @@ def _content_start(sent: Any, listener_names: set[str]) -> int:
             i += 1
             continue
         break
-    return sent.start + i
+    return int(sent.start) + i
 
 
 def _keep(root: Any, start: int, end: int, speaker_names: set[str], strict: bool = True) -> Any:
@@ -302,7 +302,7 @@ def _np_after(doc: Any, i: int, end: int) -> tuple[str, Any] | None:
 
 def _clause_end(verb: Any, limit: int) -> int:
     doc = verb.doc
-    j = verb.i + 1
+    j = int(verb.i) + 1
     while j < limit:
         tok = doc[j]
         if tok.text in (",", ";", "-", "–", "—", ":", "!", ".") or tok.lower_ in ("because", "but", "which", "who"):
@@ -514,17 +514,13 @@ def _rewrite(doc: Any, start: int, end: int, name: str, listener: str | None, dr
     return statement[0].upper() + statement[1:] + "."
 
 
-def _time_spans(text: str, anchor_known: bool) -> list[tuple[int, int, str]]:
-    """Relative time expressions in ``text`` as (start, end, text), from :mod:`memory.temporal` when present."""
-    del anchor_known
-    try:
-        from datetime import UTC
+def _time_spans(text: str) -> list[tuple[int, int, str]]:
+    """Time expressions in ``text`` as (start, end, text), by :mod:`memory.temporal`."""
+    from datetime import UTC
 
-        from memory.temporal import resolve_time_expressions  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return []
-    mentions = resolve_time_expressions(text, datetime.now(UTC))
-    return [(m.start, m.end, m.text) for m in mentions]
+    from memory.temporal import resolve_time_expressions
+
+    return [(m.start_char, m.end_char, m.text) for m in resolve_time_expressions(text, datetime.now(UTC))]
 
 
 def extract_offline(
@@ -546,8 +542,8 @@ def extract_offline(
     listener_names |= {w for n in list(listener_names) for w in n.split()}
     time_spans = [
         (ent.start_char, ent.end_char, ent.text) for ent in doc.ents if ent.label_ in ("DATE", "TIME")
-    ] + _time_spans(text, True)
-    relative = [(a, b, t) for a, b, t in time_spans if RELATIVE_TIME.search(t)]
+    ] + _time_spans(text)
+    spans = sorted(set(time_spans))
     for sent in doc.sents:
         start, end = _content_start(sent, listener_names), sent.end
         root = _keep(sent.root, start, end, speaker_names)
@@ -563,7 +559,7 @@ def extract_offline(
                 root, weak = _keep(sent.root, start, end, speaker_names, strict=False), True
                 if root is None:
                     continue
-        fact = _fact(doc, root, start, end, speaker, listener, relative)
+        fact = _fact(doc, root, start, end, speaker, listener, spans)
         if fact is not None and (not weak or fact.slots or fact.ends or (fact.negated and fact.relations)):
             result.facts.append(fact)
     result.entities = _entities(doc, result.facts, speaker, listener)
@@ -592,11 +588,14 @@ def _fact(
     end: int,
     speaker: str,
     listener: str | None,
-    relative: Sequence[tuple[int, int, str]],
+    spans: Sequence[tuple[int, int, str]],
 ) -> CanonicalFact | None:
     """The canonical fact of the clause ``start:end`` headed by ``root``, or None when nothing is left of it."""
-    in_clause = [(a, b, t) for a, b, t in relative if doc[start].idx <= a < doc[end - 1].idx + 1]
-    dropped = [(a, b) for a, b, _ in in_clause if _adverbial(doc, a, b)]
+    in_clause = [(a, b, t) for a, b, t in spans if doc[start].idx <= a < doc[end - 1].idx + 1]
+    # relative times ("last week") leave the statement when they only modify the verb; dates stay
+    dropped = [(a, b) for a, b, t in in_clause if RELATIVE_TIME.search(t) and _adverbial(doc, a, b)]
+    # the time the fact is about: a relative expression first (it is what needs resolving), else a date
+    in_clause.sort(key=lambda span: (RELATIVE_TIME.search(span[2]) is None, span[0]))
     statement = _rewrite(doc, start, end, speaker, listener, dropped)
     if len(statement.split()) < 3:
         return None

@@ -139,8 +139,8 @@ def store_facts(mem: Memory, message: Message, found: MessageFacts) -> tuple[lis
             text = _corrected(previous, found.correction)
             if text is not None:
                 correction_of = previous
-                old = CanonicalFact(previous.content, speaker)
-                facts = [replace(old, statement=text, slots=_corrected_slots(previous, found.correction))]
+                base_fact = CanonicalFact(previous.content, speaker)
+                facts = [replace(base_fact, statement=text, slots=_corrected_slots(previous, found.correction))]
     ids: list[str] = []
     _write_aliases(mem, message, found)
     for fact in facts:

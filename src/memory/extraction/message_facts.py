@@ -52,10 +52,8 @@ def resolve_when(when: str | None, at: datetime | None) -> tuple[datetime, datet
     """``when`` ("last week") as a (start, end, granularity) interval around ``at``, or None."""
     if not when or at is None:
         return None
-    try:
-        from memory.temporal import resolve_time_expressions  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
+    from memory.temporal import resolve_time_expressions
+
     mentions = resolve_time_expressions(when, at)
     if not mentions:
         return None
