@@ -563,7 +563,21 @@ def extract_offline(
         if fact is not None and (not weak or fact.slots or fact.ends or (fact.negated and fact.relations)):
             result.facts.append(fact)
     result.entities = _entities(doc, result.facts, speaker, listener)
+    result.aliases += _short_names(doc, speaker, listener)
     return result
+
+
+def _short_names(doc: Any, speaker: str, listener: str | None) -> list[tuple[str, str]]:
+    """Names in the message that are a shortening of a participant's name ("Hey Mel!" to Melanie)."""
+    out: list[tuple[str, str]] = []
+    for tok in doc:
+        if tok.pos_ != "PROPN" or len(tok.text) < 3:
+            continue
+        for full in (listener, speaker):
+            if full and tok.text != full and full.lower().startswith(tok.text.lower()) and " " not in full:
+                out.append((tok.text, full))
+                break
+    return list(dict.fromkeys(out))
 
 
 def _adverbial(doc: Any, a: int, b: int) -> bool:
