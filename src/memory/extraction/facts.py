@@ -535,8 +535,13 @@ def extract_offline(
     Raises RuntimeError when the spaCy pipeline is not installed (check
     :func:`memory.extraction.nlp.available`).
     """
-    doc = nlp_model.parse(text)
     result = MessageFacts()
+    result.aliases += _short_names(text, speaker, listener)
+    candidates = [p for p in _PIECES.split(text) if _may_state_a_fact(p)]
+    if not candidates:
+        return result  # questions and small talk: the model is not even asked
+    text = " ".join(p.strip() for p in candidates)
+    doc = nlp_model.parse(text)
     speaker_names = {speaker.lower(), *(a.lower() for a in aliases)}
     listener_names = {listener.lower()} if listener else set()
     listener_names |= {w for n in list(listener_names) for w in n.split()}
@@ -563,19 +568,30 @@ def extract_offline(
         if fact is not None and (not weak or fact.slots or fact.ends or (fact.negated and fact.relations)):
             result.facts.append(fact)
     result.entities = _entities(doc, result.facts, speaker, listener)
-    result.aliases += _short_names(doc, speaker, listener)
     return result
 
 
-def _short_names(doc: Any, speaker: str, listener: str | None) -> list[tuple[str, str]]:
-    """Names in the message that are a shortening of a participant's name ("Hey Mel!" to Melanie)."""
+_PIECES = re.compile(r"(?<=[.!?])\s+|\n+")
+_OWN_WORDS = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|[Mm]e|[Mm]y|[Mm]ine|[Ww]e|[Ww]e're|[Ww]e've|[Oo]ur|[Uu]s)\b")
+_INNER_NAME = re.compile(r"\S\s+[A-Z][a-z]")
+_NAME_WORD = re.compile(r"\b[A-Z][a-z]{2,}\b")
+
+
+def _may_state_a_fact(piece: str) -> bool:
+    """Cheap pre-filter before parsing: a statement of 3+ words about the speaker or naming someone."""
+    piece = piece.strip()
+    if not piece or piece.endswith("?") or len(piece.split()) < 3:
+        return False
+    return bool(_OWN_WORDS.search(piece) or _INNER_NAME.search(piece))
+
+
+def _short_names(text: str, speaker: str, listener: str | None) -> list[tuple[str, str]]:
+    """Names in the message that shorten a participant's one-word name ("Hey Mel!" to Melanie)."""
     out: list[tuple[str, str]] = []
-    for tok in doc:
-        if tok.pos_ != "PROPN" or len(tok.text) < 3:
-            continue
+    for word in _NAME_WORD.findall(text):
         for full in (listener, speaker):
-            if full and tok.text != full and full.lower().startswith(tok.text.lower()) and " " not in full:
-                out.append((tok.text, full))
+            if full and word != full and " " not in full and full.lower().startswith(word.lower()):
+                out.append((word, full))
                 break
     return list(dict.fromkeys(out))
 
