@@ -58,8 +58,12 @@ _DISCOURSE = {
 _COGNITIVE = {"think", "guess", "bet", "agree", "know", "believe", "understand", "see", "mean", "wonder", "hope",
               "wish", "suppose", "imagine", "appreciate", "thank", "congratulate", "admire", "say", "tell"}  # fmt: skip
 _CERTAIN = {"sure", "certain", "determined", "confident", "positive", "glad", "convinced"}
-_TOGETHER = {"together", "each", "both", "let's", "us"}
+_TOGETHER = {"together", "each", "both", "let's", "us", "all"}
 _FUTURE = {"will", "'ll", "can", "ca", "gonna", "shall"}
+_FEELINGS = {
+    "happy", "excited", "thrilled", "glad", "grateful", "thankful", "stoked", "proud", "pumped", "sad", "nervous",
+    "upset", "sorry", "relieved", "lucky", "blessed", "amazed", "overwhelmed", "bummed", "psyched",
+}  # fmt: skip
 _HYPOTHETICAL = {"would", "'d", "could", "should", "might", "may", "must"}
 _DESIRE = {"love", "like", "prefer", "want"}
 _DROP_ENTITY_LABELS = {"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY", "TIME"}
@@ -196,8 +200,8 @@ def _keep(root: Any, start: int, end: int, speaker_names: set[str], strict: bool
         return None
     lowers = {t.lower_ for t in body}
     subject = _subject_of(root)
-    if subject is None:
-        return None
+    if subject is None or not start <= subject.i < end:
+        return None  # no subject, or only a vocative before the clause ("Yep John, a bit of support can…")
     subj = subject.lower_
     if subj in _SECOND or any(c.lower_ in _SECOND for c in subject.children if c.dep_ == "poss"):
         return None
@@ -208,7 +212,8 @@ def _keep(root: Any, start: int, end: int, speaker_names: set[str], strict: bool
         or any(c.dep_ == "poss" and c.lower_ in _FIRST_POSS for c in subject.children)
         or any(c.dep_ == "conj" and c.lower_ in _FIRST_SUBJECT for c in subject.children)  # "Daniel and I"
     )
-    if not (own_subject or named_subject):
+    about_speaker = subject.pos_ == "NOUN" and bool(lowers & (_FIRST_OBJECT | _FIRST_POSS))
+    if not (own_subject or named_subject or about_speaker):
         return None  # "It's been tough, but…", "Here's a peek…", "The team is nice."
     if subj == "we" and (lowers & _TOGETHER or {c.lower_ for c in root.children if c.dep_ == "aux"} & _FUTURE):
         return None  # "We'll keep pushing each other", "We can do amazing things together": the two of us
@@ -218,11 +223,22 @@ def _keep(root: Any, start: int, end: int, speaker_names: set[str], strict: bool
         return None  # "I think it'd help", "I know it"
     if any(c.dep_ == "acomp" and c.lemma_ in _CERTAIN for c in root.children):
         return None  # "I'm sure we'll make it"
+    if _unresolved_reference(root, start, end):
+        return None  # "Tim loves their work", "I do this in a comfy spot": not a fact on its own
     if root.lemma_ == "mean" and subj in _FIRST_SUBJECT:
         return None  # "Sorry, I meant Tuesday": a correction, handled apart
     aux = {c.lower_ for c in root.children if c.dep_ == "aux"}
     if aux & _HYPOTHETICAL and root.lemma_ not in _DESIRE:
         return None
+    concrete = any(t.pos_ in ("PROPN", "NUM") or t.ent_type_ for t in body)
+    if aux & {"will", "'ll"} and not concrete:
+        return None  # "I'll keep you updated": a promise, unless it names a place, a person or a date
+    if (
+        root.lemma_ == "be"
+        and any(c.dep_ == "acomp" and c.lemma_ in _FEELINGS for c in root.children)
+        and not concrete
+    ):
+        return None  # "I'm so excited about this", "I'm happy with the progress": a passing feeling
     if (
         root.lemma_ == "be"
         and subj in _FIRST_SUBJECT
@@ -242,6 +258,27 @@ def _keep(root: Any, start: int, end: int, speaker_names: set[str], strict: bool
     if not content or (len(content) < 2 and root.lemma_ in _COGNITIVE | _DESIRE):
         return None  # "I love that"; but "I am a nurse" is a fact
     return root
+
+
+_DEICTIC = {"this", "that", "these", "those"}
+_OTHER_POSS = {"their", "his", "her", "its"}
+
+
+def _unresolved_reference(root: Any, start: int, end: int) -> bool:
+    """Whether the clause's objects point at something only the conversation knows ("that movie", "their work")
+    and the clause names nothing itself."""
+    doc = root.doc
+    if any(t.pos_ == "PROPN" or t.ent_type_ for t in doc[start:end]):
+        return False
+    objects = [c for c in root.children if c.dep_ in ("dobj", "attr", "xcomp", "ccomp")]
+    holders = [root] + [c for c in root.children if c.dep_ == "acomp"]
+    objects += [g for h in holders for c in h.children if c.dep_ == "prep" for g in c.children if g.dep_ == "pobj"]
+    for obj in objects:
+        if obj.lower_ in _DEICTIC and obj.dep_ in ("dobj", "pobj"):
+            return True
+        if any(c.lower_ in _DEICTIC | _OTHER_POSS and c.dep_ in ("det", "poss") for c in obj.children):
+            return True
+    return False
 
 
 def _phrase(token: Any, doc: Any) -> str:
