@@ -223,6 +223,8 @@ def _keep(root: Any, start: int, end: int, speaker_names: set[str], strict: bool
         return None  # "I think it'd help", "I know it"
     if any(c.dep_ == "acomp" and c.lemma_ in _CERTAIN for c in root.children):
         return None  # "I'm sure we'll make it"
+    if root.lemma_ == "be" and any(c.lower_ in ("here", "there") and c.i < root.i for c in root.children):
+        return None  # "Here's a photo of my bookshelf": showing, not telling
     if _unresolved_reference(root, start, end):
         return None  # "Tim loves their work", "I do this in a comfy spot": not a fact on its own
     if root.lemma_ == "mean" and subj in _FIRST_SUBJECT:
@@ -233,11 +235,7 @@ def _keep(root: Any, start: int, end: int, speaker_names: set[str], strict: bool
     concrete = any(t.pos_ in ("PROPN", "NUM") or t.ent_type_ for t in body)
     if aux & {"will", "'ll"} and not concrete:
         return None  # "I'll keep you updated": a promise, unless it names a place, a person or a date
-    if (
-        root.lemma_ == "be"
-        and any(c.dep_ == "acomp" and c.lemma_ in _FEELINGS for c in root.children)
-        and not concrete
-    ):
+    if root.lemma_ == "be" and any(c.dep_ == "acomp" and c.lemma_ in _FEELINGS for c in root.children) and not concrete:
         return None  # "I'm so excited about this", "I'm happy with the progress": a passing feeling
     if (
         root.lemma_ == "be"
