@@ -95,3 +95,22 @@ def test_cli_rejects_data_without_observations(tmp_path: Path) -> None:
     bad.write_text(json.dumps([{"sample_id": "x", "conversation": {}}]), encoding="utf-8")
     result = CliRunner().invoke(cli, ["bench", "extract", "--data", str(bad), "--embedder", "hashing"])
     assert result.exit_code == 1 and "observation" in result.output
+
+
+def test_facts_join_the_turns_index_key_and_both_recalls_are_measured(tmp_path: Path) -> None:
+    from test_locomo_small import TINY as LOCOMO_TINY
+
+    from memory.bench.extract import run_fact_index_ablation, with_fact_keys
+    from memory.bench.locomo import load_conversations
+
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(LOCOMO_TINY), encoding="utf-8")
+    (conv,) = with_fact_keys(load_conversations(path))
+    keys = {t.dia_id: t.content for t in conv.turns}
+    assert keys["D1:1"] == "Ann: I adopted a grey kitten called Pixel.\nAnn adopted a grey kitten called Pixel."
+    assert keys["D2:2"].startswith("Bob: Nice. My sister bakes sourdough bread.\n") and "Bob's sister" in keys["D2:2"]
+    assert keys["D2:1"].startswith("Ann: Look at this. [shares image:")  # nothing to add: unchanged
+    report = run_fact_index_ablation(path, embedder="hashing", backend="inmemory")
+    assert set(report) == {"turns", "turns+facts"}
+    for run in report.values():
+        assert run["n"] == 3 and 0.0 <= run["overall"]["recall@10"] <= 1.0
