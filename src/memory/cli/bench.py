@@ -469,3 +469,51 @@ def serve_load(
     _emit(report, "\n".join(lines), as_json=as_json, out=out)
     if report["missing"] or report["errors"]:
         raise click.ClickException(f"{report['errors']} errors, {report['missing']} acknowledged writes missing")
+
+
+@bench.command("extract")
+@click.option("--data", type=_DATA_TYPE, help=f"LoCoMo JSON file [default: {_DEFAULT_DATA} if it exists].")
+@click.option(
+    "--embedder", default="minilm", show_default=True, metavar="NAME",
+    help="Embedder of the scoring rule (the rule is defined with all-MiniLM-L6-v2).",
+)  # fmt: skip
+@click.option(
+    "--llm", "llm_url", metavar="URL",
+    help="Extract with an OpenAI-compatible endpoint (e.g. http://127.0.0.1:8080/v1) instead of offline; "
+    "a bad answer falls back to the offline extractor for that message.",
+)  # fmt: skip
+@click.option("--llm-model", default="default", show_default=True, metavar="NAME", help="Model name for --llm.")
+@click.option("--raw-turns", is_flag=True, help="Score the raw turns ('Speaker: text') as facts (the baseline).")
+@click.option(
+    "--limit-conversations", type=click.IntRange(min=1), metavar="N", help="Use only the first N conversations."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
+def extract_bench(
+    data: Path | None, embedder: str, llm_url: str | None, llm_model: str, raw_turns: bool,
+    limit_conversations: int | None, as_json: bool, out: Path | None, quiet: bool,
+) -> None:  # fmt: skip
+    """Extracted facts against LoCoMo's reference observations: recall, precision, time per message.
+
+    Each conversation's messages go through the extractor in order (speaker,
+    listener, session date). A reference fact is recalled when an extracted
+    fact of its session has cosine >= 0.70 to it (all-MiniLM-L6-v2); an
+    extracted fact is supported when it has cosine >= 0.70 to a reference
+    fact of its session. Reported per conversation and overall.
+    """
+    from memory.bench.extract import format_extract_report, run_extract_bench
+
+    path = _data_path(data, required=True)
+    assert path is not None
+    with _errors():
+        llm = None
+        if llm_url:
+            from memory.llms import create_llm
+
+            llm = create_llm("openai", {"model": llm_model, "base_url": llm_url})
+        report = run_extract_bench(
+            path, embedder=embedder, llm=llm, limit_conversations=limit_conversations, raw_turns=raw_turns,
+            progress=_note(quiet),
+        )  # fmt: skip
+    _emit(report, format_extract_report(report), as_json=as_json, out=out)
