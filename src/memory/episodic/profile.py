@@ -148,7 +148,7 @@ def profile_blocks(
     if not profile.slots and not profile.facts and not profile.goals:
         return {}
     aliases: list[str] = []
-    graph = getattr(mem.backend, "graph", None)
+    graph = mem.backend.graph
     if graph is not None:
         for entity in graph.find_entities(ns, [subject]):
             aliases += [a for a in entity.aliases if normalise_name(a) != normalise_name(subject)]

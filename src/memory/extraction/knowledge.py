@@ -59,7 +59,7 @@ def close_fact(mem: Memory, old: MemoryItem, by: str, reason: str) -> None:
     closed = old.model_copy(update={"valid_to": now, "updated_at": now})
     entry = ledger_entry("supersede", old.id, old.namespace, now, before=old, after=closed, reason=f"{reason} ({by})")
     mem.backend.replace(closed, None, entry)
-    graph = getattr(mem.backend, "graph", None)
+    graph = mem.backend.graph
     if graph is not None:
         stale = [r.id for r in graph.relations(old.namespace, None, limit=10_000) if old.id in r.source_ids]
         if stale:
@@ -180,7 +180,7 @@ def _previous_fact(mem: Memory, message: Message, speaker: str) -> MemoryItem | 
 
 
 def _write_aliases(mem: Memory, message: Message, found: MessageFacts) -> None:
-    graph = getattr(mem.backend, "graph", None)
+    graph = mem.backend.graph
     if graph is None or message.sensitivity == "secret" or not found.aliases:
         return
     now = mem.now()
@@ -190,7 +190,7 @@ def _write_aliases(mem: Memory, message: Message, found: MessageFacts) -> None:
 
 
 def _write_graph(mem: Memory, item: MemoryItem, fact: CanonicalFact, found: MessageFacts) -> None:
-    graph = getattr(mem.backend, "graph", None)
+    graph = mem.backend.graph
     if graph is None or item.sensitivity == "secret":
         return
     ns, now = item.namespace, mem.now()
