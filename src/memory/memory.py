@@ -16,7 +16,7 @@ from memory.backends import open_backend
 from memory.backends.base import Backend, ChannelHit, ListOrder, NewRecord, Vector
 from memory.config import Settings, load_settings
 from memory.embedders import create_embedder
-from memory.embedders.base import Embedder, embed_query, embed_texts
+from memory.embedders.base import Embedder, embed_chunked, embed_query
 from memory.errors import (
     EmbeddingMismatchError,
     Error,
@@ -102,6 +102,14 @@ def _check_limit(limit: object, what: str = "limit") -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidInputError(f"{what} must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
     return limit
+
+
+def _describe(entry: object) -> str:
+    """A short name for a batch entry in an error: its thread and the start of its text."""
+    content = entry.get("content") if isinstance(entry, Mapping) else entry
+    head = " ".join(content[:40].split()) + ("…" if len(content) > 40 else "") if isinstance(content, str) else "?"
+    thread = entry.get("thread") if isinstance(entry, Mapping) else None
+    return (f"thread {thread!r}, " if isinstance(thread, str) else "") + f"{head!r}"
 
 
 class Memory:
@@ -414,7 +422,7 @@ class Memory:
         if todo:
             try:
                 self._ensure_space(strict=True)
-                matrix = embed_texts(
+                matrix = embed_chunked(
                     self._embedder,
                     [items[i].content for i in todo],
                     batch_size=self.settings.limits.embed_batch_size,
@@ -500,7 +508,7 @@ class Memory:
             except InvalidInputError as exc:
                 if len(entries) == 1:
                     raise
-                raise InvalidInputError(f"entry {index}: {exc}") from exc
+                raise InvalidInputError(f"entry {index} of the batch ({_describe(entry)}): {exc}") from exc
         embedded = self._embed_items([p[0] for p in prepared], [p[1] for p in prepared])
         records = [
             NewRecord(item, vector, ledger_entry("add", item.id, item.namespace, now, after=item))

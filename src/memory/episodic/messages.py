@@ -205,13 +205,19 @@ class Messages:
             raise InvalidInputError("entries must be a list of mappings with thread and content")
         now = self._mem.now()
         built = []
-        for entry in entries:
+        for index, entry in enumerate(entries):
             if not isinstance(entry, Mapping):
                 raise InvalidInputError("each entry must be a mapping with thread and content")
             fields = {**defaults, **entry}
             thread = fields.pop("thread", None)
             content = fields.pop("content", None)
-            built.append(self._build(thread, content, fields, now))
+            try:
+                built.append(self._build(thread, content, fields, now))
+            except InvalidInputError as exc:
+                if len(entries) == 1:
+                    raise
+                head = " ".join(content[:40].split()) + "…" if isinstance(content, str) else "?"
+                raise InvalidInputError(f"entry {index} of the batch (thread {thread!r}, {head!r}): {exc}") from exc
         store = self.store
         stored = store.append_messages(built)
         if embed and stored:
