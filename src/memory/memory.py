@@ -50,7 +50,7 @@ from memory.records import (
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, rank
 from memory.retrieval.text import feedback_terms, query_terms
-from memory.retrieval.window import window_model
+from memory.retrieval.window import event_time_words, window_model
 from memory.types import SENSITIVITY_LEVELS, Hit, LedgerEntry, MemoryItem, Page, Stats
 from memory.windows import Anchor, anchor_of, refresh_windows
 
@@ -584,7 +584,7 @@ class Memory:
         """Compute the context windows of newly stored ``items`` and of their thread neighbours."""
         by_ns: dict[str, builtins.list[Anchor]] = {}
         for item in items:
-            if item.thread is None and not item.context:
+            if item.thread is None and not item.context and not event_time_words(item.content, item.created_at):
                 continue  # stored with an empty window and no window vector: nothing to compute
             by_ns.setdefault(item.namespace, []).append(anchor_of(item))
         for ns, anchors in by_ns.items():
@@ -928,19 +928,24 @@ class Memory:
                 results.update(self._lexical_channels(flt, terms, k, config))
         vector: Vector | None = None
         vector_hits: builtins.list[ChannelHit] | None = None
+        context_hits: builtins.list[ChannelHit] | None = None
         try:
-            if "vector" in config.channels:
+            if "vector" in config.channels or "context" in config.channels:
                 try:
                     if self._ensure_space(strict=True):
                         vector = embed_query(self._embedder, text)
-                        vector_hits = self._search_vectors(flt, config, vector, k)
+                        if "vector" in config.channels:
+                            vector_hits = self._search_vectors(flt, config, vector, k)
+                        context_hits = self._search_context(flt, config, vector, k)
                 except ProviderError as exc:
                     log.warning("vector channel skipped, embedder failed: %s", exc)
         finally:
             if lexical is not None:  # wait for it even when the vector channel failed
                 results.update(lexical.result())
-        if vector_hits is not None:
+        if vector_hits is not None and "vector" in config.channels:
             results["vector"] = vector_hits
+        if context_hits:
+            results["context"] = context_hits
         store = getattr(self._backend, "graph", None)
         if "graph" in config.channels and config.weights.get("graph", 1.0) > 0 and store is not None:
             from memory.retrieval.graph import graph_channel
@@ -991,10 +996,25 @@ class Memory:
             return self._backend.search_lexical(flt, terms, k, fields=config.fields)
         return self._backend.search_lexical(flt, terms, k)
 
+    def _search_context(
+        self, flt: Filter, config: RetrievalConfig, vector: Vector, k: int
+    ) -> builtins.list[ChannelHit] | None:
+        """The context channel: the window vectors alone (None when not configured or the store has none)."""
+        if "context" not in config.channels or not self._windows_on():
+            return None
+        space = window_model(self._embedder.model_name)
+        if all(s.model != space for s in self._backend.vector_spaces()):
+            return None
+        return self._backend.search_vector(flt, space, vector, k)
+
     def _vector_space(self, config: RetrievalConfig) -> str:
-        """The space the vector channel searches: window vectors when configured and present."""
+        """The space the vector channel searches: window vectors when configured and present.
+
+        With a ``context`` channel the window vectors are searched there, and the
+        vector channel searches the memories' own vectors.
+        """
         model = self._embedder.model_name
-        if config.window_vectors and self._windows_on():
+        if config.window_vectors and "context" not in config.channels and self._windows_on():
             space = window_model(model)
             if any(s.model == space for s in self._backend.vector_spaces()):
                 return space

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from memory.backends.base import Backend, ListOrder
 from memory.filters import Filter
-from memory.retrieval.window import window_neighbours, window_text, window_vector
+from memory.retrieval.window import context_share, window_neighbours, window_text, window_vector
 from memory.types import MemoryItem
 
 __all__ = ["Anchor", "anchor_of", "refresh_windows"]
@@ -104,6 +104,8 @@ def refresh_windows(
     for item_id, (item, near) in affected.items():
         vector = None
         if item_id in vectors and item.thread is not None:  # thread-less: its own vector serves
-            vector = window_vector(vectors[item_id], [vectors[n.id] for n in near if n.id in vectors])
+            vector = window_vector(
+                vectors[item_id], [vectors[n.id] for n in near if n.id in vectors], context_share(item.content)
+            )
         updates.append((item_id, window_text(item, near), vector))
     return backend.set_windows(namespace, window_space if model is not None else None, updates)

@@ -48,6 +48,7 @@ __all__ = [
     "session_time",
     "thread_of",
     "format_report",
+    "baseline_results",
 ]
 
 #: Where the development split lives, relative to the repository checkout.
@@ -394,6 +395,40 @@ def _ask(
                     **question_metrics(ranked, question.evidence),
                 }
             )
+
+
+def baseline_results(conversations: Sequence[Conversation], model: Embedder) -> dict[str, LocomoResult]:
+    """BM25, dense cosine and RRF(k=60) over each conversation's turns, scored like the stores' runs.
+
+    See :mod:`memory.bench.baselines` (the project's own Okapi BM25, not bm25s).
+    Measured in the same run, on the same vectors the stores hold.
+    """
+    from memory.bench.baselines import baseline_rankings
+    from memory.embedders.base import embed_chunked, embed_texts
+
+    results: dict[str, LocomoResult] = {}
+    for conv in conversations:
+        texts = [t.content for t in conv.turns]
+        vectors = embed_chunked(model, texts)
+        asked = [q for q in conv.questions if q.category in CATEGORIES and q.evidence]
+        if not asked:
+            continue
+        queries = embed_texts(model, [q.question for q in asked] + ([asked[0].question] if len(asked) == 1 else []))
+        for question, query_vector in zip(asked, queries, strict=False):
+            for name, order in baseline_rankings(texts, vectors, question.question, query_vector).items():
+                result = results.setdefault(name, LocomoResult(config={"baseline": name}))
+                ranked = [conv.turns[i].dia_id for i in order[:RECALL_LIMIT]]
+                result.rows.append(
+                    {
+                        "conversation": conv.sample_id,
+                        "category": question.category,
+                        "question": question.question,
+                        "evidence": list(question.evidence),
+                        "ranked": ranked,
+                        **question_metrics(ranked, question.evidence),
+                    }
+                )
+    return results
 
 
 def _hit_turns(metadata: dict[str, Any], stored_as: list[str] | None) -> list[str]:

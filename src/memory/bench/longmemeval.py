@@ -155,6 +155,17 @@ def load_questions(path: str | Path) -> list[LmeQuestion]:
         raise InvalidInputError(f"{source} does not look like LongMemEval data (missing or bad field {exc})") from exc
 
 
+def round_robin(questions: Sequence[LmeQuestion]) -> list[LmeQuestion]:
+    """The questions interleaved by type (first of each type, then second, …), so any prefix is balanced."""
+    by_type: dict[str, list[LmeQuestion]] = {}
+    for q in questions:
+        by_type.setdefault(q.type, []).append(q)
+    out: list[LmeQuestion] = []
+    for position in range(max((len(v) for v in by_type.values()), default=0)):
+        out.extend(group[position] for group in by_type.values() if position < len(group))
+    return out
+
+
 def question_scores(ranked_turns: Sequence[str], question: LmeQuestion) -> dict[str, float]:
     """Session and turn recall@k (k in :data:`KS`) and NDCG@10 of one ranking of turn ids."""
     sessions = [t.split("#", 1)[0] for t in ranked_turns]
@@ -248,7 +259,7 @@ def run_longmemeval(
     """
     questions = list(data) if isinstance(data, Sequence) and not isinstance(data, str) else load_questions(data)
     if limit_questions is not None:
-        questions = questions[:limit_questions]
+        questions = round_robin(questions)[:limit_questions]
     unknown = set(interfaces) - {"memories", "messages"}
     if unknown or not interfaces:
         raise InvalidInputError(f"interfaces must be among memories, messages; got {sorted(unknown)}")

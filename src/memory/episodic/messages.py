@@ -36,7 +36,7 @@ from memory.records import (
 )
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, recency_factor
-from memory.retrieval.text import query_terms
+from memory.retrieval.text import feedback_terms, query_terms
 
 if TYPE_CHECKING:
     from memory.backends.base import Backend
@@ -83,6 +83,34 @@ def _positive(value: object, what: str, maximum: int = MAX_RECENT) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
         raise InvalidInputError(f"{what} must be an integer from 1 to {maximum}, got {value!r}")
     return value
+
+
+#: Channels and lexical fields of a retrieval preset that message search can serve.
+MESSAGE_CHANNELS = frozenset({"vector", "lexical", "feedback"})
+_NOTED: set[tuple[str, ...]] = set()
+
+
+def unsupported_parts(config: RetrievalConfig) -> list[str]:
+    """What of ``config`` message search cannot do: the graph and context channels, window and time fields.
+
+    Messages are searched on their own text and vector only; these parts
+    are left out of the fusion (the others keep their weights).
+    """
+    parts = [f"{c} channel" for c in config.channels if c not in MESSAGE_CHANNELS]
+    parts += [
+        f"{f} field" for f, w in config.fields.items() if f != "content" and w > 0 and "lexical" in config.channels
+    ]
+    if config.window_vectors and "vector" in config.channels and "context" not in config.channels:
+        parts.append("window vectors")
+    return parts
+
+
+def _note_unsupported(config: RetrievalConfig) -> None:
+    """Log (once per process and set of parts) what of ``config`` message search leaves out."""
+    parts = tuple(unsupported_parts(config))
+    if parts and parts not in _NOTED:
+        _NOTED.add(parts)
+        log.info("messages.search searches own text and vectors; left out of this preset: %s", ", ".join(parts))
 
 
 class Messages:
@@ -380,9 +408,17 @@ class Messages:
         )  # fmt: skip
         k = max(config.candidates, limit)
         store = self.store
+        _note_unsupported(config)
         results = {}
         if "lexical" in config.channels:
-            results["lexical"] = store.search_messages_lexical(q, query_terms(text), k)
+            terms = query_terms(text)
+            results["lexical"] = store.search_messages_lexical(q, terms, k)
+            if "feedback" in config.channels and results["lexical"]:
+                top = [h.id for h in results["lexical"][: config.feedback_docs]]
+                texts = [m.content for m in store.get_messages(q.namespace, top)]
+                extra = feedback_terms(texts, terms, config.feedback_terms)
+                if extra:
+                    results["feedback"] = store.search_messages_lexical(q, terms + extra, k)
         if "vector" in config.channels:
             try:
                 if self._mem._ensure_space(strict=True):
