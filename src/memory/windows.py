@@ -103,9 +103,8 @@ def refresh_windows(
     updates = []
     for item_id, (item, near) in affected.items():
         vector = None
+        share = context_share(item.content) if near else 1.0
         if item_id in vectors and item.thread is not None:  # thread-less: its own vector serves
-            vector = window_vector(
-                vectors[item_id], [vectors[n.id] for n in near if n.id in vectors], context_share(item.content)
-            )
-        updates.append((item_id, window_text(item, near), vector))
+            vector = window_vector(vectors[item_id], [vectors[n.id] for n in near if n.id in vectors], share)
+        updates.append((item_id, window_text(item, near, share), vector))
     return backend.set_windows(namespace, window_space if model is not None else None, updates)

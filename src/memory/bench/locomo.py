@@ -49,6 +49,7 @@ __all__ = [
     "thread_of",
     "format_report",
     "baseline_results",
+    "names_a_date",
 ]
 
 #: Where the development split lives, relative to the repository checkout.
@@ -119,10 +120,12 @@ class LocomoResult:
         for category in sorted({row["category"] for row in self.rows}):
             rows = [row for row in self.rows if row["category"] == category]
             by_category[str(category)] = {**_rounded(mean_metrics(rows)), "n": len(rows)}
+        dated = [row for row in self.rows if names_a_date(row["question"])]
         return {
             "n": len(self.rows),
             "overall": _rounded(mean_metrics(self.rows)),
             "by_category": by_category,
+            "dated_questions": {**_rounded(mean_metrics(dated)), "n": len(dated)},
             "dropped_evidence": len(self.dropped),
             "latency_ms": {
                 "p50": round(percentile(self.latencies_ms, 50), 3),
@@ -130,6 +133,14 @@ class LocomoResult:
             },
             "config": dict(self.config),
         }
+
+
+_NAMED_DATE = re.compile(rf"\b(?:(?:19|20)\d\d|{'|'.join(MONTHS)})\b")
+
+
+def names_a_date(question: str) -> bool:
+    """Whether ``question`` names a year or a month ("in 2022", "on 16 March", "in May 2023")."""
+    return _NAMED_DATE.search(question) is not None
 
 
 def _rounded(metrics: dict[str, float]) -> dict[str, float]:
@@ -458,6 +469,8 @@ def format_report(report: dict[str, Any], *, dropped: Sequence[tuple[str, str]] 
     for category, metrics in report["by_category"].items():
         name = CATEGORIES.get(int(category), "?")
         lines.append(line(f"  {category} {name}", metrics["n"], metrics))
+    if report.get("dated_questions", {}).get("n"):
+        lines.append(line("  naming a date/month/yr", report["dated_questions"]["n"], report["dated_questions"]))
     lines.append(line("baseline RRF (README)", "", BASELINES["RRF"]))
     shown = ", ".join(f"{conv} {piece!r}" for conv, piece in dropped)
     lines.append(f"dropped evidence ids: {report['dropped_evidence']}" + (f" ({shown})" if shown else ""))

@@ -16,6 +16,7 @@ and RRF(k=60) of the two (:mod:`memory.bench.baselines`) in the same run.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -49,6 +50,8 @@ __all__ = [
     "parse_date",
     "run_longmemeval",
     "format_report",
+    "measure_ingest",
+    "round_robin",
 ]
 
 DEFAULT_DATA = Path("..") / "shared" / "bench" / "longmemeval_dev.json"
@@ -235,7 +238,42 @@ def _entries(question: LmeQuestion) -> tuple[list[dict[str, Any]], list[str]]:
 @dataclass
 class _Ingest:
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     turns: int = 0
+    split: dict[str, float] = field(default_factory=dict)
+
+
+#: Parts of an ingest timed for the cost split: (label, module path fragment, function name).
+_SPLIT = (
+    ("validate", "memory/memory.py", "_prepare"),
+    ("embed", "memory/memory.py", "_embed_items"),
+    ("store rows + vectors", "backends/", "add"),
+    ("windows: read threads", "memory/windows.py", "_thread_slice"),
+    ("windows: compute", "memory/retrieval/window.py", "window_text"),
+    ("windows: write", "backends/", "set_windows"),
+    ("messages: store", "backends/", "append_messages"),
+    ("messages: embed", "memory/episodic/sync.py", "embed_messages"),
+)
+
+
+def _profiled(run: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
+    """Run ``run`` under cProfile; returns its result and the cumulative seconds of the :data:`_SPLIT` parts."""
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        result = run()
+    finally:
+        profile.disable()
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    split: dict[str, float] = {}
+    for (filename, _, function), (_, _, _, cumulative, _) in stats.items():
+        for label, fragment, name in _SPLIT:
+            if function == name and fragment in filename.replace("\\", "/"):
+                split[label] = split.get(label, 0.0) + float(cumulative)
+    return result, split
 
 
 def run_longmemeval(
@@ -283,9 +321,14 @@ def run_longmemeval(
                         clock=lambda q=question: q.date,
                     ) as mem,
                 ):
-                    started = time.perf_counter()
-                    search = _ingest(mem, interface, entries)
+                    started, cpu = time.perf_counter(), time.process_time()
+                    if number == 0:  # the cost split, from the first question (profiling slows it a little)
+                        search, split = _profiled(functools.partial(_ingest, mem, interface, entries))
+                        ingest[interface].split = {k: round(v, 3) for k, v in split.items()}
+                    else:
+                        search = _ingest(mem, interface, entries)
                     ingest[interface].seconds += time.perf_counter() - started
+                    ingest[interface].cpu_seconds += time.process_time() - cpu
                     ingest[interface].turns += len(entries)
                     search(question.question, configs[presets[0]])  # warm caches
                     for preset_name, config in configs.items():
@@ -314,6 +357,9 @@ def run_longmemeval(
                 "turns": i.turns,
                 "seconds": round(i.seconds, 2),
                 "turns_per_second": round(i.turns / i.seconds, 1) if i.seconds else math.nan,
+                "cpu_seconds": round(i.cpu_seconds, 2),
+                "turns_per_cpu_second": round(i.turns / i.cpu_seconds, 1) if i.cpu_seconds else math.nan,
+                "first_question_split_seconds": i.split,
             }
             for name, i in ingest.items()
         },
@@ -370,5 +416,58 @@ def format_report(report: dict[str, Any]) -> str:
             cells.append(f"{m['turn R@5']:.3f} / {m['turn R@10']:.3f}" if m else "-")
         lines.append(f"{r['name']:<34}" + "".join(f"{c:>24}" for c in cells))
     for name, i in report["ingest"].items():
-        lines.append(f"ingest via {name}: {i['turns']} turns in {i['seconds']:.1f} s ({i['turns_per_second']} turns/s)")
+        lines.append(
+            f"ingest via {name}: {i['turns']} turns in {i['seconds']:.1f} s ({i['turns_per_second']} turns/s; "
+            f"CPU {i['cpu_seconds']:.1f} s, {i['turns_per_cpu_second']} turns per CPU-second)"
+        )
+        split = ", ".join(f"{k} {v:.2f} s" for k, v in i["first_question_split_seconds"].items())
+        if split:
+            lines.append(f"  cost split of the first question (cumulative, profiled): {split}")
     return "\n".join(lines)
+
+
+def measure_ingest(
+    data: str | Path | Sequence[LmeQuestion],
+    *,
+    embedder: Embedder,
+    backend: str = "sqlite",
+    limit_questions: int | None = None,
+    dsn: str | None = None,
+) -> dict[str, Any]:
+    """``remember_batch`` of each haystack with precomputed vectors: turns/s (wall and CPU) and the cost split.
+
+    The vectors are computed first (``embedder``, e.g. a cached one), outside
+    the timing; each haystack is then one ``remember_batch`` into a fresh
+    store, as an application importing a chat history with its own vectors.
+    """
+    questions = list(data) if isinstance(data, Sequence) and not isinstance(data, str) else load_questions(data)
+    if limit_questions is not None:
+        questions = round_robin(questions)[:limit_questions]
+    total = _Ingest()
+    with tempfile.TemporaryDirectory(prefix="memory-longmemeval-ingest-") as tmp:
+        for number, question in enumerate(questions):
+            entries, _ = _entries(question)
+            vectors = embed_chunked(embedder, [e["content"] for e in entries])
+            batch = [{**e, "kind": "conversation", "vector": v} for e, v in zip(entries, vectors, strict=True)]
+            with (
+                fresh_store(backend, Path(tmp), f"ingest{number}", dsn) as url,
+                Memory(url, embedder=embedder, settings=Settings(database=url), clock=lambda q=question: q.date) as mem,
+            ):
+                started, cpu = time.perf_counter(), time.process_time()
+                _, split = _profiled(functools.partial(mem.remember_batch, batch)) if number == 0 else (None, {})
+                if number:
+                    mem.remember_batch(batch)
+                total.seconds += time.perf_counter() - started
+                total.cpu_seconds += time.process_time() - cpu
+                total.turns += len(batch)
+                if number == 0:
+                    total.split = {k: round(v, 3) for k, v in split.items()}
+    return {
+        "questions": len(questions),
+        "turns": total.turns,
+        "seconds": round(total.seconds, 2),
+        "turns_per_second": round(total.turns / total.seconds, 1) if total.seconds else math.nan,
+        "cpu_seconds": round(total.cpu_seconds, 2),
+        "turns_per_cpu_second": round(total.turns / total.cpu_seconds, 1) if total.cpu_seconds else math.nan,
+        "first_question_split_seconds": total.split,
+    }

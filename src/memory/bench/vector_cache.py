@@ -7,8 +7,9 @@ wraps an embedder and keeps each text's vector under
 ``~/.cache/memory``), keyed by the model name, the dimension and a 64-bit
 BLAKE2b hash of the text. A missing, stale or corrupt cache only costs
 time: texts not found are embedded by the wrapped embedder, and a shard that
-cannot be read is ignored. Single texts (queries) always go to the wrapped
-embedder, so measured recall latency includes embedding the query.
+cannot be read is ignored. A single text not in the cache (a query) goes to
+the wrapped embedder and is not cached, so measured recall latency includes
+embedding the query.
 
 Layout: append-only shards ``NNNNNN.npy`` (float32 rows) with
 ``NNNNNN.keys.npy`` (uint64 text hashes), written atomically. Delete the
@@ -78,7 +79,7 @@ class DiskCachedEmbedder:
 
     def embed_batch(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Rows for ``texts``: cached ones from disk, the rest embedded (and cached)."""
-        if len(texts) == 1:
+        if len(texts) == 1 and text_key(texts[0]) not in self._known:  # a query: embedded, never cached
             return np.asarray(self.inner.embed_batch(list(texts)), dtype=np.float32)
         keys = [text_key(t) for t in texts]
         todo: dict[int, str] = {}

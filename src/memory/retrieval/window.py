@@ -144,15 +144,15 @@ def context_share(content: str) -> float:
     return 1.0 if n <= CONTEXT_WORDS else CONTEXT_WORDS / n
 
 
-def window_text(item: MemoryItem, neighbours: Sequence[MemoryItem]) -> str:
+def window_text(item: MemoryItem, neighbours: Sequence[MemoryItem], share: float | None = None) -> str:
     """The lexical window field: the memory's own ``context`` (if any), its neighbours' contents,
     then the time words of the events it mentions (:func:`event_time_words`).
 
     The neighbours' contents are left out when the memory stands on its own
-    (:func:`context_share` below one half).
+    (:func:`context_share` below one half; pass ``share`` when already computed).
     """
     parts = [item.context] if item.context else []
-    if context_share(item.content) >= 0.5:
+    if (context_share(item.content) if share is None else share) >= 0.5:
         parts.extend(n.content for n in neighbours)
     events = event_time_words(item.content, item.created_at)
     if events:
