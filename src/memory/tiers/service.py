@@ -347,14 +347,14 @@ class Tiers:
                 counts["persona_updates"] += changed
         changes.objects.extend(merged.values())
         old_agent = store.agent_persona(ns, agent)
-        traits, added = _queue(old_agent.traits if old_agent else (), update.agent_traits, config.traits_capacity)
+        agent_traits, added = _queue(old_agent.traits if old_agent else (), update.agent_traits, config.traits_capacity)
         if added or old_agent is None:
             changes.agents.append(
                 AgentPersona(
                     namespace=ns,
                     agent=agent,
                     profile=dict(old_agent.profile) if old_agent else {},
-                    traits=traits,
+                    traits=agent_traits,
                     updated_at=now,
                 )  # fmt: skip
             )
