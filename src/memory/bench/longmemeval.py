@@ -318,7 +318,7 @@ def run_longmemeval(
                         url,
                         embedder=embedder,
                         settings=base.model_copy(update={"database": url}),
-                        clock=lambda q=question: q.date,
+                        clock=_fixed(question.date),
                     ) as mem,
                 ):
                     started, cpu = time.perf_counter(), time.process_time()
@@ -365,6 +365,11 @@ def run_longmemeval(
         },
         "results": [r.to_json() for r in results.values()],
     }
+
+
+def _fixed(moment: datetime) -> Callable[[], datetime]:
+    """A clock that always says ``moment`` (the question's date)."""
+    return lambda: moment
 
 
 def _record(result: LmeResult, question: LmeQuestion, ranked: Sequence[str]) -> None:
@@ -451,7 +456,7 @@ def measure_ingest(
             batch = [{**e, "kind": "conversation", "vector": v} for e, v in zip(entries, vectors, strict=True)]
             with (
                 fresh_store(backend, Path(tmp), f"ingest{number}", dsn) as url,
-                Memory(url, embedder=embedder, settings=Settings(database=url), clock=lambda q=question: q.date) as mem,
+                Memory(url, embedder=embedder, settings=Settings(database=url), clock=_fixed(question.date)) as mem,
             ):
                 started, cpu = time.perf_counter(), time.process_time()
                 _, split = _profiled(functools.partial(mem.remember_batch, batch)) if number == 0 else (None, {})
