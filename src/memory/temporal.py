@@ -154,6 +154,8 @@ def _spans(lowered: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
     whole text (``\\b`` looks at the characters outside a range) at a
     fraction of the cost on long texts.
     """
+    if not needles:
+        return [(0, len(lowered))]
     finder = _FINDERS.get(needles)
     if finder is None:
         finder = _FINDERS[needles] = re.compile("|".join(re.escape(n) for n in needles))
