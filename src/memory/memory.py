@@ -16,7 +16,7 @@ from memory.backends import open_backend
 from memory.backends.base import Backend, ChannelHit, ListOrder, NewRecord, Vector
 from memory.config import Settings, load_settings
 from memory.embedders import create_embedder
-from memory.embedders.base import Embedder, embed_query, embed_texts
+from memory.embedders.base import Embedder, embed_chunked, embed_query
 from memory.errors import (
     EmbeddingMismatchError,
     Error,
@@ -50,7 +50,7 @@ from memory.records import (
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, rank
 from memory.retrieval.text import feedback_terms, query_terms
-from memory.retrieval.window import window_model
+from memory.retrieval.window import event_time_words, window_model
 from memory.types import SENSITIVITY_LEVELS, Hit, LedgerEntry, MemoryItem, Page, Stats
 from memory.windows import Anchor, anchor_of, refresh_windows
 
@@ -102,6 +102,14 @@ def _check_limit(limit: object, what: str = "limit") -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidInputError(f"{what} must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
     return limit
+
+
+def _describe(entry: object) -> str:
+    """A short name for a batch entry in an error: its thread and the start of its text."""
+    content = entry.get("content") if isinstance(entry, Mapping) else entry
+    head = " ".join(content[:40].split()) + ("…" if len(content) > 40 else "") if isinstance(content, str) else "?"
+    thread = entry.get("thread") if isinstance(entry, Mapping) else None
+    return (f"thread {thread!r}, " if isinstance(thread, str) else "") + f"{head!r}"
 
 
 class Memory:
@@ -414,7 +422,7 @@ class Memory:
         if todo:
             try:
                 self._ensure_space(strict=True)
-                matrix = embed_texts(
+                matrix = embed_chunked(
                     self._embedder,
                     [items[i].content for i in todo],
                     batch_size=self.settings.limits.embed_batch_size,
@@ -500,7 +508,7 @@ class Memory:
             except InvalidInputError as exc:
                 if len(entries) == 1:
                     raise
-                raise InvalidInputError(f"entry {index}: {exc}") from exc
+                raise InvalidInputError(f"entry {index} of the batch ({_describe(entry)}): {exc}") from exc
         embedded = self._embed_items([p[0] for p in prepared], [p[1] for p in prepared])
         records = [
             NewRecord(item, vector, ledger_entry("add", item.id, item.namespace, now, after=item))
@@ -576,7 +584,7 @@ class Memory:
         """Compute the context windows of newly stored ``items`` and of their thread neighbours."""
         by_ns: dict[str, builtins.list[Anchor]] = {}
         for item in items:
-            if item.thread is None and not item.context:
+            if item.thread is None and not item.context and not event_time_words(item.content, item.created_at):
                 continue  # stored with an empty window and no window vector: nothing to compute
             by_ns.setdefault(item.namespace, []).append(anchor_of(item))
         for ns, anchors in by_ns.items():
@@ -920,19 +928,24 @@ class Memory:
                 results.update(self._lexical_channels(flt, terms, k, config))
         vector: Vector | None = None
         vector_hits: builtins.list[ChannelHit] | None = None
+        context_hits: builtins.list[ChannelHit] | None = None
         try:
-            if "vector" in config.channels:
+            if "vector" in config.channels or "context" in config.channels:
                 try:
                     if self._ensure_space(strict=True):
                         vector = embed_query(self._embedder, text)
-                        vector_hits = self._search_vectors(flt, config, vector, k)
+                        if "vector" in config.channels:
+                            vector_hits = self._search_vectors(flt, config, vector, k)
+                        context_hits = self._search_context(flt, config, vector, k)
                 except ProviderError as exc:
                     log.warning("vector channel skipped, embedder failed: %s", exc)
         finally:
             if lexical is not None:  # wait for it even when the vector channel failed
                 results.update(lexical.result())
-        if vector_hits is not None:
+        if vector_hits is not None and "vector" in config.channels:
             results["vector"] = vector_hits
+        if context_hits:
+            results["context"] = context_hits
         store = self._backend.graph
         if "graph" in config.channels and config.weights.get("graph", 1.0) > 0 and store is not None:
             from memory.retrieval.graph import graph_channel
@@ -983,10 +996,25 @@ class Memory:
             return self._backend.search_lexical(flt, terms, k, fields=config.fields)
         return self._backend.search_lexical(flt, terms, k)
 
+    def _search_context(
+        self, flt: Filter, config: RetrievalConfig, vector: Vector, k: int
+    ) -> builtins.list[ChannelHit] | None:
+        """The context channel: the window vectors alone (None when not configured or the store has none)."""
+        if "context" not in config.channels or not self._windows_on():
+            return None
+        space = window_model(self._embedder.model_name)
+        if all(s.model != space for s in self._backend.vector_spaces()):
+            return None
+        return self._backend.search_vector(flt, space, vector, k)
+
     def _vector_space(self, config: RetrievalConfig) -> str:
-        """The space the vector channel searches: window vectors when configured and present."""
+        """The space the vector channel searches: window vectors when configured and present.
+
+        With a ``context`` channel the window vectors are searched there, and the
+        vector channel searches the memories' own vectors.
+        """
         model = self._embedder.model_name
-        if config.window_vectors and self._windows_on():
+        if config.window_vectors and "context" not in config.channels and self._windows_on():
             space = window_model(model)
             if any(s.model == space for s in self._backend.vector_spaces()):
                 return space

@@ -119,6 +119,12 @@ _DSN_OPTION = click.option(
     help="Run every step of the retrieval ablation (memory.bench.ablation) and print its table.",
 )  # fmt: skip
 @click.option("--markdown", is_flag=True, help="With --ablation: print the table as Markdown.")
+@click.option(
+    "--baseline", is_flag=True,
+    help="Also measure BM25 (the project's own Okapi BM25), dense cosine and RRF(k=60) in the same run.",
+)  # fmt: skip
+@click.option("--cache/--no-cache", default=True, show_default=True,
+              help="Keep turn vectors in ~/.cache/memory/vectors ($MEMORY_CACHE_DIR) across runs.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
@@ -135,6 +141,8 @@ def locomo(
     dsn: str | None,
     ablation: bool,
     markdown: bool,
+    baseline: bool,
+    cache: bool,
     as_json: bool,
     out: Path | None,
     quiet: bool,
@@ -154,10 +162,21 @@ def locomo(
     if ablation:
         _ablation(ctx, path, embedder, backend, dsn, limit_conversations, markdown, as_json, out, note)
         return
+    from memory.bench.locomo import baseline_results, load_conversations
+    from memory.bench.metrics import mean_metrics
+    from memory.bench.vector_cache import DiskCachedEmbedder
+    from memory.embedders import create_embedder
+
     with _errors():
+        model: Any = create_embedder(embedder or _default_embedder(ctx))
+        if cache:
+            model = DiskCachedEmbedder(model)
+        conversations = load_conversations(path)
+        if limit_conversations is not None:
+            conversations = conversations[:limit_conversations]
         result = run_locomo(
-            path,
-            embedder=embedder or _default_embedder(ctx),
+            conversations,
+            embedder=model,
             backend=backend,
             preset=preset,
             rrf_k=rrf_k,
@@ -166,8 +185,22 @@ def locomo(
             progress=lambda done, total, name: note(f"conversation {done + 1}/{total}: {name}") if name else None,
             extract=extract,
         )
+        baselines = baseline_results(conversations, model) if baseline else {}
+        if isinstance(model, DiskCachedEmbedder):
+            model.flush()
     report = result.to_json()
-    _emit(report, format_report(report, dropped=result.dropped), as_json=as_json, out=out)
+    text = format_report(report, dropped=result.dropped)
+    if baselines:
+        report["baselines"] = {name: r.to_json() for name, r in baselines.items()}
+        lines = [text, "baselines measured in this run (BM25: the project's own Okapi BM25, k1 1.2, b 0.75):"]
+        for name, r in baselines.items():
+            m = mean_metrics(r.rows)
+            lines.append(
+                f"  {name:<20}{len(r.rows):>5}"
+                + "".join(f"{m[k]:>9.3f}" for k in ("recall@1", "recall@5", "recall@10", "recall@20", "ndcg@10", "mrr"))
+            )
+        text = "\n".join(lines)
+    _emit(report, text, as_json=as_json, out=out)
 
 
 def _ablation(
