@@ -568,14 +568,24 @@ class Memory:
         return [safe_process(self, item) for item in pending(self, ns, limit, retry_failed)]
 
     def link(
-        self, source_id: str, target_id: str, type: str = "relates_to", *, namespace: str | None = None
+        self,
+        source_id: str,
+        target_id: str,
+        type: str = "relates_to",
+        *,
+        namespace: str | None = None,
+        clearance: str = "private",
     ) -> MemoryLink:
-        """Link two memories with a typed edge (idempotent). Raises NotFoundError or InvalidInputError."""
+        """Link two memories with a typed edge (idempotent). Raises NotFoundError or InvalidInputError.
+
+        Both memories must be visible at ``clearance``: linking a secret without
+        secret clearance raises NotFoundError, as if it did not exist.
+        """
         if not isinstance(type, str) or not type.strip() or len(type) > 64:
             raise InvalidInputError("link type must be a non-empty string of at most 64 characters")
         ns = self._ns(namespace)
         for memory_id in (source_id, target_id):
-            self.get(memory_id, namespace=ns, clearance="secret")
+            self.get(memory_id, namespace=ns, clearance=clearance)
         if source_id == target_id:
             raise InvalidInputError("a memory cannot be linked to itself")
         return self.graph.store.link(ns, source_id, target_id, type.strip(), self._clock())
