@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -202,3 +203,56 @@ def test_crew_kickoff_saves_and_recalls(
     # the second run's task prompt carried the memories the agent recalled from our store
     later = llm_server.prompts()[before:]
     assert any("Bob owns the quarterly report" in p and "Relevant memories" in p for p in later)
+
+
+def test_protocol_async_and_vector_only_search(mem: Memory) -> None:
+    from crewai.memory.storage.backend import StorageBackend
+    from crewai.memory.types import MemoryRecord
+
+    from memory.embedders.base import embed_texts
+
+    embedder = MemoryEmbedder(mem)
+    storage = MemoryStorage(mem, user="carol", embedder=embedder)
+    assert isinstance(storage, StorageBackend)
+    records = [
+        MemoryRecord(content="Carol waters the ferns on Mondays", scope="/home", categories=["chores"]),
+        MemoryRecord(content="Carol's bicycle has a flat tyre", scope="/home/garage", categories=["repairs"]),
+    ]
+    asyncio.run(storage.asave(records))
+    assert storage.count() == 2 and storage.count("/home/garage") == 1
+
+    # a vector CrewAI's embedder did not make (no text known): searched in the vector index alone
+    (vector,) = embed_texts(mem.embedder, ["who waters the ferns on mondays"])
+    found = asyncio.run(storage.asearch([float(x) for x in vector], limit=1))
+    assert [(r.content, r.id) for r, _ in found] == [("Carol waters the ferns on Mondays", records[0].id)]
+    assert 0.0 < found[0][1] <= 1.0
+    # the same text through the embedder: hybrid recall, same answer and the same cosine score
+    (again,) = embedder(["who waters the ferns on mondays"])
+    assert storage.search(again, limit=1)[0][1] == pytest.approx(found[0][1], abs=1e-5)
+    assert storage.search(again, categories=["repairs"], limit=5)[0][0].content == "Carol's bicycle has a flat tyre"
+
+    # saving a record whose id is stored replaces it
+    storage.save([records[0].model_copy(update={"content": "Carol waters the ferns on Tuesdays"})])
+    assert storage.count() == 2 and storage.get_record(records[0].id).content == "Carol waters the ferns on Tuesdays"
+    assert asyncio.run(storage.adelete(record_ids=[records[1].id])) == 1
+    assert storage.get_record(records[1].id) is None and storage.count() == 1
+
+
+def test_bad_input_and_foreign_vectors(mem: Memory, crew_memory: Callable[..., Any]) -> None:
+    from crewai.memory.storage.backend import EmbeddingDimensionMismatchError
+
+    from memory.errors import InvalidInputError
+
+    cm = crew_memory(user="dave")
+    with pytest.raises(InvalidInputError, match="metadata key"):
+        cm.remember("Dave likes chess", scope="/", categories=[], importance=0.5, metadata={"bad key!": 1})
+    assert cm._storage.count() == 0 and not mem.list(kinds="crewai").items  # nothing stored
+
+    # CrewAI configured with another embedder: its vectors do not fit the store's space
+    foreign = CrewMemory(
+        storage=MemoryStorage(mem, user="dave"), embedder=lambda texts: [[0.5, 0.5, 0.5] for _ in texts]
+    )
+    with pytest.raises(EmbeddingDimensionMismatchError):
+        foreign.recall("chess", depth="shallow")
+    with pytest.raises(TypeError):
+        MemoryStorage(object())  # type: ignore[arg-type]
