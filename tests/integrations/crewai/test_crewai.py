@@ -18,7 +18,7 @@ os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
-framework("crewai.memory")
+framework("crewai.memory", "it runs in .venv-crewai: `make test-crewai`, or scripts/crewai-env.sh")
 
 from crewai import LLM, Agent, Crew, Task  # noqa: E402
 from crewai.memory import Memory as CrewMemory  # noqa: E402
