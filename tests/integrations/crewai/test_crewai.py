@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -132,6 +133,9 @@ def test_remember_recall_forget_through_crewai_memory(
 
     assert cm.forget(scope="/users/bob") == 1
     assert cm._storage.count() == 2
+    assert cm.forget(older_than=datetime.now(UTC).replace(tzinfo=None) - timedelta(days=1)) == 0
+    assert cm.forget(metadata_filter={"origin": "chat"}) == 1
+    assert [r.content for r in cm.list_records()] == ["The office closes at six on Fridays"]
     cm.reset()
     assert cm._storage.count() == 0 and not mem.list(kinds="crewai").items
 
