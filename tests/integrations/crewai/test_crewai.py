@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,10 +13,6 @@ from frameworks import framework
 from llm_server import CrewLLMServer
 
 from memory import Memory
-
-os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
-os.environ.setdefault("OTEL_SDK_DISABLED", "true")
-os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
 framework("crewai.memory", "it runs in .venv-crewai: `make test-crewai`, or scripts/crewai-env.sh")
 
