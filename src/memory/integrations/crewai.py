@@ -216,15 +216,27 @@ class MemoryStorage:
     # -- the StorageBackend protocol -------------------------------------------
 
     def save(self, records: list[MemoryRecord]) -> None:
-        """Store CrewAI records (one transaction); a record whose id is stored already is replaced."""
-        new: list[dict[str, Any]] = []
+        """Store CrewAI records (one transaction); a record whose id is stored already is replaced.
+
+        A record whose text is stored already (in this storage) becomes that memory: the
+        Memory keeps one memory per text and scope, so the newest record's id and fields win.
+        """
+        new: list[MemoryRecord] = []
         for record in records:
             if self._find(record.id) is not None:
                 self.update(record)
-                continue
-            new.append({"content": record.content, "created_at": _utc(record.created_at), **self._fields(record)})
-        if new:
-            self.memory.remember_batch(new, namespace=self.namespace, user=self.user, agent=self.agent, kind=KIND)
+            else:
+                new.append(record)
+        if not new:
+            return
+        entries = [{"content": r.content, "created_at": _utc(r.created_at), **self._fields(r)} for r in new]
+        ids = self.memory.remember_batch(entries, namespace=self.namespace, user=self.user, agent=self.agent, kind=KIND)
+        for record, memory_id in zip(new, ids, strict=True):
+            # The Memory keeps one memory per content and scope: a record repeating a stored text
+            # takes that memory over (its id, scope, categories and metadata are the newest).
+            item = self.memory.get(memory_id, namespace=self.namespace, clearance="secret")
+            if item.metadata.get("crewai_id") != record.id:
+                self.memory.update(memory_id, namespace=self.namespace, reason="crewai", **self._fields(record))
 
     def search(
         self,

@@ -233,8 +233,13 @@ def test_protocol_async_and_vector_only_search(mem: Memory) -> None:
     # saving a record whose id is stored replaces it
     storage.save([records[0].model_copy(update={"content": "Carol waters the ferns on Tuesdays"})])
     assert storage.count() == 2 and storage.get_record(records[0].id).content == "Carol waters the ferns on Tuesdays"
-    assert asyncio.run(storage.adelete(record_ids=[records[1].id])) == 1
-    assert storage.get_record(records[1].id) is None and storage.count() == 1
+    # the same text again under a new id: one memory, the newest record's id and fields
+    repeat = MemoryRecord(content="Carol's bicycle has a flat tyre", scope="/errands", categories=["todo"])
+    storage.save([repeat])
+    assert storage.count() == 2 and storage.get_record(records[1].id) is None
+    assert (storage.get_record(repeat.id).scope, storage.list_categories()) == ("/errands", {"chores": 1, "todo": 1})
+    assert asyncio.run(storage.adelete(record_ids=[repeat.id])) == 1
+    assert storage.get_record(repeat.id) is None and storage.count() == 1
 
 
 def test_bad_input_and_foreign_vectors(mem: Memory, crew_memory: Callable[..., Any]) -> None:
