@@ -10,9 +10,11 @@
 ``MemoryStorage`` implements CrewAI's ``StorageBackend`` protocol
 (``crewai.memory.storage.backend``): save/search/delete/update/get_record,
 list_records, scopes and categories, count, reset, and the async variants.
-Every CrewAI record is a memory of kind ``crewai`` in the storage's namespace,
+Every CrewAI record is a memory (kind ``crewai``) in the storage's namespace,
 user and agent: its scope path and categories become tags (``crewai-scope:/a``
-for every ancestor of the scope, ``crewai-category:x``), its metadata is kept
+for every ancestor of the scope and ``crewai-scope:/``, ``crewai-category:x``);
+a record repeating the text of a memory there becomes that memory (the Memory
+keeps one memory per text; its other tags stay). Its metadata is kept
 (plus ``crewai_*`` keys for the record id, scope, categories and source),
 importance, creation and last access map to the memory's, and a
 private record is a ``private`` memory. So CrewAI's memories have history,
@@ -182,10 +184,10 @@ class MemoryStorage:
         metadata_filter: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Keyword arguments of recall/list/filter selecting this storage's records."""
-        args: dict[str, Any] = {"namespace": self.namespace, "user": self.user, "agent": self.agent, "kinds": KIND}
+        # Every CrewAI record carries the root scope tag (also a memory that a record's text joined).
+        args: dict[str, Any] = {"namespace": self.namespace, "user": self.user, "agent": self.agent}
         scope = _scope(scope_prefix)
-        if scope != "/":
-            args["tags_all"] = [SCOPE_TAG + scope]
+        args["tags_all"] = [SCOPE_TAG + "/"] if scope == "/" else [SCOPE_TAG + "/", SCOPE_TAG + scope]
         if categories:
             args["tags"] = [CATEGORY_TAG + c for c in categories]
         if metadata_filter:
@@ -236,7 +238,7 @@ class MemoryStorage:
             # takes that memory over (its id, scope, categories and metadata are the newest).
             item = self.memory.get(memory_id, namespace=self.namespace, clearance="secret")
             if item.metadata.get("crewai_id") != record.id:
-                self.memory.update(memory_id, namespace=self.namespace, reason="crewai", **self._fields(record))
+                self._replace(item, record)
 
     def search(
         self,
@@ -300,7 +302,16 @@ class MemoryStorage:
         if item is None:
             self.save([record])
             return
-        self.memory.update(item.id, namespace=self.namespace, content=record.content, **self._fields(record))
+        self._replace(item, record, content=record.content)
+
+    def _replace(self, item: MemoryItem, record: MemoryRecord, **changes: Any) -> None:
+        """Give ``item`` the record's fields; tags and metadata that are not CrewAI's stay."""
+        fields = self._fields(record)
+        own_tags = [t for t in item.tags if not t.startswith((SCOPE_TAG, CATEGORY_TAG))]
+        fields["tags"] = own_tags + fields["tags"]
+        if item.kind != KIND:  # a memory of another kind whose text a record repeated keeps its metadata
+            fields["metadata"] = {**item.metadata, **fields["metadata"]}
+        self.memory.update(item.id, namespace=self.namespace, reason="crewai", **fields, **changes)
 
     def get_record(self, record_id: str) -> MemoryRecord | None:
         """The record with this id, or None."""

@@ -238,8 +238,16 @@ def test_protocol_async_and_vector_only_search(mem: Memory) -> None:
     storage.save([repeat])
     assert storage.count() == 2 and storage.get_record(records[1].id) is None
     assert (storage.get_record(repeat.id).scope, storage.list_categories()) == ("/errands", {"chores": 1, "todo": 1})
+    # the text of a memory stored outside CrewAI: the record joins it, whose own tags, kind and metadata stay
+    plain = mem.remember("Carol likes jazz", user="carol", tags=["music"], metadata={"src": "chat"})
+    assert storage.count() == 2
+    joined = MemoryRecord(content="Carol likes jazz", scope="/music", categories=["taste"])
+    storage.save([joined])
+    assert storage.count() == 3 and storage.get_record(joined.id).scope == "/music"
+    item = mem.get(plain)
+    assert (item.kind, item.tags[0], item.metadata["src"]) == ("fact", "music", "chat")
     assert asyncio.run(storage.adelete(record_ids=[repeat.id])) == 1
-    assert storage.get_record(repeat.id) is None and storage.count() == 1
+    assert storage.get_record(repeat.id) is None and storage.count() == 2
 
 
 def test_bad_input_and_foreign_vectors(mem: Memory, crew_memory: Callable[..., Any]) -> None:
