@@ -9,12 +9,12 @@ from types import ModuleType
 import pytest
 
 
-def framework(module: str) -> ModuleType:
+def framework(module: str, where: str = "the integrations-test extra; scripts/setup.sh installs it") -> ModuleType:
     """Import ``module``; when it is missing, fail under `make test` or CI (they install it), else skip."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        reason = f"{module} is not installed (the integrations-test extra; scripts/setup.sh installs it): {exc}"
+        reason = f"{module} is not installed ({where}): {exc}"
         if os.environ.get("CI") or os.environ.get("MEMORY_REQUIRE_POSTGRES"):
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason, allow_module_level=True)
