@@ -28,7 +28,7 @@ def test_memory_detail_shows_facts_entities_links_and_sources(live: Live) -> Non
     other = mem.remember("Alice likes trams.", namespace="a")
     hidden = mem.remember("Alice's door code is 4711.", namespace="a", sensitivity="secret")
     mem.link(fact, other, "relates_to", namespace="a")
-    mem.link(fact, hidden, "relates_to", namespace="a")
+    mem.link(fact, hidden, "relates_to", namespace="a", clearance="secret")  # the store owner links a secret
     message = mem.messages.append("t1", "I moved to Lisbon last year.", user="alice", namespace="a", extract=True)
     derived = [i for i in mem.list(namespace="a", limit=100).items if message.id in i.source_ids]
     assert derived, "extraction from a message should cite it"
