@@ -14,12 +14,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from memory import limits
 from memory.types import SENSITIVITY_LEVELS, MemoryItem, Sensitivity
 
 __all__ = ["Filter", "matches", "METADATA_KEY_PATTERN", "MetadataScalar"]
 
 #: Metadata keys usable in filters: letters, digits, ``_ - .``, up to 64 chars.
-METADATA_KEY_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}$")
+METADATA_KEY_PATTERN = re.compile(limits.METADATA_KEY_PATTERN)
 
 MetadataScalar = str | int | float | bool | None
 
@@ -57,7 +58,7 @@ class Filter(BaseModel):
         if value is None:
             return value
         for key in value:
-            if not METADATA_KEY_PATTERN.match(key):
+            if not METADATA_KEY_PATTERN.fullmatch(key):
                 raise ValueError(f"metadata filter key {key!r} is not allowed: use letters, digits, '_', '-' or '.'")
         return value
 

@@ -95,7 +95,8 @@ class GraphView:
         With ``user``/``agent``, only relations supported by at least one memory
         of that scope (visible with ``clearance``) are returned, so one user's
         facts never show up in another's context; relations created without a
-        source memory are returned only when no user/agent is given.
+        source memory are returned only when no user/agent is given. Either way
+        a fact whose source memories are all above ``clearance`` (secrets) stays hidden.
         """
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError("entity name must be a non-empty string")
@@ -104,8 +105,8 @@ class GraphView:
         if not found:
             return []
         relations = self.store.relations(ns, [found[0].id], include_invalid=include_invalid)
-        if user is None and agent is None:
-            return relations
+        if user is None and agent is None:  # still no fact that only memories above ``clearance`` support
+            return self.visible(relations, namespace=ns, clearance=clearance)
         sources = sorted({s for r in relations for s in r.source_ids})
         flt = self._mem.filter(ns, user=user, agent=agent, clearance=clearance, include_invalid=include_invalid)
         allowed = set(self._mem.backend.find_ids(flt.model_copy(update={"ids": tuple(sources)}))) if sources else set()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,6 +28,7 @@ from memory.errors import (
 from memory.filters import Filter
 from memory.graph import GraphView
 from memory.ids import utcnow
+from memory.limits import MAX_LIMIT, MAX_METADATA_FILTERS, MAX_QUERY_CHARS, MAX_TTL_SECONDS, VISIBLE
 from memory.llms import LLM, create_llm
 from memory.pagination import decode_cursor, encode_cursor
 from memory.records import (
@@ -72,6 +74,7 @@ if TYPE_CHECKING:
 __all__ = ["Memory"]
 
 log = logging.getLogger(__name__)
+_VISIBLE = re.compile(VISIBLE)
 
 _UPDATABLE = (
     "content",
@@ -88,14 +91,15 @@ _UPDATABLE = (
     "sensitivity",
     "expires_at",
 )
-MAX_QUERY_CHARS = 4_000
-MAX_LIMIT = 1_000
 
 
 def _ttl_to_expiry(ttl: object, now: datetime) -> datetime | None:
     if ttl is None:
         return None
-    return offset_time(now, check_seconds(ttl, "ttl"), "ttl")
+    seconds = check_seconds(ttl, "ttl")
+    if seconds > MAX_TTL_SECONDS:
+        raise InvalidInputError(f"ttl must be at most {MAX_TTL_SECONDS:.0f} seconds (about 100 years)")
+    return offset_time(now, seconds, "ttl")
 
 
 def _check_limit(limit: object, what: str = "limit") -> int:
@@ -324,9 +328,13 @@ class Memory:
         """
         if isinstance(kinds, str):
             kinds = [kinds]
+        if kinds is not None:
+            kinds = check_strings(kinds, "kinds")
         if metadata is not None:
             if not isinstance(metadata, Mapping):
                 raise InvalidInputError("metadata filter must be a mapping of key to value")
+            if len(metadata) > MAX_METADATA_FILTERS:
+                raise InvalidInputError(f"metadata filter has more than {MAX_METADATA_FILTERS} keys")
             for key, value in metadata.items():
                 if value is not None and not isinstance(value, (str, int, float, bool)):
                     raise InvalidInputError(
@@ -459,7 +467,9 @@ class Memory:
         valid_to, sensitivity ('normal' | 'private' | 'secret'), expires_at or
         ttl (seconds or timedelta), vector (a precomputed embedding),
         created_at. Identical content in the same scope returns the existing
-        id. ``extract`` (False | True | "inline" | "background") runs
+        id, except across secrets: a secret write is always stored as its own
+        row and no write is ever answered with a secret's id (that answer
+        would tell the writer the secret exists). ``extract`` (False | True | "inline" | "background") runs
         extraction and update decisions (see :mod:`memory.extraction.pipeline`):
         True follows ``settings.extraction.mode`` (inline with the heuristic
         LLM, else background); background queues the memory for
@@ -663,7 +673,12 @@ class Memory:
         id is unknown.
         """
         ns = self._ns(namespace)
-        ids = [memory_id] if isinstance(memory_id, str) else list(memory_id)
+        if isinstance(memory_id, str):
+            ids = [memory_id]
+        elif isinstance(memory_id, Sequence) and not isinstance(memory_id, (bytes, bytearray)):
+            ids = list(memory_id)
+        else:
+            raise InvalidInputError(f"memory id must be a string or a list of strings, got {type(memory_id).__name__}")
         for value in ids:
             check_name(value, "memory id", optional=False)
         items = self._backend.get(ns, ids)
@@ -683,8 +698,12 @@ class Memory:
         agent: str | None = None,
         thread: str | None = None,
         reason: str | None = None,
+        clearance: str = "secret",
     ) -> int:
         """Delete every memory in a scope (secret, expired and closed ones too); returns how many.
+
+        With ``clearance`` below ``secret`` (a caller without secret clearance)
+        secrets are left alone and not counted: a caller changes only what it can see.
 
         Also deletes what the tiers hold about the scope's users (unless a
         thread is given) and the scope's feedback records (prompt versions when
@@ -693,7 +712,7 @@ class Memory:
         """
         flt = self.filter(
             namespace, user=user, agent=agent, thread=thread,
-            clearance="secret", include_expired=True, include_invalid=True,
+            clearance=clearance, include_expired=True, include_invalid=True,
         )  # fmt: skip
         now = self._clock()
         total = 0
@@ -913,11 +932,11 @@ class Memory:
         """
         if not isinstance(query, str):
             raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
-        text = query.strip()
-        if not text:
-            raise InvalidInputError("query is empty: give the text to search for")
-        if len(text) > MAX_QUERY_CHARS:
+        if len(query) > MAX_QUERY_CHARS:
             raise InvalidInputError(f"query is longer than {MAX_QUERY_CHARS} characters")
+        text = query.strip()
+        if not _VISIBLE.search(text):
+            raise InvalidInputError("query is empty: give the text to search for")
         check_encodable(text, "query")
         limit = _check_limit(limit)
         config = self._retrieval_config(retrieval)
@@ -1092,11 +1111,20 @@ class Memory:
         next_cursor = encode_cursor(items[limit - 1].created_at, items[limit - 1].id) if len(items) > limit else None
         return Page(items=tuple(items[:limit]), next_cursor=next_cursor)
 
-    def history(self, memory_id: str, *, namespace: str | None = None) -> builtins.list[LedgerEntry]:
-        """Every recorded change of a memory, oldest first (kept after deletion). Raises NotFoundError."""
+    def history(
+        self, memory_id: str, *, namespace: str | None = None, clearance: str = "private"
+    ) -> builtins.list[LedgerEntry]:
+        """Every recorded change of a memory, oldest first (kept after deletion). Raises NotFoundError.
+
+        Without ``clearance="secret"`` the history of a memory that is (or was
+        deleted as) secret is unknown, and snapshots above ``clearance`` (and
+        earlier ones holding the same text) are redacted: see :mod:`memory.policy`.
+        """
+        from memory.policy import redact_history
+
         check_name(memory_id, "memory id", optional=False)
         ns = self._ns(namespace)
-        entries = self._backend.history(ns, memory_id)
+        entries = redact_history(self._backend.history(ns, memory_id), check_sensitivity(clearance))
         if not entries:
             raise NotFoundError(f"no history for memory {memory_id!r} in namespace {ns!r}")
         return entries
@@ -1108,11 +1136,16 @@ class Memory:
         user: str | None = None,
         agent: str | None = None,
         thread: str | None = None,
+        clearance: str = "private",
     ) -> Stats:
-        """Counts of memories in a scope, by kind, sensitivity and embedding status."""
+        """Counts of memories in a scope, by kind, sensitivity and embedding status.
+
+        Secrets are counted only with ``clearance="secret"``; below it
+        ``ledger_entries`` is None (the ledger counts changes to secrets too).
+        """
         flt = self.filter(
             namespace, user=user, agent=agent, thread=thread,
-            clearance="secret", include_expired=True, include_invalid=True,
+            clearance=clearance, include_expired=True, include_invalid=True,
         )  # fmt: skip
         spaces = self._backend.vector_spaces()
         space = next((s for s in spaces if s.model == self._embedder.model_name), spaces[0] if spaces else None)
@@ -1122,7 +1155,7 @@ class Memory:
             by_kind=self._backend.group_counts(flt, "kind"),
             by_sensitivity=self._backend.group_counts(flt, "sensitivity"),
             by_embedding_status=self._backend.group_counts(flt, "embedding_status"),
-            ledger_entries=self._backend.ledger_count(flt.namespace),
+            ledger_entries=self._backend.ledger_count(flt.namespace) if flt.clearance == "secret" else None,
             embedding_model=space.model if space else None,
             embedding_dim=space.dim if space else None,
             backend=self._backend.name,

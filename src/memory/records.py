@@ -7,6 +7,7 @@ so bad input is rejected before a transaction starts.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -20,6 +21,19 @@ import numpy as np
 from memory.errors import InvalidInputError, InvalidVectorError
 from memory.filters import METADATA_KEY_PATTERN
 from memory.ids import new_id
+from memory.limits import (
+    KIND_PATTERN,
+    MAX_CONTENT_CHARS,
+    MAX_ITEM_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
+    MAX_NAME_CHARS,
+    MAX_REASON_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    VISIBLE,
+)
 from memory.types import SENSITIVITY_LEVELS, LedgerEntry, LedgerOp, MemoryItem
 
 __all__ = [
@@ -42,15 +56,10 @@ __all__ = [
     "DEFAULT_MAX_CONTENT_CHARS",
 ]
 
-#: Longest memory or message text accepted (characters). Texts longer than the embedder reads are embedded
-#: in chunks (:func:`memory.embedders.base.embed_chunked`) and indexed in full for the lexical channel.
-DEFAULT_MAX_CONTENT_CHARS = 500_000
-_KIND = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+DEFAULT_MAX_CONTENT_CHARS = MAX_CONTENT_CHARS
+_KIND = re.compile(KIND_PATTERN)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-MAX_TAGS = 64
-MAX_TAG_CHARS = 100
-MAX_NAME_CHARS = 200
-MAX_METADATA_BYTES = 64_000
+_VISIBLE = re.compile(VISIBLE)  # blank = no such character, as the schemas' patterns say
 
 
 def check_encodable(text: str, what: str) -> None:
@@ -69,15 +78,15 @@ def normalise_content(content: object, *, max_chars: int = DEFAULT_MAX_CONTENT_C
     """
     if not isinstance(content, str):
         raise InvalidInputError(f"content must be a string, got {type(content).__name__}")
-    check_encodable(content, "content")
-    text = unicodedata.normalize("NFC", content).strip()
-    if not text:
-        raise InvalidInputError("content is empty: give the text to remember")
-    if len(text) > max_chars:
+    if len(content) > max_chars:  # before any work, on the text as given (as the schemas say)
         raise InvalidInputError(
-            f"content is {len(text)} characters, over the limit of {max_chars} "
+            f"content is {len(content)} characters, over the limit of {max_chars} "
             "(raise limits.max_content_chars or split the text)"
         )
+    check_encodable(content, "content")
+    text = unicodedata.normalize("NFC", content).strip()
+    if not _VISIBLE.search(text):
+        raise InvalidInputError("content is empty: give the text to remember")
     if _CONTROL.search(text):
         raise InvalidInputError("content contains control characters (e.g. NUL); remove them")
     return text
@@ -97,7 +106,7 @@ def check_name(value: object, what: str, *, optional: bool = True) -> str | None
         raise InvalidInputError(f"{what} is required")
     if not isinstance(value, str):
         raise InvalidInputError(f"{what} must be a string, got {type(value).__name__}")
-    if not value.strip():
+    if not _VISIBLE.search(value):
         raise InvalidInputError(f"{what} must not be empty")
     if len(value) > MAX_NAME_CHARS:
         raise InvalidInputError(f"{what} is longer than {MAX_NAME_CHARS} characters")
@@ -109,53 +118,71 @@ def check_name(value: object, what: str, *, optional: bool = True) -> str | None
 
 def check_kind(value: object) -> str:
     """Validate a kind: lowercase identifier such as 'fact', 'conversation', 'document'."""
-    if not isinstance(value, str) or not _KIND.match(value):
+    if not isinstance(value, str) or not _KIND.fullmatch(value):
         raise InvalidInputError(
             f"kind {value!r} is not valid: use a lowercase word like 'fact', 'conversation' or 'document'"
         )
     return value
 
 
+def _bounded(values: object, what: str, most: int) -> list[object]:
+    """``values`` as a list of at most ``most`` entries, counted before any other work (a generator is
+    read no further than ``most + 1``). Raises InvalidInputError for a string or a non-iterable."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidInputError(f"{what} must be a list of strings")
+    if isinstance(values, Sequence):
+        if len(values) > most:
+            raise InvalidInputError(f"{what} has {len(values)} entries, over the limit of {most}")
+        return list(values)
+    out = list(itertools.islice(values, most + 1))
+    if len(out) > most:
+        raise InvalidInputError(f"{what} has more than {most} entries")
+    return out
+
+
 def check_tags(tags: object) -> tuple[str, ...]:
-    """Validate tags: a list of 1–100 character strings; returns them deduplicated in order."""
+    """Validate tags: at most 64 strings of 1–100 characters; returns them deduplicated in order.
+
+    The count is checked before anything else (duplicates count too), so the work is bounded.
+    """
     if tags is None:
         return ()
-    if isinstance(tags, str) or not isinstance(tags, Iterable):
-        raise InvalidInputError("tags must be a list of strings")
-    out: list[str] = []
-    for tag in tags:
+    out: dict[str, None] = {}
+    for tag in _bounded(tags, "tags", MAX_TAGS):
         if not isinstance(tag, str):
-            raise InvalidInputError(f"tag {tag!r} must be a string")
+            raise InvalidInputError(f"tag {tag!r:.80} must be a string")
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidInputError(f"tag {tag[:40]!r}… must be 1 to {MAX_TAG_CHARS} characters")
         tag = tag.strip()
         check_encodable(tag, "tag")
-        if not tag or len(tag) > MAX_TAG_CHARS:
+        if not _VISIBLE.search(tag):
             raise InvalidInputError(f"tag {tag!r} must be 1 to {MAX_TAG_CHARS} characters")
-        if _CONTROL.search(tag) or "\n" in tag:
+        if _CONTROL.search(tag) or "\n" in tag or "\r" in tag:
             raise InvalidInputError(f"tag {tag!r} contains control characters")
-        if tag not in out:
-            out.append(tag)
-    if len(out) > MAX_TAGS:
-        raise InvalidInputError(f"at most {MAX_TAGS} tags per memory")
+        out.setdefault(tag)
     return tuple(out)
 
 
 def check_strings(values: object, what: str) -> tuple[str, ...]:
-    """Validate a list of non-empty strings (source ids, keywords, entities)."""
+    """Validate a list of at most 256 non-empty strings of at most 200 characters (source ids, keywords, entities)."""
     if values is None:
         return ()
-    if isinstance(values, str) or not isinstance(values, Iterable):
-        raise InvalidInputError(f"{what} must be a list of strings")
     out: list[str] = []
-    for value in values:
-        if not isinstance(value, str) or not value.strip():
-            raise InvalidInputError(f"{what} must hold non-empty strings, got {value!r}")
+    for value in _bounded(values, what, MAX_LIST_ITEMS):
+        if not isinstance(value, str) or not _VISIBLE.search(value):
+            raise InvalidInputError(f"{what} must hold non-empty strings, got {value!r:.80}")
+        if len(value) > MAX_ITEM_CHARS:
+            raise InvalidInputError(f"{what} entries must be at most {MAX_ITEM_CHARS} characters")
+        check_encodable(value, what)
         out.append(value)
     return tuple(out)
 
 
-def _check_json(value: Any, path: str) -> None:
+def _check_json(value: Any, path: str, depth: int = 1) -> None:
     if value is None or isinstance(value, (str, bool, int)):
         return
+    if depth > MAX_METADATA_DEPTH:
+        raise InvalidInputError(f"metadata is nested deeper than {MAX_METADATA_DEPTH} levels (at {path:.200})")
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidInputError(f"metadata {path} is {value}: only finite numbers are allowed")
@@ -164,23 +191,23 @@ def _check_json(value: Any, path: str) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidInputError(f"metadata keys must be strings (at {path})")
-            _check_json(item, f"{path}.{key}")
+            _check_json(item, f"{path}.{key}", depth + 1)
         return
     if isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            _check_json(item, f"{path}[{index}]")
+            _check_json(item, f"{path}[{index}]", depth + 1)
         return
     raise InvalidInputError(f"metadata {path} has unsupported type {type(value).__name__}")
 
 
 def check_metadata(metadata: object) -> dict[str, Any]:
-    """Validate metadata: a JSON object with safe top-level keys, finite numbers, ≤ 64 kB."""
+    """Validate metadata: a JSON object with safe top-level keys, finite numbers, ≤ 64 kB, ≤ 32 levels deep."""
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
         raise InvalidInputError("metadata must be a JSON object (a dict)")
     for key in metadata:
-        if not isinstance(key, str) or not METADATA_KEY_PATTERN.match(key):
+        if not isinstance(key, str) or not METADATA_KEY_PATTERN.fullmatch(key):
             raise InvalidInputError(
                 f"metadata key {key!r} is not allowed: use letters, digits, '_', '-' or '.' (max 64)"
             )
@@ -216,7 +243,10 @@ def check_datetime(value: object, what: str) -> datetime | None:
         raise InvalidInputError(f"{what} must be a datetime, got {type(value).__name__}")
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # year 1 with a positive offset, year 9999 with a negative one
+        raise InvalidInputError(f"{what} {value.isoformat()} is outside the calendar once converted to UTC") from None
 
 
 def check_seconds(value: object, what: str) -> float:
@@ -285,7 +315,9 @@ def ledger_entry(
     after: MemoryItem | None = None,
     reason: str | None = None,
 ) -> LedgerEntry:
-    """Build a ledger entry for a change to one item."""
+    """Build a ledger entry for a change to one item. Raises InvalidInputError for a reason that is too long."""
+    if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS):
+        raise InvalidInputError(f"reason must be a string of at most {MAX_REASON_CHARS} characters")
     return LedgerEntry(
         id=new_id(),
         namespace=namespace,

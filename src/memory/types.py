@@ -154,7 +154,7 @@ class Stats(_Frozen):
     by_kind: dict[str, int]
     by_sensitivity: dict[str, int]
     by_embedding_status: dict[str, int]
-    ledger_entries: int
+    ledger_entries: int | None
     embedding_model: str | None = None
     embedding_dim: int | None = None
     backend: str

@@ -12,8 +12,8 @@ from memory import InvalidInputError, InvalidVectorError, Memory, NotFoundError
 HOSTILE = ["it's", 'say "hi"', "100%", "a_b", "'; DROP TABLE items; --", "%_%", "\\", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "x OR 1=1"]
 
 
-def _snapshot(mem: Memory) -> tuple[int, int]:
-    stats = mem.stats()
+def _snapshot(mem: Memory) -> tuple[int, int | None]:
+    stats = mem.stats(clearance="secret")
     return stats.total, stats.ledger_entries
 
 

@@ -181,13 +181,16 @@ def test_metadata_types_are_not_confused(mem: Memory) -> None:
 def test_stats_counts(mem: Memory) -> None:
     mem.remember(["x1", "x2"], kind="fact")
     mem.remember("d1", kind="document", sensitivity="secret")
-    stats = mem.stats()
+    stats = mem.stats(clearance="secret")
     assert stats.total == 3
     assert stats.by_kind == {"fact": 2, "document": 1}
     assert stats.by_sensitivity == {"normal": 2, "secret": 1}
     assert stats.by_embedding_status == {"done": 2, "skipped": 1}
     assert stats.ledger_entries == 3
     assert stats.embedding_dim == 384
+    hidden = mem.stats()  # without secret clearance the secret is not counted, nor the ledger
+    assert (hidden.total, hidden.by_kind, hidden.ledger_entries) == (2, {"fact": 2}, None)
+    assert "secret" not in hidden.by_sensitivity and "skipped" not in hidden.by_embedding_status
 
 
 def test_history_of_unknown_id(mem: Memory) -> None:

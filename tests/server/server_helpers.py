@@ -103,3 +103,20 @@ def live(tmp_path: Path) -> Iterator[Live]:
         }
         yield live
     mem.close()
+
+
+#: Refusals of schema-valid requests that are right: rules over two fields or over stored data, which JSON
+#: Schema cannot say (the fuzz tests of REST and MCP accept a refusal only when it names one of these).
+SEMANTIC_RULES = [
+    r"valid_to must be later than valid_from",  # two fields
+    r"give ttl or expires_at, not both",  # two fields
+    r"outside the calendar once converted to UTC",  # a date-time with an offset past year 1 or 9999
+    r"too large for the calendar",  # now + ttl past year 9999
+    r"a star rating is from 1 to 5|thumbs rating is|rating must be|rating_scale",  # rating and its scale
+    r"reward and rating",  # two fields
+    r"metadata is larger than|metadata is nested deeper",  # JSON Schema has no size or depth of a free object
+    r"limit of \d+ tokens|budget",  # a block's or a context's size against its configured limit
+    r"no (active )?version|unknown prompt",  # stored data
+    r"text to append is empty",  # a block's mode and value
+    r"prompt_version needs prompt",  # two fields
+]

@@ -73,7 +73,7 @@ def test_batch_is_all_or_nothing(live: Live) -> None:
         bad = _problem(
             c.post("/v1/namespaces/a/memories/batch", json={"items": [{"content": "three"}, {"content": " "}]}), 422
         )
-        assert "entry 1" in str(bad["detail"])
+        assert "entry 1" in str(bad["detail"]) or "items/1" in str(bad["detail"])  # the library's or the schema's
     assert live.mem.stats(namespace="a").total == 2
 
 

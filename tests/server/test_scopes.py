@@ -88,7 +88,7 @@ def _snapshot(live: Live, namespace: str) -> tuple[Any, ...]:
     messages = live.mem.messages.recent("t1", 100, namespace=namespace, clearance="secret")
     return (
         tuple(i.model_dump_json() for i in items.items),
-        live.mem.stats(namespace=namespace).ledger_entries,
+        live.mem.stats(namespace=namespace, clearance="secret").ledger_entries,
         tuple(m.model_dump_json() for m in messages),
         live.mem.sync_status(namespace=namespace).to_dict()["messages"],
         tuple(b.model_dump_json() for b in live.mem.blocks.all(namespace=namespace)),

@@ -38,6 +38,7 @@ from memory.feedback.types import (
     PromptVersion,
     VersionAggregate,
 )
+from memory.limits import MAX_VERSION
 from memory.records import check_encodable, check_metadata, check_name
 
 __all__ = [
@@ -85,8 +86,8 @@ def _check_text(value: object, what: str, limit: int) -> None:
 
 def check_version(version: object, what: str = "version") -> int:
     """A prompt version number (an integer ≥ 1). Raises InvalidInputError."""
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise InvalidInputError(f"{what} must be an integer >= 1, got {version!r}")
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= MAX_VERSION:
+        raise InvalidInputError(f"{what} must be an integer from 1 to {MAX_VERSION}, got {version!r}")
     return version
 
 

@@ -273,7 +273,7 @@ def stats(ctx: click.Context, user: str | None, agent: str | None, thread: str |
     the scope given by --user/--agent/--thread.
     """
     with open_memory(ctx) as mem:
-        result = mem.stats(user=user, agent=agent, thread=thread)
+        result = mem.stats(user=user, agent=agent, thread=thread, clearance="secret")  # the file's owner sees all
     if as_json:
         emit_json(result.model_dump(mode="json"))
         return

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import sys
+import threading
+import time
 from typing import Any
 
 import click
@@ -61,6 +64,28 @@ def _run_uvicorn(app: Any, host: str, port: int, what: str) -> None:
     sys.stderr.flush()
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="auto", timeout_graceful_shutdown=5)
     uvicorn.Server(config).run(sockets=[sock])
+    _exit_if_busy()
+
+
+def _exit_if_busy(grace: float = 1.0) -> None:
+    """After a shutdown (SIGTERM/SIGINT), end the process now if requests still compute in worker threads.
+
+    uvicorn cancels what is still running after its graceful timeout, but a
+    request computing in a worker thread cannot be cancelled and Python waits
+    for it at exit: the server would ignore SIGTERM until it is done. Its
+    transaction is not committed (SQLite and PostgreSQL roll it back), so the
+    process ends without waiting.
+    """
+    deadline = time.monotonic() + grace
+    busy = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
+    for thread in busy:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    busy = [t for t in busy if t.is_alive()]
+    if busy:
+        info(f"stopping with {len(busy)} request(s) still computing; their changes are not committed")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(0)
 
 
 def _authenticator(mem: Any, require_keys: bool, allow_secrets: bool) -> Any:

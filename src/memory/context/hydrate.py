@@ -441,7 +441,7 @@ class GraphSource:
         out: list[Section] = []
         seen: set[str] = set()
         for name in names:
-            for fact in graph.facts_about(name, **ctx.scope()):
+            for fact in graph.facts_about(name, clearance=ctx.request.clearance, **ctx.scope()):
                 text = _text_of(fact)
                 if not text.strip() or text in seen or not ctx.visible(fact):
                     continue

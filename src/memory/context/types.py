@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from memory.limits import MAX_CONTENT_CHARS
+
 __all__ = [
     "CompositionMode",
     "Priority",
@@ -178,13 +180,15 @@ class ContextStrategy(_Data):
 class ContextRequest(_Data):
     """What the agent wants context for (its intent), the scope to draw from, and the budget."""
 
-    observation: str = Field(min_length=1, description="the current user input")
-    goal: str | None = None
+    observation: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS, description="the current user input")
+    goal: str | None = Field(None, max_length=MAX_CONTENT_CHARS)
     namespace: str | None = None
     user: str | None = None
     agent: str | None = None
     thread: str | None = None
-    system: str | None = Field(None, description="the system prompt (a critical, hierarchical section)")
+    system: str | None = Field(
+        None, max_length=MAX_CONTENT_CHARS, description="the system prompt (a critical, hierarchical section)"
+    )
     sections: tuple[Section, ...] = Field((), description="caller-supplied static or state sections")
     state: dict[str, str] = Field(default_factory=dict, description="runtime state, one section per key")
     tools: tuple[ToolDef, ...] = ()

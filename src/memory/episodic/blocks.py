@@ -13,6 +13,7 @@ import builtins
 import re
 from typing import TYPE_CHECKING
 
+from memory import limits
 from memory.backends.episodic import EpisodicStore
 from memory.episodic.types import Block, BlockChange
 from memory.errors import BlockLimitError, InvalidInputError, StorageError
@@ -34,13 +35,13 @@ STANDARD_LIMITS: dict[str, int] = {
 }
 DEFAULT_LIMIT = 2_000
 MAX_LIMIT = 100_000
-_LABEL = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_LABEL = re.compile(limits.LABEL_PATTERN)
 _RETRIES = 20
 
 
 def check_label(label: object) -> str:
     """Validate a block label: a lowercase identifier such as ``user_info``."""
-    if not isinstance(label, str) or not _LABEL.match(label):
+    if not isinstance(label, str) or not _LABEL.fullmatch(label):
         raise InvalidInputError(
             f"block label {label!r} is not valid: use a lowercase identifier like {', '.join(sorted(STANDARD_LIMITS))}"
         )

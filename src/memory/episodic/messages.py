@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory import limits
 from memory.backends.episodic import EpisodicStore
 from memory.embedders.base import embed_query
 from memory.episodic.media import MediaStore
@@ -46,7 +47,7 @@ __all__ = ["Messages", "episodic_store", "default_media_dir", "ROLE_PATTERN"]
 
 log = logging.getLogger(__name__)
 
-ROLE_PATTERN = re.compile(r"^[a-z][a-z0-9_\-]{0,31}$")
+ROLE_PATTERN = re.compile(limits.ROLE_PATTERN)
 MAX_RECENT = 10_000
 _FIELDS = {
     "role", "speaker", "user", "agent", "namespace", "content_type", "media", "media_name", "mime", "uri",
@@ -143,7 +144,7 @@ class Messages:
             raise InvalidInputError(f"unknown field(s) {sorted(unknown)} for a message")
         thread_name = check_name(thread, "thread", optional=False)
         role = fields.get("role", "user")
-        if not isinstance(role, str) or not ROLE_PATTERN.match(role):
+        if not isinstance(role, str) or not ROLE_PATTERN.fullmatch(role):
             raise InvalidInputError(f"role {role!r} is not valid: use a lowercase word like user, assistant, system")
         content_type = fields.get("content_type", "text")
         if content_type not in CONTENT_TYPES:
@@ -296,7 +297,7 @@ class Messages:
         if roles is not None:
             roles = [roles] if isinstance(roles, str) else list(roles)
             for role in roles:
-                if not isinstance(role, str) or not ROLE_PATTERN.match(role):
+                if not isinstance(role, str) or not ROLE_PATTERN.fullmatch(role):
                     raise InvalidInputError(f"role {role!r} is not valid")
         return MessageQuery(
             namespace=self._ns(namespace),
@@ -390,6 +391,8 @@ class Messages:
         Only embedded messages take part in the vector channel; an embedder
         failure leaves the lexical results. Raises InvalidInputError.
         """
+        if isinstance(query, str) and len(query) > limits.MAX_QUERY_CHARS:
+            raise InvalidInputError(f"query is longer than {limits.MAX_QUERY_CHARS} characters")
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query is empty: give the text to search for")
         text = query.strip()

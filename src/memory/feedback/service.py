@@ -350,7 +350,7 @@ class Prompts(_Base):
     def get(self, name: str, version: int | None = None, *, namespace: str | None = None) -> PromptVersion:
         """A version of ``name`` (the active one by default). Raises NotFoundError."""
         ns = self._ns(namespace)
-        found = self.store.get_prompt(ns, name, version)
+        found = self.store.get_prompt(ns, name, None if version is None else check_version(version))
         if found is None:
             which = "an active version" if version is None else f"version {version}"
             raise NotFoundError(f"prompt {name!r} has no {which} in namespace {ns!r}")

@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 from pydantic import BaseModel
 
-from memory import __version__
+from memory import __version__, limits
 from memory.errors import AuthenticationError, Error, PermissionDeniedError
 from memory.keys import Caller
 from memory.memory import Memory
@@ -47,7 +47,9 @@ INSTRUCTIONS = (
 _NAMESPACE_PROPERTY = {
     "type": "string",
     "description": "Namespace (tenant) to work in; defaults to the server's namespace.",
-    "maxLength": 256,
+    "minLength": 1,
+    "maxLength": limits.MAX_NAME_CHARS,
+    "pattern": limits.NAME_PATTERN,
 }
 
 CallerFor = Callable[[Any], Caller]
@@ -115,7 +117,10 @@ def build_server(mem: Memory, caller_for: CallerFor) -> Server[Any]:
             if namespace is not None and not isinstance(namespace, str):
                 return _tool_error("InvalidInputError: namespace must be a string")
             caller = caller_for(ctx)
-            result = await anyio.to_thread.run_sync(lambda: invoke(mem, op, caller, arguments, namespace))
+            # abandon_on_cancel: a shutdown does not wait for a computing call (its transaction is not committed)
+            result = await anyio.to_thread.run_sync(
+                lambda: invoke(mem, op, caller, arguments, namespace), abandon_on_cancel=True
+            )
         except Error as exc:
             return _tool_error(_error_text(exc))
         except Exception:
@@ -160,7 +165,9 @@ def build_server(mem: Memory, caller_for: CallerFor) -> Server[Any]:
         namespace = values.pop("namespace", None)
         try:
             caller = caller_for(ctx)
-            result = await anyio.to_thread.run_sync(lambda: invoke(mem, op, caller, values, namespace))
+            result = await anyio.to_thread.run_sync(
+                lambda: invoke(mem, op, caller, values, namespace), abandon_on_cancel=True
+            )
         except Error as exc:
             raise MCPError(code=INVALID_PARAMS, message=_error_text(exc), data={"uri": uri}) from None
         text = json.dumps(_dump(result), ensure_ascii=False)

@@ -6,20 +6,24 @@ validated by :class:`~memory.Memory`, whose errors the servers pass on.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
 
+from memory import limits as lim
 from memory.backends.graph import Entity, Relation
 from memory.context.types import Trace
 from memory.episodic.types import Block, Message, MessageHit, ThreadInfo
 from memory.llms.base import Usage
 from memory.llms.schemas import EntityOut, RelationOut
+from memory.retrieval.config import PRESETS
 from memory.types import Hit, LedgerEntry, MemoryItem
 
 __all__ = [
     "Clearance",
+    "InputModel",
     "RememberIn",
     "RememberOut",
     "RememberBatchIn",
@@ -69,43 +73,96 @@ __all__ = [
 ]
 
 Clearance = Literal["normal", "private", "secret"]
+
 MetadataScalar = str | int | float | bool | None
+
+# The limits the library enforces (memory.limits), advertised by every schema built from these.
+_NAME_RULES: dict[str, Any] = {"min_length": 1, "max_length": lim.MAX_NAME_CHARS, "pattern": lim.NAME_PATTERN}
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_TAG_CHARS, pattern=lim.NAME_PATTERN)]
+Kind = Annotated[str, StringConstraints(pattern=lim.KIND_PATTERN)]
+Term = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_ITEM_CHARS, pattern=lim.VISIBLE)]
+MetadataKey = Annotated[str, StringConstraints(pattern=lim.METADATA_KEY_PATTERN)]
+Text = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_CONTENT_CHARS, pattern=lim.TEXT_PATTERN)]
+Query = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_QUERY_CHARS, pattern=lim.VISIBLE)]
+Reason = Annotated[str, StringConstraints(max_length=lim.MAX_REASON_CHARS)]
+Tags = Annotated[list[Tag], Field(max_length=lim.MAX_TAGS)]
+Role = Annotated[str, StringConstraints(pattern=lim.ROLE_PATTERN)]
+Label = Annotated[str, StringConstraints(pattern=lim.LABEL_PATTERN)]
+_KEYS_ONLY: dict[str, Any] = {"additionalProperties": False}  # keys must match the patternProperties
+Terms = Annotated[list[Term], Field(max_length=lim.MAX_LIST_ITEMS)]
+Kinds = Annotated[list[Kind], Field(max_length=lim.MAX_LIST_ITEMS)]
+
+
+def _numeric(annotation: object) -> bool:
+    return annotation in (int, float) or any(arg in (int, float) for arg in get_args(annotation))
+
+
+def _dated(annotation: object) -> bool:
+    return annotation is datetime or datetime in get_args(annotation)
+
+
+_NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
 
 
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_booleans_for_numbers(cls, value: object, info: ValidationInfo) -> object:
+        """``true`` is not the number 1 here: the schemas say integer or number, and so does the check."""
+        if info.field_name is None:
+            return value
+        annotation = cls.model_fields[info.field_name].annotation
+        if isinstance(value, bool) and _numeric(annotation):
+            raise ValueError("a boolean is not a number")
+        if _dated(annotation) and (
+            isinstance(value, (int, float)) or (isinstance(value, str) and _NUMBER.match(value))
+        ):
+            raise ValueError("give a date-time in ISO 8601 (e.g. 2026-01-02T03:04:05Z), not a number")
+        return value
+
+
+InputModel = _In  # the base of every input model (the REST layer derives body and query models from it)
 
 
 class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-_USER = Field(None, description="The user the memory is about or belongs to (exact match).", max_length=256)
-_AGENT = Field(None, description="The agent that owns the memory (exact match).", max_length=256)
-_THREAD = Field(None, description="The conversation thread or session (exact match).", max_length=256)
+_USER = Field(None, description="The user the memory is about or belongs to (exact match).", **_NAME_RULES)
+_AGENT = Field(None, description="The agent that owns the memory (exact match).", **_NAME_RULES)
+_THREAD = Field(None, description="The conversation thread or session (exact match).", **_NAME_RULES)
 _CLEARANCE: Any = Field(
     "private",
     description="Highest sensitivity to include. 'secret' needs a caller with secret clearance.",
 )
-_ID = Field(..., description="The memory id (as returned by remember or recall).", min_length=1, max_length=256)
+_ID = Field(..., description="The memory id (as returned by remember or recall).", **_NAME_RULES)
 
 
 class RememberIn(_In):
     """What to store."""
 
-    content: str = Field(..., description="The text to remember: one fact, preference or note.", min_length=1)
+    content: Text = Field(..., description="The text to remember: one fact, preference or note.")
     user: str | None = _USER
     agent: str | None = _AGENT
     thread: str | None = _THREAD
-    kind: str = Field("fact", description="fact | conversation | document | knowledge | trait | system | …")
-    context: str | None = Field(None, description="How or why this was learned.")
-    tags: list[str] = Field(default_factory=list, description="Labels for filtering.")
-    keywords: list[str] = Field(default_factory=list, description="Search keywords.")
-    entities: list[str] = Field(default_factory=list, description="Names of the people, places, things mentioned.")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Free JSON object kept with the memory.")
+    kind: Kind = Field("fact", description="fact | conversation | document | knowledge | trait | system | …")
+    context: Text | None = Field(None, description="How or why this was learned.")
+    tags: Tags = Field(default_factory=list, description="Labels for filtering.")
+    keywords: Terms = Field(default_factory=list, description="Search keywords.")
+    entities: Terms = Field(default_factory=list, description="Names of the people, places, things mentioned.")
+    metadata: dict[MetadataKey, Any] = Field(
+        default_factory=dict,
+        json_schema_extra=_KEYS_ONLY,
+        description=f"Free JSON object kept with the memory (at most {lim.MAX_METADATA_BYTES} bytes as JSON, "
+        f"{lim.MAX_METADATA_DEPTH} levels deep).",
+    )
     importance: float = Field(0.5, ge=0, le=1, description="0 (trivial) .. 1 (crucial); boosts recall ranking.")
     sensitivity: Clearance = Field("normal", description="'secret' memories are never returned without clearance.")
-    ttl_seconds: float | None = Field(None, description="Forget automatically after this many seconds.")
+    ttl_seconds: float | None = Field(
+        None, gt=0, le=lim.MAX_TTL_SECONDS, description="Forget automatically after this many seconds."
+    )
     expires_at: datetime | None = Field(None, description="Forget automatically at this time (ISO 8601).")
     valid_from: datetime | None = Field(None, description="When the fact became true.")
     valid_to: datetime | None = Field(None, description="When the fact stopped being true.")
@@ -120,7 +177,7 @@ class RememberOut(_Out):
 class RememberBatchIn(_In):
     """Many memories in one transaction (all stored or none)."""
 
-    items: list[RememberIn] = Field(..., min_length=1, max_length=1000, description="The memories, in order.")
+    items: list[RememberIn] = Field(..., min_length=1, max_length=lim.MAX_BATCH, description="The memories, in order.")
 
 
 class RememberBatchOut(_Out):
@@ -132,21 +189,35 @@ class RememberBatchOut(_Out):
 class RecallIn(_In):
     """A search."""
 
-    query: str = Field(..., description="What to look for, in natural language.", min_length=1)
-    limit: int = Field(10, ge=1, le=1000, description="How many memories to return.")
+    query: Query = Field(..., description="What to look for, in natural language.")
+    limit: int = Field(10, ge=1, le=lim.MAX_LIMIT, description="How many memories to return.")
     user: str | None = _USER
     agent: str | None = _AGENT
     thread: str | None = _THREAD
-    kinds: list[str] | None = Field(None, description="Only these kinds.")
-    tags: list[str] | None = Field(None, description="Only memories with any of these tags.")
-    tags_all: list[str] | None = Field(None, description="Only memories with all of these tags.")
-    metadata: dict[str, MetadataScalar] | None = Field(
-        None, description="Only memories whose metadata has these values."
-    )
+    kinds: Kinds | None = Field(None, description="Only these kinds.")
+    tags: Tags | None = Field(None, description="Only memories with any of these tags.")
+    tags_all: Tags | None = Field(None, description="Only memories with all of these tags.")
+    metadata: (
+        Annotated[
+            dict[MetadataKey, MetadataScalar], Field(max_length=lim.MAX_METADATA_FILTERS, json_schema_extra=_KEYS_ONLY)
+        ]
+        | None
+    ) = Field(None, description="Only memories whose metadata has these values.")
     since: datetime | None = Field(None, description="Only memories created at or after this time.")
     until: datetime | None = Field(None, description="Only memories created before this time.")
     clearance: Clearance = _CLEARANCE
-    retrieval: str | None = Field(None, description="Retrieval preset name (e.g. balanced, lexical, semantic).")
+    retrieval: str | None = Field(
+        None,
+        description="Retrieval preset name (e.g. balanced, lexical, vector).",
+        json_schema_extra={"enum": [*PRESETS, None]},
+    )
+
+    @field_validator("retrieval")
+    @classmethod
+    def _known_preset(cls, value: str | None) -> str | None:
+        if value is not None and value not in PRESETS:
+            raise ValueError(f"unknown retrieval preset {value!r}; known: {', '.join(PRESETS)}")
+        return value
 
 
 class RecallOut(_Out):
@@ -166,36 +237,40 @@ class UpdateIn(_In):
     """Fields to change; only the fields given are changed (null clears an optional field)."""
 
     id: str = _ID
-    content: str | None = Field(None, description="New text (re-embedded).")
-    kind: str | None = None
-    context: str | None = None
-    tags: list[str] | None = None
-    keywords: list[str] | None = None
-    entities: list[str] | None = None
-    metadata: dict[str, Any] | None = Field(None, description="Replaces the whole metadata object.")
+    content: Text | None = Field(None, description="New text (re-embedded).")
+    kind: Kind | None = None
+    context: Text | None = None
+    tags: Tags | None = None
+    keywords: Terms | None = None
+    entities: Terms | None = None
+    metadata: dict[MetadataKey, Any] | None = Field(
+        None, description="Replaces the whole metadata object.", json_schema_extra=_KEYS_ONLY
+    )
     importance: float | None = None
     sensitivity: Clearance | None = None
     expires_at: datetime | None = None
     valid_from: datetime | None = None
     valid_to: datetime | None = Field(None, description="Close a fact that stopped being true (kept in history).")
-    reason: str | None = Field(None, description="Why, recorded in the history.")
+    reason: Reason | None = Field(None, description="Why, recorded in the history.")
 
 
 class ForgetIn(_In):
     """A memory to delete."""
 
     id: str = _ID
-    reason: str | None = Field(None, description="Why, recorded in the history.")
+    reason: Reason | None = Field(None, description="Why, recorded in the history.")
 
 
 class ForgetAllIn(_In):
     """Delete every memory of a scope (secret, expired and closed ones too)."""
 
-    confirm: bool = Field(False, description="Must be true: this deletes every memory in the scope.")
+    confirm: bool = Field(
+        ..., description="Must be true: this deletes every memory in the scope.", json_schema_extra={"const": True}
+    )
     user: str | None = _USER
     agent: str | None = _AGENT
     thread: str | None = _THREAD
-    reason: str | None = None
+    reason: Reason | None = None
 
 
 class DeletedOut(_Out):
@@ -207,15 +282,20 @@ class DeletedOut(_Out):
 class ListIn(_In):
     """A page of memories, newest first."""
 
-    limit: int = Field(50, ge=1, le=1000, description="Page size.")
-    cursor: str | None = Field(None, description="next_cursor of the previous page.", max_length=512)
+    limit: int = Field(50, ge=1, le=lim.MAX_LIMIT, description="Page size.")
+    cursor: str | None = Field(
+        None,
+        description="next_cursor of the previous page.",
+        max_length=lim.MAX_CURSOR_CHARS,
+        pattern=lim.CURSOR_PATTERN,
+    )
     oldest_first: bool = False
     user: str | None = _USER
     agent: str | None = _AGENT
     thread: str | None = _THREAD
-    kinds: list[str] | None = None
-    tags: list[str] | None = None
-    tags_all: list[str] | None = None
+    kinds: Kinds | None = None
+    tags: Tags | None = None
+    tags_all: Tags | None = None
     since: datetime | None = None
     until: datetime | None = None
     clearance: Clearance = _CLEARANCE
@@ -234,7 +314,11 @@ class HistoryIn(_In):
     """A memory's history."""
 
     id: str = _ID
-    clearance: Clearance = Field("private", description="Snapshots above this sensitivity are redacted.")
+    clearance: Clearance = Field(
+        "private",
+        description="Snapshots above this sensitivity (and earlier ones with the same text) are redacted; "
+        "the history of a memory that is secret is not found without secret clearance.",
+    )
 
 
 class HistoryOut(_Out):
@@ -249,6 +333,9 @@ class StatsIn(_In):
     user: str | None = _USER
     agent: str | None = _AGENT
     thread: str | None = _THREAD
+    clearance: Clearance = Field(
+        "private", description="Count memories up to this sensitivity; secrets need a caller with secret clearance."
+    )
 
 
 class NoArgs(_In):
@@ -279,9 +366,9 @@ class ExportIn(_In):
     user: str | None = _USER
     agent: str | None = _AGENT
     thread: str | None = _THREAD
-    kinds: list[str] | None = None
-    tags: list[str] | None = None
-    tags_all: list[str] | None = None
+    kinds: Kinds | None = None
+    tags: Tags | None = None
+    tags_all: Tags | None = None
     since: datetime | None = None
     until: datetime | None = None
     clearance: Clearance = _CLEARANCE
@@ -293,23 +380,25 @@ class ExportIn(_In):
 class AppendMessageIn(_In):
     """One text message to add to a thread."""
 
-    thread: str = Field(..., description="The conversation thread or session id.", min_length=1, max_length=256)
-    content: str = Field(..., description="The message text.", min_length=1)
-    role: str = Field("user", description="user | assistant | system | tool | …", max_length=64)
-    speaker: str | None = Field(None, description="Who spoke (a name), when not implied by the role.", max_length=256)
+    thread: str = Field(..., description="The conversation thread or session id.", **_NAME_RULES)
+    content: Text = Field(..., description="The message text.")
+    role: Role = Field("user", description="user | assistant | system | tool | …")
+    speaker: str | None = Field(None, description="Who spoke (a name), when not implied by the role.", **_NAME_RULES)
     user: str | None = _USER
     agent: str | None = _AGENT
-    tags: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    tags: Tags = Field(default_factory=list)
+    metadata: dict[MetadataKey, Any] = Field(default_factory=dict, json_schema_extra=_KEYS_ONLY)
     sensitivity: Clearance = Field("normal", description="'secret' messages are never embedded or returned.")
-    ttl_seconds: float | None = Field(None, description="Delete automatically after this many seconds.")
+    ttl_seconds: float | None = Field(
+        None, gt=0, le=lim.MAX_TTL_SECONDS, description="Delete automatically after this many seconds."
+    )
     embed: bool = Field(False, description="Embed now instead of leaving it to the sync job.")
 
 
 class RecentMessagesIn(_In):
     """The latest messages of a thread."""
 
-    thread: str = Field(..., description="The thread.", min_length=1, max_length=256)
+    thread: str = Field(..., description="The thread.", **_NAME_RULES)
     n: int = Field(20, ge=1, le=1000, description="How many of the latest messages (returned oldest first).")
     clearance: Clearance = _CLEARANCE
 
@@ -323,12 +412,14 @@ class MessagesOut(_Out):
 class SearchConversationIn(_In):
     """A search over conversation messages."""
 
-    query: str = Field(..., description="What to look for.", min_length=1)
+    query: Query = Field(..., description="What to look for.")
     limit: int = Field(10, ge=1, le=1000)
     thread: str | None = _THREAD
     user: str | None = _USER
     agent: str | None = _AGENT
-    roles: list[str] | None = Field(None, description="Only messages with these roles.")
+    roles: Annotated[list[Role], Field(max_length=lim.MAX_LIST_ITEMS)] | None = Field(
+        None, description="Only messages with these roles."
+    )
     since: datetime | None = None
     until: datetime | None = None
     clearance: Clearance = _CLEARANCE
@@ -393,7 +484,7 @@ class BlocksOut(_Out):
 class WriteBlockIn(_In):
     """Replace a block's text, or append to it."""
 
-    label: str = Field(..., description="user_info, goals_and_status, important_context, … or your own label.")
+    label: Label = Field(..., description="user_info, goals_and_status, important_context, … or your own label.")
     value: str = Field(..., description="The text (the whole block, or what to add with mode=append).")
     mode: Literal["replace", "append"] = "replace"
     user: str | None = _USER
@@ -407,12 +498,16 @@ class WriteBlockIn(_In):
 class GetContextIn(_In):
     """What the next model call is about; the context is built for it under a token budget."""
 
-    observation: str = Field(..., description="The current user input (what the model must answer).", min_length=1)
-    goal: str | None = Field(None, description="What the agent is trying to achieve, if known.")
+    observation: Text = Field(..., description="The current user input (what the model must answer).")
+    goal: str | None = Field(
+        None, description="What the agent is trying to achieve, if known.", max_length=lim.MAX_CONTENT_CHARS
+    )
     user: str | None = _USER
     agent: str | None = _AGENT
-    thread: str | None = Field(None, description="The conversation thread: its recent turns are included.")
-    system: str | None = Field(None, description="The system prompt to put first.")
+    thread: str | None = Field(
+        None, description="The conversation thread: its recent turns are included.", **_NAME_RULES
+    )
+    system: str | None = Field(None, description="The system prompt to put first.", max_length=lim.MAX_CONTENT_CHARS)
     budget_tokens: int = Field(2000, ge=64, le=1_000_000, description="Token budget of the whole context.")
     model: str | None = Field(None, description="Model name; picks the tokenizer used to count tokens.")
     clearance: Clearance = _CLEARANCE
@@ -431,8 +526,8 @@ class GetContextOut(_Out):
 class LinkIn(_In):
     """A typed edge from one memory to another."""
 
-    id: str = Field(..., description="The source memory id.", min_length=1, max_length=256)
-    target: str = Field(..., description="The target memory id.", min_length=1, max_length=256)
+    id: str = Field(..., description="The source memory id.", **_NAME_RULES)
+    target: str = Field(..., description="The target memory id.", **_NAME_RULES)
     type: str = Field("relates_to", description="The link type, e.g. relates_to, follows, contradicts.",
                       min_length=1, max_length=64)  # fmt: skip
 
@@ -441,7 +536,7 @@ class QueryGraphIn(_In):
     """Which part of the knowledge graph to return."""
 
     start: str | None = Field(None, description="Entity name (or alias) to start from; omit for the whole graph.",
-                              max_length=256)  # fmt: skip
+                              **_NAME_RULES)  # fmt: skip
     depth: int = Field(1, ge=1, le=4, description="How many relations away from start to go.")
     predicates: list[str] | None = Field(None, description="Keep only relations with these predicates.")
     entity_types: list[str] | None = Field(None, description="Keep only entities of these types (person, place, …).")
@@ -462,7 +557,7 @@ class FactsAboutIn(_In):
     """The facts (relations) the graph holds about one entity."""
 
     entity: str = Field(..., description="The entity name or alias (case and articles ignored).",
-                        min_length=1, max_length=256)  # fmt: skip
+                        **_NAME_RULES)  # fmt: skip
     user: str | None = _USER
     agent: str | None = _AGENT
     include_invalid: bool = Field(False, description="Also facts that are no longer valid (superseded).")
@@ -480,9 +575,8 @@ class FactsOut(_Out):
 class ExtractIn(_In):
     """The text to analyse; nothing is stored."""
 
-    text: str = Field(..., description="The text to extract facts, keywords, entities and relations from.",
-                      min_length=1)  # fmt: skip
-    speaker: str | None = Field(None, description='Who says it ("I" and "my" are resolved to them).', max_length=256)
+    text: Text = Field(..., description="The text to extract facts, keywords, entities and relations from.")
+    speaker: str | None = Field(None, description='Who says it ("I" and "my" are resolved to them).', **_NAME_RULES)
 
 
 class ExtractOut(_Out):
@@ -503,11 +597,11 @@ class ExtractOut(_Out):
 class EndConversationIn(_In):
     """A finished conversation whose messages update the working-memory blocks."""
 
-    thread: str = Field(..., description="The conversation thread that ended.", min_length=1, max_length=256)
+    thread: str = Field(..., description="The conversation thread that ended.", **_NAME_RULES)
     user: str | None = Field(None, description="Whose blocks to update (default: the thread's main user).",
-                             max_length=256)  # fmt: skip
+                             **_NAME_RULES)  # fmt: skip
     agent: str | None = Field(None, description="The agent whose blocks to update (default: the thread's).",
-                              max_length=256)  # fmt: skip
+                              **_NAME_RULES)  # fmt: skip
 
 
 class EndConversationOut(_Out):
@@ -527,8 +621,8 @@ class TiersRetrieveIn(_In):
     """A query across the memory tiers (short-, mid- and long-term) of one agent and user."""
 
     query: str = Field(..., description="What to look for.", min_length=1)
-    agent: str = Field(..., description="The agent whose tiers to search.", min_length=1, max_length=256)
-    user: str = Field(..., description="The user the conversation is with.", min_length=1, max_length=256)
+    agent: str = Field(..., description="The agent whose tiers to search.", **_NAME_RULES)
+    user: str = Field(..., description="The user the conversation is with.", **_NAME_RULES)
     top_m: int | None = Field(None, ge=1, le=100, description="Mid-term segments to visit (default: configured).")
     top_k: int | None = Field(None, ge=1, le=1000, description="Pages to return from them (default: configured).")
     clearance: Clearance = _CLEARANCE
@@ -540,15 +634,33 @@ class TiersRetrieveIn(_In):
 class FeedbackRecordIn(_In):
     """How a conversation went: a rating, a reward, the task outcome, the user's words; rescored on every call."""
 
-    thread: str = Field(..., description="The conversation thread.", min_length=1, max_length=256)
+    thread: str = Field(..., description="The conversation thread.", **_NAME_RULES)
     rating: float | None = Field(None, description="Explicit user rating on rating_scale (stars 1-5 by default).")
     rating_scale: Literal["stars", "thumbs", "unit"] = Field("stars", description="stars 1-5, thumbs +1/-1, unit 0-1.")
     reward: float | None = Field(None, ge=0.0, le=1.0, description="An explicit reward in [0, 1].")
-    feedback: str | None = Field(None, description="What the user said about the answers.", max_length=20_000)
-    example: str | None = Field(None, description="An example of the wanted behaviour.", max_length=20_000)
-    suggestion: str | None = Field(None, description="An improvement suggestion.", max_length=20_000)
+    feedback: str | None = Field(
+        None,
+        description="What the user said about the answers.",
+        min_length=1,
+        max_length=lim.MAX_FEEDBACK_CHARS,
+        pattern=lim.VISIBLE,
+    )
+    example: str | None = Field(
+        None,
+        description="An example of the wanted behaviour.",
+        min_length=1,
+        max_length=lim.MAX_FEEDBACK_CHARS,
+        pattern=lim.VISIBLE,
+    )
+    suggestion: str | None = Field(
+        None,
+        description="An improvement suggestion.",
+        min_length=1,
+        max_length=lim.MAX_FEEDBACK_CHARS,
+        pattern=lim.VISIBLE,
+    )
     task_completed: bool | None = Field(None, description="Whether the task was completed.")
-    prompt: str | None = Field(None, description="The prompt name the conversation used.", max_length=200)
+    prompt: str | None = Field(None, description="The prompt name the conversation used.", **_NAME_RULES)
     prompt_version: int | None = Field(None, ge=1, description="Its version (default: the thread's, else active).")
     user: str | None = _USER
     agent: str | None = _AGENT
@@ -557,5 +669,7 @@ class FeedbackRecordIn(_In):
 class PromptGetIn(_In):
     """A named prompt: the active version, or a given one."""
 
-    name: str = Field(..., description="The prompt's name.", min_length=1, max_length=200)
-    version: int | None = Field(None, ge=1, description="A version number (default: the active version).")
+    name: str = Field(..., description="The prompt's name.", **_NAME_RULES)
+    version: int | None = Field(
+        None, ge=1, le=lim.MAX_VERSION, description="A version number (default: the active version)."
+    )

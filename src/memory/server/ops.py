@@ -44,7 +44,7 @@ from memory.keys import Caller
 from memory.memory import Memory
 from memory.server import models as m
 from memory.tiers.types import TierContext
-from memory.types import SENSITIVITY_LEVELS, LedgerEntry, MemoryItem, Stats
+from memory.types import MemoryItem, Stats
 
 if TYPE_CHECKING:
     from memory.episodic.sync import SyncEstimate, SyncReport
@@ -204,7 +204,9 @@ def _forget(mem: Memory, a: m.ForgetIn, call: Call) -> m.DeletedOut:
 def _forget_all(mem: Memory, a: m.ForgetAllIn, call: Call) -> m.DeletedOut:
     if not a.confirm:
         raise InvalidInputError("forget_all deletes every memory in the scope: pass confirm=true")
-    deleted = mem.forget_all(namespace=call.namespace, reason=a.reason, **_fields(a, *_SCOPE))
+    deleted = mem.forget_all(
+        namespace=call.namespace, reason=a.reason, clearance=call.caller.clearance, **_fields(a, *_SCOPE)
+    )  # a caller without secret clearance leaves the secrets it cannot see
     return m.DeletedOut(deleted=deleted)
 
 
@@ -213,19 +215,8 @@ def _list(mem: Memory, a: m.ListIn, call: Call) -> m.ListOut:
     return m.ListOut(items=list(page.items), next_cursor=page.next_cursor)
 
 
-def _redact(entry: LedgerEntry, clearance: str) -> LedgerEntry:
-    level = SENSITIVITY_LEVELS[clearance]
-    changes: dict[str, Any] = {}
-    for side in ("before", "after"):
-        snapshot = getattr(entry, side)
-        if snapshot is not None and SENSITIVITY_LEVELS.get(snapshot.get("sensitivity", "normal"), 2) > level:
-            changes[side] = {"id": entry.item_id, "sensitivity": snapshot.get("sensitivity"), "redacted": True}
-    return entry.model_copy(update=changes) if changes else entry
-
-
 def _history(mem: Memory, a: m.HistoryIn, call: Call) -> m.HistoryOut:
-    entries = mem.history(a.id, namespace=call.namespace)
-    return m.HistoryOut(entries=[_redact(e, a.clearance) for e in entries])
+    return m.HistoryOut(entries=mem.history(a.id, namespace=call.namespace, clearance=a.clearance))
 
 
 def _stats(mem: Memory, a: m.StatsIn, call: Call) -> Any:

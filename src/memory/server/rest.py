@@ -22,14 +22,17 @@ from fastapi import Body, Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPBearer
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, create_model
+from pydantic.fields import FieldInfo
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
-from memory import __version__
+from memory import __version__, limits
 from memory.config import ServerSettings
-from memory.errors import Error
+from memory.errors import Error, InvalidInputError
 from memory.memory import Memory
 from memory.server.auth import Authenticator
+from memory.server.models import InputModel
 from memory.server.ops import OPERATIONS, Operation, invoke
 from memory.server.problems import PROBLEM_TYPE, Problem, problem_body, problem_for
 
@@ -119,6 +122,17 @@ def _problem_response(status: int, body: bytes, headers: Mapping[str, str] | Non
     return Response(body, status_code=status, media_type=PROBLEM_TYPE, headers=headers)
 
 
+def _string_rules(field: FieldInfo) -> dict[str, Any]:
+    """The length and pattern constraints of a model field, for the path parameter that carries it."""
+    rules: dict[str, Any] = {}
+    for meta in field.metadata:
+        for name in ("min_length", "max_length", "pattern"):
+            value = getattr(meta, name, None)
+            if value is not None:
+                rules[name] = value
+    return rules
+
+
 def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation) -> None:
     assert op.rest is not None
     rest = op.rest
@@ -132,11 +146,12 @@ def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation) -> Non
             if not path_vars
             else create_model(  # type: ignore[call-overload]
                 f"{_camel(op.name)}{'Query' if in_query else 'Body'}",
-                __config__=ConfigDict(extra="forbid"),
+                __base__=InputModel,  # extra="forbid" and the input checks of every operation's model
                 __doc__=op.params.__doc__,
                 **{n: (f.annotation, f) for n, f in rest_fields.items()},
             )
         )
+    repeatable = {n for n, f in rest_fields.items() if "list[" in str(f.annotation)}
     P = inspect.Parameter
     parameters = [
         P("request", P.KEYWORD_ONLY, annotation=Request),
@@ -144,13 +159,15 @@ def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation) -> Non
         P("_api_key", P.KEYWORD_ONLY, annotation=Annotated[Any, Depends(_api_key)]),
     ]
     if op.scoped:
-        ns_path = Path(description="The namespace (tenant); the API key must be scoped to it.", max_length=256)
+        ns_path = Path(
+            description="The namespace (tenant); the API key must be scoped to it.",
+            min_length=1, max_length=limits.MAX_NAME_CHARS, pattern=limits.NAME_PATTERN,
+        )  # fmt: skip
         parameters.append(P("namespace", P.KEYWORD_ONLY, annotation=Annotated[str, ns_path]))
     for var in path_vars:
         field = op.params.model_fields[var]
-        parameters.append(
-            P(var, P.KEYWORD_ONLY, annotation=Annotated[str, Path(description=field.description, max_length=256)])
-        )
+        path = Path(description=field.description, **_string_rules(field))
+        parameters.append(P(var, P.KEYWORD_ONLY, annotation=Annotated[str, path]))
     if payload_model is not None:
         marker = Query() if in_query else Body()
         parameters.append(P("payload", P.KEYWORD_ONLY, annotation=Annotated[payload_model, marker]))
@@ -164,6 +181,12 @@ def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation) -> Non
 
     async def endpoint(**kwargs: Any) -> Response:
         request: Request = kwargs["request"]
+        if in_query:  # ?user=a&user=b names one user twice: refused, not the last one taken
+            seen: set[str] = set()
+            for key, _ in request.query_params.multi_items():
+                if key in seen and key not in repeatable:
+                    raise InvalidInputError(f"query parameter {key!r} is given more than once")
+                seen.add(key)
         payload = kwargs.get("payload")
         values = payload.model_dump(exclude_unset=True) if payload is not None else {}
         values.update({var: kwargs[var] for var in path_vars})
@@ -187,6 +210,56 @@ def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation) -> Non
         description=op.description,
         tags=list(op.tags),
     )
+
+
+def _add_links(app: FastAPI) -> None:
+    """OpenAPI links from every operation whose answer carries an ``id`` to the operations on ``{path}/{id}``.
+
+    ``POST /memories`` answers ``{"id": ...}``: its links lead to get, update,
+    forget, history and links of that memory, so stateful clients and fuzzers
+    (schemathesis) can follow a created resource through its life.
+    """
+    base_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = base_openapi()
+        paths: dict[str, dict[str, Any]] = schema.get("paths", {})
+        for path, methods in paths.items():
+            for method, operation in methods.items():
+                if method != "post":
+                    continue
+                for status, response in operation.get("responses", {}).items():
+                    ref = response.get("content", {}).get("application/json", {}).get("schema", {}).get("$ref", "")
+                    model = schema.get("components", {}).get("schemas", {}).get(ref.rsplit("/", 1)[-1], {})
+                    if not status.startswith("2") or "id" not in model.get("properties", {}):
+                        continue
+                    links = {}
+                    for target, target_methods in paths.items():
+                        if not target.startswith(f"{path}/{{id}}"):
+                            continue
+                        for target_op in target_methods.values():
+                            parameters = {"id": "$response.body#/id"}
+                            if "{namespace}" in target:
+                                parameters["namespace"] = "$request.path.namespace"
+                            name = f"{target_op['operationId']}"
+                            links[name] = {"operationId": target_op["operationId"], "parameters": parameters}
+                    if links:
+                        response["links"] = links
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _allowed_methods(app: FastAPI, scope: MutableMapping[str, Any]) -> list[str]:
+    """Every method some route serves at the request's path (the ``Allow`` header of a 405)."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches({**scope, "method": "GET"})
+        if match is not Match.NONE:
+            methods.update(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 def create_app(mem: Memory, auth: Authenticator, settings: ServerSettings | None = None) -> FastAPI:
@@ -231,7 +304,10 @@ def create_app(mem: Memory, auth: Authenticator, settings: ServerSettings | None
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         detail = exc.detail if isinstance(exc.detail, str) else None
-        return _problem_response(exc.status_code, problem_body(exc.status_code, detail or "Error", detail), exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:  # Starlette names the first matching route's methods only: name them all
+            headers = {**(headers or {}), "Allow": ", ".join(_allowed_methods(app, request.scope))}
+        return _problem_response(exc.status_code, problem_body(exc.status_code, detail or "Error", detail), headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Response:
@@ -248,6 +324,7 @@ def create_app(mem: Memory, auth: Authenticator, settings: ServerSettings | None
         if op.rest is not None:
             _route(app, mem, auth, op)
 
+    _add_links(app)
     if settings.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 

@@ -427,7 +427,7 @@ class PostgresBackend:
                     raise InvalidInputError(f"id {taken[0]} already exists")
                 for row in conn.execute(
                     'SELECT content_hash, "user", agent, thread, id, created_at, expires_at, valid_to FROM items '
-                    "WHERE namespace = %s AND content_hash = ANY(%s::text[])",
+                    "WHERE namespace = %s AND content_hash = ANY(%s::text[]) AND sensitivity <> 'secret'",
                     (namespace, sorted({i.content_hash for i in items})),
                 ):
                     stored.setdefault((namespace, row[1], row[2], row[3], row[0]), []).append(row[4:])
@@ -446,7 +446,12 @@ class PostgresBackend:
                     raise InvalidInputError(f"id {item.id} already exists")
                 seen_ids.add(ident)
                 key = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
-                existing = staged.get(key) or _live(stored.get(key, ()), item.created_at)
+                # secrets never dedup: the answer would tell a writer that the secret exists
+                existing = (
+                    None
+                    if item.sensitivity == "secret"
+                    else staged.get(key) or _live(stored.get(key, ()), item.created_at)
+                )
                 if existing is not None:
                     results.append(AddResult(existing, False))
                     continue
@@ -460,7 +465,8 @@ class PostgresBackend:
                 stat = deltas.setdefault(item.namespace, [0, 0])
                 stat[0] += 1
                 stat[1] += int(values[-1])
-                staged[key] = item.id
+                if item.sensitivity != "secret":
+                    staged[key] = item.id
                 results.append(AddResult(item.id, True))
             with conn.cursor() as cur:
                 if new_items:

@@ -298,21 +298,13 @@ class SQLiteBackend:
 
     # -- writes ------------------------------------------------------------
     @staticmethod
-    def _live_duplicate(conn: Any, item: MemoryItem) -> str | None:
-        created = to_epoch(item.created_at)
-        row = conn.execute(
-            "SELECT id FROM items WHERE namespace = ? AND content_hash = ? AND user IS ? AND agent IS ? "
-            "AND thread IS ? AND (expires_at IS NULL OR expires_at > ?) AND (valid_to IS NULL OR valid_to > ?) "
-            "ORDER BY rid LIMIT 1",
-            (item.namespace, item.content_hash, item.user, item.agent, item.thread, created, created),
-        ).fetchone()
-        return None if row is None else str(row[0])
-
-    @staticmethod
     def _duplicate_candidates(
         conn: Any, items: Sequence[MemoryItem]
     ) -> dict[tuple[str, str | None, str | None, str | None, str], list[tuple[str, float | None, float | None]]]:
-        """Stored items sharing a content hash with ``items``, by scope key, oldest first (one query per namespace)."""
+        """Stored non-secret items sharing a content hash with ``items``, by scope key, oldest first.
+
+        One query per namespace. Secrets are never dedup targets (see :meth:`add`).
+        """
         out: dict[
             tuple[str, str | None, str | None, str | None, str], list[tuple[str, float | None, float | None]]
         ] = {}
@@ -322,7 +314,8 @@ class SQLiteBackend:
         for namespace, hashes in by_ns.items():
             for row in conn.execute(
                 "SELECT id, user, agent, thread, content_hash, expires_at, valid_to FROM items "
-                "WHERE namespace = ? AND content_hash IN (SELECT value FROM json_each(?)) ORDER BY rid",
+                "WHERE namespace = ? AND content_hash IN (SELECT value FROM json_each(?)) "
+                "AND sensitivity <> 'secret' ORDER BY rid",
                 (namespace, json_list(sorted(hashes))),
             ):
                 key = (namespace, row[1], row[2], row[3], str(row[4]))
@@ -378,19 +371,26 @@ class SQLiteBackend:
                     )
                 key = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
                 created = to_epoch(item.created_at)
-                existing = staged.get(key) or next(
-                    (
-                        found
-                        for found, expires, valid_to in stored.get(key, ())
-                        if (expires is None or expires > created) and (valid_to is None or valid_to > created)
-                    ),
-                    None,
+                # Secrets never dedup, either way: the answer would tell a writer that the secret exists.
+                existing = (
+                    None
+                    if item.sensitivity == "secret"
+                    else staged.get(key)
+                    or next(
+                        (
+                            found
+                            for found, expires, valid_to in stored.get(key, ())
+                            if (expires is None or expires > created) and (valid_to is None or valid_to > created)
+                        ),
+                        None,
+                    )
                 )
                 if existing is not None:
                     results.append(AddResult(existing, False))
                     continue
                 inserted.append(record)
-                staged[key] = item.id
+                if item.sensitivity != "secret":
+                    staged[key] = item.id
                 results.append(AddResult(item.id, True))
             conn.executemany(_INSERT_ITEM, [item_values(r.item) for r in inserted])
             rid_of = {
@@ -408,7 +408,7 @@ class SQLiteBackend:
             for (space, namespace), rows in new_vectors.items():
                 kept = [(rid_of[item_id], vector) for item_id, vector in rows if item_id in rid_of]
                 vectors.write_new_vectors(conn, space, namespace, kept)
-            self._added_since_optimize += len(staged)
+            self._added_since_optimize += len(inserted)
         if self._added_since_optimize >= _OPTIMIZE_EVERY:
             self._optimize()
         return results
