@@ -233,6 +233,40 @@ def tiers_bench(
     _emit(report, format_tiers_report(report), as_json=as_json, out=out)
 
 
+@bench.command("reward")
+@click.option("--data", type=_DATA_TYPE, help="Labelled conversations (JSONL) [default: the packaged set].")
+@click.option("--split", type=click.Choice(["dev", "holdout"]), help="Only this part of the set.")
+@click.option("--llm", metavar="NAME", help="Also check this LLM provider as a judge (openai, ollama; configured "
+              "as usual) [default: the configured provider unless heuristic].")  # fmt: skip
+@click.option("--no-llm", is_flag=True, help="Only the offline reward, even with an LLM configured.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
+def reward_bench(
+    data: Path | None, split: str | None, llm: str | None, no_llm: bool, as_json: bool, out: Path | None
+) -> None:
+    """Reward sign on labelled conversations: confusion matrix of the offline reward (and the LLM judge).
+
+    \b
+    Examples:
+      memory bench reward
+      memory bench reward --split holdout --json
+      MEMORY_LLM=openai memory bench reward     # also checks the model as a judge
+    """
+    from memory.bench.reward import format_reward_report, run_reward_bench
+    from memory.config import load_settings
+    from memory.llms import create_llm
+
+    with _errors():
+        model = None
+        if not no_llm:
+            spec = load_settings().llm
+            provider = llm or spec.provider
+            if provider != "heuristic":
+                model = create_llm(provider, spec.options if provider == spec.provider else None)
+        report = run_reward_bench(data, llm=model, split=split)
+    _emit(report, format_reward_report(report), as_json=as_json, out=out)
+
+
 def _sizes(ctx: click.Context | None, param: click.Parameter | None, value: str) -> list[int]:
     try:
         sizes = [int(part.replace("_", "")) for part in value.split(",") if part.strip()]
