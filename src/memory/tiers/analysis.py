@@ -7,10 +7,11 @@ schema-validated answer (task names ``tiers_meta_chain``,
 the provider is the ``heuristic`` one (it has no model for these tasks) or
 fails (an LLMError never loses a page). Each returns ``(answer, fell_back)``.
 
-Fallback rules: keywords are :func:`memory.extraction.heuristic.keywords`;
+Fallback rules: keywords are :func:`memory.extraction.heuristic.keywords`
+of the text without transcript speaker tags (:func:`memory.tiers.scoring.topic_text`);
 a meta-chain names the page's topic keywords and those it shares with the
-previous page; a segment summary is its topic keywords plus the first
-sentence of its first pages; persona analysis takes the user's facts
+previous page; a summary is its topic keywords plus the first sentence of
+its first page and of its two latest pages; persona analysis takes the user's facts
 (:func:`~memory.extraction.heuristic.extract_heuristic`, first person
 rewritten to the user's name), traits from "I like/love/enjoy/prefer/hate …",
 profile fields from "my name is …", "I live in …", "I work as …", "I am N
@@ -32,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory.errors import LLMError
 from memory.extraction.heuristic import extract_heuristic, keywords, sentences
 from memory.llms.base import LLM, ChatMessage, ChatRequest, OutputT
+from memory.tiers.scoring import topic_text
 from memory.tiers.types import DialoguePage
 
 __all__ = [
@@ -157,9 +159,11 @@ def summarize(llm: LLM | None, pages: Sequence[DialoguePage], limit: int) -> tup
     answer = _ask(llm, "tiers_summary", {"exchanges": [p.text for p in pages]}, SummaryOut)
     if answer is not None and answer.summary.strip():
         words = [k.strip().lower() for k in answer.keywords if k.strip()][:limit]
-        return answer.summary.strip(), words or keywords(" ".join(p.text for p in pages), limit), False
-    words = keywords(" ".join(p.text for p in pages), limit)
-    firsts = [sentences(p.query or p.response)[:1] for p in pages[:3]]
+        return answer.summary.strip(), words or keywords(topic_text(" ".join(p.text for p in pages)), limit), False
+    words = keywords(topic_text(" ".join(p.text for p in pages)), limit)
+    # the first page (where the topic began) and the two latest (where it is now): kept current as pages join
+    shown = list(pages[:1]) + [p for p in pages[-2:] if p is not pages[0]]
+    firsts = [sentences(topic_text(p.query or p.response))[:1] for p in shown]
     lead = " ".join(s[0] for s in firsts if s)
     return _clip(f"Topic: {', '.join(words[:5])}. {lead}", 400), words, True
 

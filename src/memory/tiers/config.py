@@ -15,15 +15,22 @@ from pydantic import ValidationError
 
 from memory.backends.tiers import TierStore
 from memory.errors import InvalidInputError
+from memory.tiers.scoring import reference_of
 from memory.tiers.types import CONFIG_FIELDS, TierConfig
 
 __all__ = ["resolve_config", "store_config", "agent_type_of"]
+
+
+_FUNCTIONS = ("fscore_function", "heat_function")
 
 
 def _validated(values: dict[str, Any]) -> TierConfig:
     unknown = sorted(set(values) - set(CONFIG_FIELDS))
     if unknown:
         raise InvalidInputError(f"unknown tier setting(s) {unknown}; known: {', '.join(CONFIG_FIELDS)}")
+    for name in _FUNCTIONS:
+        if name in values:
+            values = {**values, name: reference_of(values[name])}
     try:
         return TierConfig(**values)
     except ValidationError as exc:
@@ -53,6 +60,7 @@ def store_config(
     """Merge ``values`` into the stored overrides of ``agent`` (or of ``agent_type``); returns the effective config."""
     if agent is None and agent_type is None:
         raise InvalidInputError("configure needs agent= or agent_type=")
+    values = {k: (reference_of(v) if k in _FUNCTIONS else v) for k, v in values.items()}
     _validated(values)  # the values on their own
     if agent is not None:
         key = f"agent:{agent}"

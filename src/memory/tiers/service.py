@@ -26,8 +26,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from memory.backends.tiers import TierChanges, TierStore
 from memory.errors import EmbedderError, InvalidInputError, StoreUnavailableError
 from memory.extraction.heuristic import keywords, normalise_name
@@ -35,7 +33,7 @@ from memory.ids import new_id
 from memory.records import check_name
 from memory.tiers import analysis
 from memory.tiers.config import agent_type_of, resolve_config, store_config
-from memory.tiers.formulas import heat, jaccard, mean_vector, recency
+from memory.tiers.scoring import default_fscore, fscore_of, heat_of, rank_pages, topic_text
 from memory.tiers.types import (
     AgentPersona,
     ConsolidationReport,
@@ -56,31 +54,23 @@ if TYPE_CHECKING:
 
 __all__ = ["Tiers", "segment_heat", "similarity"]
 
+_ENTRY_CACHE = 20_000
+
 
 def similarity(
     vector_a: Sequence[float], keywords_a: Sequence[str], vector_b: Sequence[float], keywords_b: Sequence[str]
 ) -> float:
     """Fscore (:func:`memory.tiers.formulas.fscore`, cosine in numpy) that tolerates missing or
     mismatched vectors: then only the keyword Jaccard counts."""
-    cos = 0.0
-    if vector_a and len(vector_a) == len(vector_b):
-        a = np.asarray(vector_a, dtype=np.float64)
-        b = np.asarray(vector_b, dtype=np.float64)
-        norms = float(np.linalg.norm(a) * np.linalg.norm(b))
-        cos = float(a @ b) / norms if norms else 0.0
-    return cos + jaccard(keywords_a, keywords_b)
+    return default_fscore(vector_a, keywords_a, vector_b, keywords_b)
 
 
 def segment_heat(segment: Segment, config: TierConfig, now: datetime) -> float:
-    """Heat of ``segment`` at ``now`` under ``config``."""
-    return heat(
-        segment.visits,
-        segment.interactions,
-        recency(segment.last_accessed, now, config.recency_mu),
-        alpha=config.heat_alpha,
-        beta=config.heat_beta,
-        gamma=config.heat_gamma,
-    )
+    """Heat of ``segment`` at ``now`` under ``config`` (its ``heat_function``, else the seed's formula)."""
+    return heat_of(
+        config.heat_function, segment.visits, segment.interactions, segment.last_accessed, now,
+        mu=config.recency_mu, alpha=config.heat_alpha, beta=config.heat_beta, gamma=config.heat_gamma,
+    )  # fmt: skip
 
 
 def _queue(old: Sequence[str], new: Sequence[str], capacity: int) -> tuple[tuple[str, ...], int]:
@@ -103,6 +93,7 @@ class Tiers:
         """Bind to ``mem`` (backend, embedder, LLM, clock, namespace)."""
         self._mem = mem
         self._lock = threading.RLock()
+        self._entry_vectors: dict[str, tuple[float, ...]] = {}
 
     # -- plumbing ----------------------------------------------------------
     @property
@@ -127,6 +118,17 @@ class Tiers:
         except EmbedderError:
             return [() for _ in texts]
         return [tuple(float(x) for x in row) for row in rows]
+
+    def _embed_entries(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
+        """Vectors of persona and system entries, cached in process (entries change rarely, queries often)."""
+        missing = sorted({t for t in texts if t not in self._entry_vectors})
+        if missing:
+            if len(self._entry_vectors) + len(missing) > _ENTRY_CACHE:
+                self._entry_vectors.clear()
+            for text, vector in zip(missing, self._embed(missing), strict=True):
+                if vector:
+                    self._entry_vectors[text] = vector
+        return [self._entry_vectors.get(t, ()) for t in texts]
 
     # -- configuration -----------------------------------------------------
     def config(
@@ -192,7 +194,7 @@ class Tiers:
         with self._lock:
             stm = store.stm(ns, agent_name, user_name)
             text = f"{query}\n{response}".strip()
-            words = keywords(text, config.segment_keywords)
+            words = keywords(topic_text(text), config.segment_keywords)
             # a secret page never feeds the meta-chain of another page
             previous = next((p for p in reversed(stm) if p.sensitivity != "secret"), None)
             chain, _ = analysis.meta_chain(self._mem.llm, previous, text, words)
@@ -249,39 +251,39 @@ class Tiers:
             if missing:
                 vectors = dict(zip((p.id for p in missing), self._embed([p.text for p in missing]), strict=True))
                 overflow = [p.model_copy(update={"vector": vectors.get(p.id, p.vector)}) for p in overflow]
-            for page in overflow:
-                scored = [
-                    (similarity(s.vector, s.keywords, page.vector, page.keywords), s.id) for s in segments.values()
-                ]
+            fscore = fscore_of(config.fscore_function)
+            # MemoryOS matches a page's topic summary + keywords against each segment's summary + keywords
+            topics = [analysis.summarize(llm, [p], config.segment_keywords) for p in overflow]
+            counts["llm_fallbacks"] += sum(int(t[2] and getattr(llm, "provider", "") != "heuristic") for t in topics)
+            topic_vectors = self._embed([t[0] for t in topics])
+            for page, (summary, words, _), topic_vector in zip(overflow, topics, topic_vectors, strict=True):
+                scored = [(fscore(s.vector, s.keywords, topic_vector, words), s.id) for s in segments.values()]
                 best = max(scored, key=lambda x: (x[0], x[1])) if scored else None
                 if best is not None and best[0] >= config.fscore_threshold:
                     seg = segments[best[1]]
                     pages = (*seg.pages, page)
+                    # the segment's summary, keywords and embedding are kept current as pages join
+                    new_summary, new_words, fell_back = analysis.summarize(llm, pages, config.segment_keywords)
+                    counts["llm_fallbacks"] += int(fell_back and getattr(llm, "provider", "") != "heuristic")
+                    new_vector = self._embed([new_summary])[0] or seg.vector
                     segments[seg.id] = seg.model_copy(
                         update={
-                            "pages": pages,
-                            "interactions": seg.interactions + 1,
-                            "last_accessed": now,
-                            "keywords": tuple(keywords(" ".join(p.text for p in pages), config.segment_keywords)),
-                            "vector": tuple(mean_vector([p.vector for p in pages if p.vector])),
+                            "pages": pages, "interactions": seg.interactions + 1, "last_accessed": now,
+                            "summary": new_summary, "keywords": tuple(new_words), "vector": new_vector,
                         }
-                    )
+                    )  # fmt: skip
                     counts["segments_joined"] += 1
                 else:
                     seg = Segment(
-                        id=new_id(), namespace=ns, agent=agent, user=user, summary="", keywords=page.keywords,
-                        vector=page.vector, pages=(page,), visits=0, interactions=1, created_at=now, last_accessed=now,
+                        id=new_id(), namespace=ns, agent=agent, user=user, summary=summary, keywords=tuple(words),
+                        vector=topic_vector, pages=(page,), visits=0, interactions=1, created_at=now,
+                        last_accessed=now,
                     )  # fmt: skip
                     segments[seg.id] = seg
                     counts["segments_created"] += 1
                 dirty.add(seg.id)
                 counts["pages_moved"] += 1
             changes.delete_pages.extend(overflow)
-            for seg_id in sorted(dirty):
-                seg = segments[seg_id]
-                summary, words, fell_back = analysis.summarize(llm, seg.pages, config.segment_keywords)
-                counts["llm_fallbacks"] += int(fell_back and getattr(llm, "provider", "") != "heuristic")
-                segments[seg_id] = seg.model_copy(update={"summary": summary, "keywords": tuple(words)})
             # Evict the coldest segments over capacity (their pages stay in the episodic store).
             excess = len(segments) - config.mtm_capacity
             if excess > 0:
@@ -439,12 +441,13 @@ class Tiers:
         config = resolve_config(store, ns, agent_name)
         now = self._mem.now()
         q_vector = self._embed([query])[0]
-        q_words = keywords(query, config.segment_keywords)
+        q_words = keywords(topic_text(query), config.segment_keywords)
+        fscore = fscore_of(config.fscore_function)
         with self._lock:
             stm = store.stm(ns, agent_name, user_name)
             segments = store.segments(ns, agent_name, user_name)
             scored = sorted(
-                ((similarity(s.vector, s.keywords, q_vector, q_words), s) for s in segments),
+                ((fscore(s.vector, s.keywords, q_vector, q_words), s) for s in segments),
                 key=lambda x: (-x[0], x[1].id),
             )[: top_m or config.top_m_segments]
             visited = [
@@ -452,26 +455,36 @@ class Tiers:
             ]
             if visited:
                 store.write(ns, TierChanges(segments=[s for _, s in visited]))
+        candidates = [(p, s.id) for _, s in visited for p in s.pages if SENSITIVITY_LEVELS[p.sensitivity] <= allowed]
         page_hits = sorted(
             (
-                PageHit(page=p, segment_id=s.id, score=similarity(p.vector, p.keywords, q_vector, q_words))
-                for _, s in visited
-                for p in s.pages
-                if SENSITIVITY_LEVELS[p.sensitivity] <= allowed
+                PageHit(page=p, segment_id=seg_id, score=round(score, 6))
+                for (p, seg_id), score in zip(candidates, rank_pages(query, q_vector, [p for p, _ in candidates]),
+                                              strict=True)
             ),
             key=lambda h: (-h.score, h.page.id),
-        )[: top_k or config.top_k_pages]
-        lowered = query.lower()
-        objects = tuple(
-            o
-            for o in store.object_personas(ns, agent_name)
-            if o.type != "user" and normalise_name(o.identifier) and normalise_name(o.identifier) in lowered
-        )[:5]
+        )[: top_k or config.top_k_pages]  # fmt: skip
+        user_persona, objects = self._relevant_personas(
+            store.object_personas(ns, agent_name), user_name, query, q_vector, q_words, config
+        )
         system = store.system_entries(ns)
-        ranked_system = sorted(
-            system,
-            key=lambda e: (-(similarity(e.vector, keywords(e.content), q_vector, q_words) + 0.1 * e.importance), e.id),
-        )[: config.system_top_k]
+        if system and config.system_top_k:
+            entry_words = [keywords(e.content, config.segment_keywords) for e in system]
+            missing = [i for i, e in enumerate(system) if not e.vector]
+            fresh = dict(zip(missing, self._embed_entries([system[i].content for i in missing]), strict=True))
+            ranked_system = [
+                e
+                for _, _, e in sorted(
+                    (
+                        -(fscore(fresh.get(i, e.vector), entry_words[i], q_vector, q_words) + 0.1 * e.importance),
+                        e.id,
+                        e,
+                    )
+                    for i, e in enumerate(system)
+                )
+            ][: config.system_top_k]
+        else:
+            ranked_system = []
         return TierContext(
             query=query,
             agent=agent_name,
@@ -490,11 +503,65 @@ class Tiers:
                 for hidden in [any(SENSITIVITY_LEVELS[p.sensitivity] > allowed for p in s.pages)]
             ),  # fmt: skip
             pages=tuple(page_hits),
-            user_persona=store.object_persona(ns, agent_name, "user", user_name),
+            user_persona=user_persona,
             objects=objects,
             agent_persona=store.agent_persona(ns, agent_name),
             system=tuple(ranked_system),
         )
+
+    def _relevant_personas(
+        self,
+        personas: Sequence[ObjectPersona],
+        user: str,
+        query: str,
+        q_vector: Sequence[float],
+        q_words: Sequence[str],
+        config: TierConfig,
+    ) -> tuple[ObjectPersona | None, tuple[ObjectPersona, ...]]:
+        """The user persona and object personas cut to their ``lpm_top_k`` entries most relevant to the query.
+
+        Knowledge and traits entries of the user persona and of every object
+        persona are ranked together by the Fscore (vector + keywords) of the
+        entry with the query; the user's profile fields stay whole (a few
+        stable attributes). An object persona is kept when one of its entries
+        made the cut or its name appears in the query.
+        """
+        user_persona = next((p for p in personas if p.type == "user" and p.identifier == user), None)
+        others = [p for p in personas if not (p.type == "user" and p.identifier == user)]
+        entries: list[tuple[int, str, str]] = []  # (persona index, field, text)
+        pool = ([user_persona] if user_persona else []) + others
+        for index, persona in enumerate(pool):
+            entries += [(index, "knowledge", k) for k in persona.knowledge]
+            entries += [(index, "traits", t) for t in persona.traits]
+        chosen: set[tuple[int, str, str]] = set()
+        if entries and config.lpm_top_k:
+            fscore = fscore_of(config.fscore_function)
+            vectors = self._embed_entries([text for _, _, text in entries])
+            scores = [
+                fscore(vector, keywords(text, config.segment_keywords), q_vector, q_words)
+                for (_, _, text), vector in zip(entries, vectors, strict=True)
+            ]
+            best = sorted(range(len(entries)), key=lambda i: (-scores[i], i))[: config.lpm_top_k]
+            chosen = {entries[i] for i in best}
+        lowered = query.lower()
+
+        def cut(index: int, persona: ObjectPersona) -> ObjectPersona:
+            return persona.model_copy(
+                update={
+                    "knowledge": tuple(k for k in persona.knowledge if (index, "knowledge", k) in chosen),
+                    "traits": tuple(t for t in persona.traits if (index, "traits", t) in chosen),
+                }
+            )
+
+        kept_user = cut(0, user_persona) if user_persona is not None else None
+        offset = 1 if user_persona is not None else 0
+        kept_objects = []
+        for n, persona in enumerate(others):
+            trimmed = cut(n + offset, persona)
+            named = bool(normalise_name(persona.identifier)) and normalise_name(persona.identifier) in lowered
+            if trimmed.knowledge or trimmed.traits or named:
+                kept_objects.append(trimmed if not named or trimmed.knowledge else persona)
+        return kept_user, tuple(kept_objects[:5])
 
     def show(self, *, agent: str, user: str, namespace: str | None = None) -> TierSnapshot:
         """Every tier of (agent, user): config, STM, segments with their heat now, personas, system memory."""
