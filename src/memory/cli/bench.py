@@ -209,15 +209,19 @@ def _ablation(
 @click.option(
     "--limit-conversations", type=click.IntRange(min=1), metavar="N", help="Use only the first N conversations."
 )
+@click.option("--no-flat", is_flag=True, help="Skip the flat-recall reference run.")
+@click.option("--budget", type=click.IntRange(min=0), default=4000, show_default=True,
+              help="Token budget of the context runs with and without tiers (0: skip them).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
 @click.pass_context
 def tiers_bench(
     ctx: click.Context, data: Path | None, embedder: str | None, backend: str, top_m: int, top_k: int,
-    limit_conversations: int | None, as_json: bool, out: Path | None, quiet: bool,
+    limit_conversations: int | None, no_flat: bool, budget: int, as_json: bool, out: Path | None, quiet: bool,
 ) -> None:  # fmt: skip
-    """LoCoMo through tier retrieval (STM + top-m segments -> top-k pages) vs flat recall, same metric.
+    """LoCoMo through the tiers: tier retrieval (STM + top-m segments -> top-k pages) vs flat recall, segment
+    join rates within/across sessions, and evidence in the default context with and without the tiers source.
 
     Also reports the time add_page and consolidation take per dialogue turn.
     """
@@ -228,7 +232,7 @@ def tiers_bench(
     with _errors():
         report = run_tiers_bench(
             path, embedder=embedder or _default_embedder(ctx), backend=backend, top_m=top_m, top_k=top_k,
-            limit_conversations=limit_conversations, progress=_note(quiet),
+            limit_conversations=limit_conversations, progress=_note(quiet), flat=not no_flat, budget=budget,
         )  # fmt: skip
     _emit(report, format_tiers_report(report), as_json=as_json, out=out)
 

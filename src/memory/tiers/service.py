@@ -33,6 +33,7 @@ from memory.ids import new_id
 from memory.records import check_name
 from memory.tiers import analysis
 from memory.tiers.config import agent_type_of, resolve_config, store_config
+from memory.tiers.privacy import personal_reason
 from memory.tiers.scoring import default_fscore, fscore_of, heat_of, rank_pages, topic_text
 from memory.tiers.types import (
     AgentPersona,
@@ -140,16 +141,27 @@ class Tiers:
         return resolve_config(self.store, self._ns(namespace), agent, agent_type)
 
     def configure(
-        self, *, agent: str | None = None, agent_type: str | None = None, namespace: str | None = None, **values: Any
+        self,
+        *,
+        agent: str | None = None,
+        agent_type: str | None = None,
+        namespace: str | None = None,
+        namespace_wide: bool = False,
+        **values: Any,
     ) -> TierConfig:
-        """Store overrides for ``agent`` (optionally assigning it ``agent_type``) or for ``agent_type``.
+        """Store overrides for ``agent`` (optionally assigning it ``agent_type``), for ``agent_type``, or —
+        ``namespace_wide=True`` — for every agent of the namespace (e.g. the ``system_promotion`` policy).
 
-        Returns the effective configuration. Raises InvalidInputError for an
-        unknown setting or a bad value (nothing is stored then).
+        Resolution: defaults < namespace < agent type < agent. Returns the
+        effective configuration. Raises InvalidInputError for an unknown
+        setting or a bad value (nothing is stored then).
         """
         check_name(agent, "agent")
         check_name(agent_type, "agent_type")
-        return store_config(self.store, self._ns(namespace), agent=agent, agent_type=agent_type, values=values)
+        if namespace_wide and (agent is not None or agent_type is not None):
+            raise InvalidInputError("namespace_wide configures every agent: leave out agent and agent_type")
+        return store_config(self.store, self._ns(namespace), agent=agent, agent_type=agent_type, values=values,
+                            namespace_wide=namespace_wide)  # fmt: skip
 
     # -- writing -----------------------------------------------------------
     def add_page(
@@ -166,6 +178,7 @@ class Tiers:
         record: bool = True,
         consolidate: bool = True,
         sensitivity: str = "normal",
+        message_ids: Sequence[str] = (),
     ) -> DialoguePage:
         """Append one exchange to the STM queue of (agent, user) and return the stored page.
 
@@ -198,7 +211,7 @@ class Tiers:
             # a secret page never feeds the meta-chain of another page
             previous = next((p for p in reversed(stm) if p.sensitivity != "secret"), None)
             chain, _ = analysis.meta_chain(self._mem.llm, previous, text, words)
-            message_ids: tuple[str, ...] = ()
+            message_ids = tuple(message_ids)
             if record:
                 thread_name = thread or f"tiers-{agent_name}-{user_name}"
                 entries = [{"thread": thread_name, "content": query, "role": "user"}] if query.strip() else []
@@ -207,7 +220,7 @@ class Tiers:
                 stored = self._mem.messages.append_many(
                     entries, namespace=ns, user=user_name, agent=agent_name, sensitivity=sensitivity
                 )
-                message_ids = tuple(m.id for m in stored)
+                message_ids += tuple(m.id for m in stored)
             page = DialoguePage(
                 id=new_id(), namespace=ns, agent=agent_name, user=user_name, query=query, response=response,
                 created_at=now, meta_chain=chain, keywords=tuple(words), vector=self._embed([text])[0],
@@ -218,6 +231,44 @@ class Tiers:
             if consolidate and len(stm) + 1 > config.stm_capacity:
                 self._consolidate_owner(ns, agent_name, user_name)
         return page
+
+    def observe_messages(self, messages: Sequence[Any]) -> builtins.list[DialoguePage]:
+        """Pages from messages just stored, for agents whose tiers are on (``auto_pages``); returns them.
+
+        An assistant message of an agent, with the user message it answers
+        (the latest user message before it in its thread, with no assistant
+        message between), becomes one page of (agent, user) — recorded already,
+        so ``record=False``; the page keeps both message ids and the stricter
+        sensitivity. Messages of agents without ``auto_pages`` cost one
+        configuration read. Failures here never fail the append (logged).
+        """
+        pages: list[DialoguePage] = []
+        enabled: dict[tuple[str, str], bool] = {}
+        for message in messages:
+            if message.role != "assistant" or not message.agent or not (message.content or "").strip():
+                continue
+            key = (message.namespace, message.agent)
+            if key not in enabled:
+                enabled[key] = resolve_config(self.store, message.namespace, message.agent).auto_pages
+            if not enabled[key]:
+                continue
+            before = [
+                m for m in self._mem.messages.recent(message.thread, 6, namespace=message.namespace, clearance="secret")
+                if m.turn < message.turn
+            ]  # fmt: skip
+            asked = before[-1] if before and before[-1].role == "user" else None
+            user = message.user or (asked.user if asked is not None else None)
+            if asked is None or not user or not (asked.content or "").strip():
+                continue
+            strict = max((asked.sensitivity, message.sensitivity), key=lambda s: SENSITIVITY_LEVELS[s])
+            pages.append(
+                self.add_page(
+                    asked.content or "", message.content or "", agent=message.agent, user=user,
+                    namespace=message.namespace, thread=message.thread, created_at=message.created_at, record=False,
+                    sensitivity=strict, message_ids=(asked.id, message.id),
+                )
+            )  # fmt: skip
+        return pages
 
     def consolidate(
         self, *, agent: str | None = None, user: str | None = None, namespace: str | None = None
@@ -349,32 +400,55 @@ class Tiers:
                 counts["persona_updates"] += changed
         changes.objects.extend(merged.values())
         old_agent = store.agent_persona(ns, agent)
-        traits, added = _queue(old_agent.traits if old_agent else (), update.agent_traits, config.traits_capacity)
+        agent_traits, added = _queue(old_agent.traits if old_agent else (), update.agent_traits, config.traits_capacity)
         if added or old_agent is None:
             changes.agents.append(
                 AgentPersona(
                     namespace=ns,
                     agent=agent,
                     profile=dict(old_agent.profile) if old_agent else {},
-                    traits=traits,
+                    traits=agent_traits,
                     updated_at=now,
                 )  # fmt: skip
             )
             counts["persona_updates"] += added
-        self._promote(ns, agent, update.shared, config, now, changes, counts)
+        people = {user} | {o.identifier for o in update.objects if o.type == "person"}
+        people |= {p.identifier for p in store.object_personas(ns, agent) if p.type in ("person", "user")}
+        private = [p.text for p in pages if p.sensitivity != "normal"]
+        self._promote(ns, agent, user, update.shared, config, now, changes, counts, people=people, private=private)
 
     def _promote(
         self,
         ns: str,
         agent: str,
+        user: str,
         shared: Sequence[analysis.SharedFact],
         config: TierConfig,
         now: datetime,
         changes: TierChanges,
         counts: dict[str, int],
+        *,
+        people: set[str],
+        private: Sequence[str],
     ) -> None:
-        """Shared facts at or above the importance threshold join system memory; evict by importance at capacity."""
-        chosen = [f for f in shared if f.importance >= config.system_importance_threshold]
+        """Shared facts at or above the importance threshold join system memory; evict by importance at capacity.
+
+        A fact about a particular person (:mod:`memory.tiers.privacy`) is refused unless the policy
+        ``system_promotion`` is ``any``; a fact drawn from a private page is always refused.
+        """
+        chosen = []
+        for fact in shared:
+            if fact.importance < config.system_importance_threshold:
+                continue
+            words = set(normalise_name(fact.content).split())
+            from_private = any(
+                words and len(words & set(normalise_name(text).split())) / len(words) >= 0.6 for text in private
+            )
+            personal = config.system_promotion != "any" and personal_reason(fact.content, user=user, people=people)
+            if from_private or personal:
+                counts["system_refused"] += 1
+                continue
+            chosen.append(fact)
         if not chosen:
             return
         entries = {normalise_name(e.content): e for e in self.store.system_entries(ns)}
@@ -612,6 +686,28 @@ class Tiers:
             if changes:
                 store.write(ns, changes)
         return len(changes.delete_pages) + len(changes.delete_segments) + len(changes.delete_objects)
+
+    def system(self, *, namespace: str | None = None, source_agent: str | None = None) -> builtins.list[SystemEntry]:
+        """The namespace's system memory (what was promoted and is shared by every agent), most important first."""
+        check_name(source_agent, "agent")
+        entries = self.store.system_entries(self._ns(namespace))
+        chosen = [e for e in entries if source_agent is None or e.source_agent == source_agent]
+        return sorted(chosen, key=lambda e: (-e.importance, e.created_at, e.id))
+
+    def withdraw(self, ids: str | Sequence[str], *, namespace: str | None = None) -> int:
+        """Take entries out of system memory by id (every agent stops seeing them); returns how many went.
+
+        Unknown ids are skipped. Raises InvalidInputError for a bad id.
+        """
+        wanted = [ids] if isinstance(ids, str) else list(ids)
+        if not wanted or not all(isinstance(i, str) and i.strip() for i in wanted):
+            raise InvalidInputError("withdraw needs one or more system entry ids (non-empty strings)")
+        ns = self._ns(namespace)
+        with self._lock:
+            gone = [e for e in self.store.system_entries(ns) if e.id in set(wanted)]
+            if gone:
+                self.store.write(ns, TierChanges(delete_system=gone))
+        return len(gone)
 
     def owners(self, namespace: str | None = None) -> builtins.list[tuple[str, str]]:
         """(agent, user) pairs with STM pages or segments in the namespace."""

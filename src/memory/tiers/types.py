@@ -95,7 +95,10 @@ class TierConfig(_Frozen):
     ``system_promotion`` ``general`` (the default) — it is not about a
     particular person (:mod:`memory.tiers.privacy`); ``any`` is the explicit
     per-namespace policy that allows personal facts (set it on the agent type
-    or agent). ``fscore_function`` and ``heat_function`` replace the seed's
+    or agent). ``auto_pages`` turns the agent's tiers on by themselves: every
+    user message followed by an assistant message of the agent
+    (``mem.messages.append``, :class:`~memory.agent.MemoryAgent`, the servers)
+    becomes a page. ``fscore_function`` and ``heat_function`` replace the seed's
     formulas with a ``"module:function"`` callable (:mod:`memory.tiers.scoring`).
     """
 
@@ -116,6 +119,7 @@ class TierConfig(_Frozen):
     system_importance_threshold: float = Field(0.6, ge=0.0, le=1.0)
     system_top_k: int = Field(5, ge=0, le=1000)
     lpm_top_k: int = Field(10, ge=0, le=1000)
+    auto_pages: bool = False
     system_promotion: Literal["general", "any"] = "general"
     fscore_function: str | None = Field(None, max_length=300)
     heat_function: str | None = Field(None, max_length=300)
@@ -350,6 +354,7 @@ class ConsolidationReport(_Frozen):
     segments_analysed: int = 0
     persona_updates: int = 0
     system_promoted: int = 0
+    system_refused: int = 0
     system_evicted: int = 0
     llm_fallbacks: int = 0
 
