@@ -13,10 +13,12 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/python examples/demo.py
 
-# Style first (ruff lint + format check, seconds), so CI refuses code that drifts from it.
+# Style and types first (ruff lint + format check, mypy --strict on src/memory; under a
+# minute), so CI refuses code that drifts from them.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/ruff format --check src tests
+	$(VENV)/bin/mypy
 
 # A real PostgreSQL (scripts/pg.sh) runs for the duration of the tests; the postgres
 # tests never skip here (MEMORY_REQUIRE_POSTGRES=1) and the server stops even on failure.

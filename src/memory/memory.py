@@ -167,8 +167,8 @@ class Memory:
             self._ensure_space(strict=False)
             self._owns_llm = not isinstance(llm, LLM)
             self._llm: LLM = (
-                create_llm(self.settings.llm.provider, self.settings.llm.options) if self._owns_llm else llm
-            )  # type: ignore[assignment]
+                llm if isinstance(llm, LLM) else create_llm(self.settings.llm.provider, self.settings.llm.options)
+            )
             self.graph = GraphView(self)
         except BaseException:
             self._backend.close()

@@ -14,7 +14,7 @@ import bisect
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from memory.backends.base import Backend, ListOrder
+from memory.backends.base import Backend, ListOrder, WindowIndex
 from memory.filters import Filter
 from memory.retrieval.window import window_neighbours, window_text, window_vector
 from memory.types import MemoryItem
@@ -106,4 +106,6 @@ def refresh_windows(
         if item_id in vectors and item.thread is not None:  # thread-less: its own vector serves
             vector = window_vector(vectors[item_id], [vectors[n.id] for n in near if n.id in vectors])
         updates.append((item_id, window_text(item, near), vector))
+    if not isinstance(backend, WindowIndex):  # the facade only calls this for backends that store windows
+        return 0
     return backend.set_windows(namespace, window_space if model is not None else None, updates)

@@ -531,3 +531,12 @@ def test_lexical_terms_migration_counts_an_older_store(dsn: str, schema: str) ->
         assert ("default", "red", 1, 2) in _terms(backend)
         hits = backend.search_lexical(flt(), ["kite"], 5, fields={"content": 1.0})
         assert [h.id for h in hits] == [items[0].id]
+
+
+def test_iterative_scan_is_asked_for_only_where_pgvector_has_it() -> None:
+    from memory.backends.postgres.connection import has_iterative_scan, session_options
+
+    assert not has_iterative_scan("0.6.2") and not has_iterative_scan("0.7.4")
+    assert has_iterative_scan("0.8.0") and has_iterative_scan("0.8.2") and has_iterative_scan("1.0")
+    assert "iterative_scan" not in session_options(None)
+    assert "-c hnsw.iterative_scan=relaxed_order" in session_options(None, iterative_scan=True)

@@ -429,7 +429,7 @@ def test_vector_search_matches_numpy(
         items = _fill(backend, vectors)
         f = flt(**filter_fields)
         recalls = []
-        for _ in range(10):
+        for _ in range(20):
             query = unit(rng)
             hits = backend.search_vector(f, MODEL, query, 10)
             expected = _brute_force(items, vectors, query, f, 10)
@@ -444,8 +444,10 @@ def test_vector_search_matches_numpy(
             recalls.append(len({h.id for h in hits} & {e[0] for e in expected}) / max(len(expected), 1))
             if exact:
                 assert [h.id for h in hits] == [e[0] for e in expected]
-        # sign bits on structureless random vectors still find most true neighbours
-        assert np.mean(recalls) >= (1.0 if exact else 0.8)
+        # sign bits on structureless random vectors still find most true neighbours (0.94 unfiltered
+        # here); a selective filter widens the candidate pool instead of losing neighbours. Ties in
+        # Hamming distance are broken by position, so this does not depend on the CPU's SIMD code.
+        assert np.mean(recalls) >= (1.0 if exact else 0.85)
 
 
 @pytest.mark.parametrize("cache_mb", [512, 0], ids=["float-copy", "sign-bits"])

@@ -64,6 +64,9 @@ def test_init_postgres_creates_database_extension_and_config(
         doctor = json.loads(run("doctor", "--json", raw=True).stdout)
         assert doctor["database_check"]["reachable"] and doctor["database_check"]["backend"] == "postgres"
         assert doctor["database_check"]["server"]["vector_spaces"][0]["hnsw_index"]
+        server = doctor["database_check"]["server"]
+        assert server["pgvector_runs"] == "ok"  # the CPU code of this server's pgvector ran
+        assert server["pgvector_iterative_scan"] == (tuple(map(int, server["pgvector_version"].split("."))) >= (0, 8))
         assert doctor["local_postgres"]["via"].startswith("tcp 127.0.0.1")
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:

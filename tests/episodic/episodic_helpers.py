@@ -6,9 +6,12 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from embed_server import EmbedServer
 
 SCRIPT = Path(sys.executable).parent / "memory"
@@ -31,3 +34,22 @@ def run_cli(db: Path, *args: str, env: dict[str, str], timeout: float = 120) -> 
     return subprocess.run(
         [str(SCRIPT), "--db", str(db), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
+
+
+#: Only a guard against a test that hangs for good: waits below end on the event they need
+#: (or on the process dying), however slow a loaded machine makes the process start.
+HANG_GUARD = 900.0
+
+
+def wait_for(done: Callable[[], bool], proc: subprocess.Popen[Any] | list[subprocess.Popen[Any]], what: str) -> None:
+    """Wait until ``done()``; fail at once (with its stderr) if a process of ``proc`` exits first."""
+    procs = proc if isinstance(proc, list) else [proc]
+    deadline = time.monotonic() + HANG_GUARD
+    while not done():
+        for p in procs:
+            if p.poll() is not None:
+                err = p.stderr.read() if p.stderr is not None else ""
+                pytest.fail(f"a process exited ({p.returncode}) before {what}: {err}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"still waiting after {HANG_GUARD:.0f} s for {what}")
+        time.sleep(0.05)

@@ -17,7 +17,7 @@ from typing import IO
 
 import pytest
 from embed_server import EmbedServer
-from episodic_helpers import SCRIPT, cli_env
+from episodic_helpers import SCRIPT, cli_env, wait_for
 
 from memory import Memory
 from memory.embedders.http import OpenAIEmbedder
@@ -92,13 +92,12 @@ def test_four_workers_share_the_sync_work_and_nothing_is_embedded_twice(pg_url: 
             time.sleep(0.05)
         with Memory(pg_url, embedder=OpenAIEmbedder(**server.options())) as mem:  # work arrives while all run
             mem.messages.append_many([{"thread": f"t{i % 5}", "content": t} for i, t in enumerate(texts)])
-        deadline = time.monotonic() + 180
-        while True:
+
+        def finished() -> bool:
             messages, items, claimed = _status(pg_url, server)
-            if messages == {"done": MESSAGES} and items == {"done": MEMORIES} and not claimed:
-                break
-            assert time.monotonic() < deadline, (messages, items, claimed)
-            time.sleep(0.3)
+            return messages == {"done": MESSAGES} and items == {"done": MEMORIES} and not claimed
+
+        wait_for(finished, procs, "the workers embedded everything")
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -142,7 +141,7 @@ def test_sync_killed_midway_on_postgres_then_rerun_embeds_the_rest_once(pg_url: 
         [str(SCRIPT), "--db", pg_url, "sync", "--batch-size", "10"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    assert server.reached.wait(60), "the sync job never reached its third batch"
+    wait_for(server.reached.is_set, proc, "the sync job reached its third batch")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     messages, _, claimed = _status(pg_url, server)

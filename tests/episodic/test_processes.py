@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from embed_server import EmbedServer
-from episodic_helpers import SCRIPT, cli_env, run_cli
+from episodic_helpers import HANG_GUARD, SCRIPT, cli_env, run_cli, wait_for
 
 from memory import Memory
 from memory.embedders.http import OpenAIEmbedder
@@ -91,7 +91,7 @@ def test_sync_killed_midway_then_rerun_loses_nothing_and_embeds_nothing_twice(
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert server.reached.wait(60), "the sync job never reached its third batch"
+    wait_for(server.reached.is_set, proc, "the sync job reached its third batch")
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL
@@ -141,7 +141,7 @@ def test_hanging_embedder_times_out_and_the_next_run_succeeds(tmp_path: Path, se
         started = time.monotonic()
         report = mem.run_sync(batch_size=3)
         assert isinstance(report, SyncReport) and report.error and "timed out" in report.error
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < 120  # timed out, not hung (the server never answers)
         assert mem.sync_status().messages == {"failed": 3, "pending": 3}
         server.default = "ok"
         again = mem.run_sync(batch_size=3)
@@ -158,10 +158,7 @@ def test_worker_stops_gracefully_on_sigterm_and_nothing_is_lost(tmp_path: Path, 
         [str(SCRIPT), "--db", str(db), "worker", "--interval", "0.2", "--batch-size", "4", "--jobs", "sync,prune"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while len(server.requests) < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(server.requests) >= 3
+    wait_for(lambda: len(server.requests) >= 3, proc, "the worker sent three batches")
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
@@ -183,18 +180,18 @@ def test_tail_follows_a_thread(tmp_path: Path) -> None:
     with Memory(str(db), embedder="hashing") as mem:
         mem.messages.append("t1", "first words", user="alice")
     proc = subprocess.Popen(
-        [str(SCRIPT), "--db", str(db), "tail", "t1", "--json", "--timeout", "20", "--interval", "0.1"],
+        [str(SCRIPT), "--db", str(db), "tail", "t1", "--json", "--timeout", "900", "--interval", "0.1"],
         env=cli_env(None), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     lines: queue.Queue[str] = queue.Queue()
     assert proc.stdout is not None
     reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True)  # type: ignore[union-attr]
     reader.start()
-    assert json.loads(lines.get(timeout=30))["content"] == "first words"
+    assert json.loads(lines.get(timeout=HANG_GUARD))["content"] == "first words"
     with Memory(str(db), embedder="hashing") as mem:
         mem.messages.append("t1", "second words", role="assistant")
         mem.messages.append("other", "not this thread")
-    follow = json.loads(lines.get(timeout=30))
+    follow = json.loads(lines.get(timeout=HANG_GUARD))
     assert (follow["content"], follow["turn"], follow["role"]) == ("second words", 2, "assistant")
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=30)

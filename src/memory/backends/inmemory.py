@@ -317,19 +317,19 @@ class InMemoryBackend:
                 wanted = {i.id for i in self._items.values() if i.id in corpus and matches(flt, i)}
                 return bm25_search(corpus, wanted, terms, k)
         with self._lock:
-            corpus = [(i, self._field_tokens(i)) for i in self._items.values() if i.namespace == flt.namespace]
-            n_docs = len(corpus)
+            rows = [(i, self._field_tokens(i)) for i in self._items.values() if i.namespace == flt.namespace]
+            n_docs = len(rows)
             if n_docs == 0:
                 return []
-            lengths = {i.id: sum(sum(f.values()) for f in fields_) for i, fields_ in corpus}
+            lengths = {i.id: sum(sum(f.values()) for f in fields_) for i, fields_ in rows}
             avg_len = sum(lengths.values()) / n_docs or 1.0
 
             def freq(fields_: tuple[Counter[str], ...], term: str) -> float:
                 return sum(w * f.get(term, 0) for w, f in zip(weights, fields_, strict=True) if w > 0)
 
-            doc_freq = {t: sum(1 for _, f in corpus if freq(f, t) > 0) for t in terms}
+            doc_freq = {t: sum(1 for _, f in rows if freq(f, t) > 0) for t in terms}
             hits: builtins.list[ChannelHit] = []
-            for item, fields_ in corpus:
+            for item, fields_ in rows:
                 if not matches(flt, item):
                     continue
                 score = 0.0

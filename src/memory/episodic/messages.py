@@ -247,7 +247,7 @@ class Messages:
 
         if isinstance(message_ids, str) or not isinstance(message_ids, Sequence):
             raise InvalidInputError("message_ids must be a list of message ids")
-        ids = [check_name(i, "message id", optional=False) for i in message_ids]
+        ids = [str(check_name(i, "message id", optional=False)) for i in message_ids]
         found = self.store.get_messages(self._ns(namespace), ids) if ids else []
         return extract_messages(self._mem, found)
 

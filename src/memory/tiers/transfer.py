@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from memory.backends.tiers import TierChanges
 from memory.errors import InvalidInputError
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["TIER_TYPE", "TierLine", "export_tiers", "parse_tier_line", "import_tiers"]
 
 TIER_TYPE = "tier"
-_MODELS: dict[str, type[BaseModel]] = {
+_MODELS: dict[str, type[DialoguePage | Segment | ObjectPersona | AgentPersona | SystemEntry]] = {
     "page": DialoguePage, "segment": Segment, "object": ObjectPersona, "agent": AgentPersona, "system": SystemEntry,
 }  # fmt: skip
 

@@ -43,6 +43,7 @@ from memory.backends.postgres.connection import (
     SCHEMA_PATTERN,
     check_pgvector,
     driver_errors,
+    has_iterative_scan,
     load_driver,
     redact,
     session_options,
@@ -190,11 +191,18 @@ class PostgresBackend:
                             pass  # another process created it at the same moment
                 apply_migrations(conn)
                 self.pgvector_version = check_pgvector(conn)
+            # pgvector < 0.8 has no iterative scan: a filtered HNSW search that returns
+            # fewer than k rows then falls back to an exact scan (search_vector).
+            self.iterative_scan = has_iterative_scan(self.pgvector_version)
+            pooled = {
+                **kwargs,
+                "options": session_options(schema, ef_search=ef_search, iterative_scan=self.iterative_scan),
+            }
             self._pool = ConnectionPool(
                 dsn,
                 min_size=1,
                 max_size=pool_size,
-                kwargs={**kwargs, "autocommit": True},
+                kwargs={**pooled, "autocommit": True},
                 open=True,
                 timeout=30.0,
                 name=f"memory-{schema or 'public'}",
@@ -753,9 +761,9 @@ class PostgresBackend:
         """Items matching ``flt`` nearest to ``vector`` in ``model``'s space; score = cosine, best first.
 
         Exact while the namespace holds at most ``exact_limit`` vectors;
-        above that the HNSW index with an iterative scan (``ef_search``
-        candidates, at least ``k``), and an exact scan when the filter lets
-        fewer than ``k`` through. Raises InvalidVectorError for a vector of
+        above that the HNSW index (``ef_search`` candidates, at least ``k``;
+        with pgvector >= 0.8 an iterative scan keeps reading past rows the
+        filter rejects), and an exact scan when fewer than ``k`` come back. Raises InvalidVectorError for a vector of
         the wrong shape, non-finite or all zeros.
         """
         with self._read() as conn:
@@ -965,11 +973,45 @@ class PostgresBackend:
         return {
             "server_version": version,
             "pgvector_version": self.pgvector_version,
+            "pgvector_iterative_scan": self.iterative_scan,
+            "pgvector_runs": self.vector_check(),
             "schema": self.schema or "public",
             "migrations_applied": len(applied),
             "migrations_known": len(MIGRATIONS),
             "vector_spaces": spaces,
         }
+
+    def vector_check(self) -> str:
+        """Run pgvector's CPU code once: ``"ok"``, or why it failed.
+
+        Inserts into an HNSW-indexed temporary table and runs a KNN query on a
+        connection of its own, rolled back. A pgvector built for another CPU
+        (``-march=native`` with AVX-512 on a CPU without it) kills the server
+        process with SIGILL here: that is reported, not raised.
+        """
+        import psycopg
+
+        try:
+            with psycopg.connect(self.dsn, autocommit=False, connect_timeout=10) as conn:
+                conn.execute("CREATE TEMPORARY TABLE memory_vector_check (id int, v vector(8)) ON COMMIT DROP")
+                conn.execute("CREATE INDEX ON memory_vector_check USING hnsw (v vector_cosine_ops)")
+                conn.execute(
+                    "INSERT INTO memory_vector_check SELECT i, "
+                    "(SELECT array_agg(random()::real) FROM generate_series(1, 8) WHERE i > 0)::vector "
+                    "FROM generate_series(1, 64) AS i"
+                )
+                conn.execute("SET LOCAL enable_seqscan = off")
+                conn.execute("SELECT id FROM memory_vector_check ORDER BY v <=> '[1,1,1,1,1,1,1,1]' LIMIT 3").fetchall()
+                conn.rollback()
+        except psycopg.OperationalError as exc:
+            cause = " ".join(str(exc).split())
+            return (
+                f"failed: the server process died running pgvector code ({cause}); pgvector was "
+                'probably built for another CPU (e.g. with AVX-512): rebuild it with OPTFLAGS=""'
+            )
+        except psycopg.Error as exc:
+            return f"failed: {str(exc).strip()}"
+        return "ok"
 
     def drop_vector_indexes(self) -> None:
         """Drop every vector space's HNSW index (before a bulk load; searches scan exactly meanwhile)."""

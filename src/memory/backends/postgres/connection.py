@@ -15,6 +15,7 @@ __all__ = [
     "driver_errors",
     "redact",
     "check_pgvector",
+    "has_iterative_scan",
     "SCHEMA_PATTERN",
     "MIN_PGVECTOR",
 ]
@@ -23,6 +24,8 @@ __all__ = [
 SCHEMA_PATTERN = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 #: HNSW indexes appeared in pgvector 0.5.0.
 MIN_PGVECTOR = (0, 5, 0)
+#: Iterative index scans (``hnsw.iterative_scan``) appeared in pgvector 0.8.0.
+ITERATIVE_SCAN_PGVECTOR = (0, 8, 0)
 
 
 def load_driver() -> Any:
@@ -43,19 +46,21 @@ def redact(dsn: str) -> str:
     return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn)
 
 
-def session_options(schema: str | None, *, ef_search: int = 100) -> str:
+def session_options(schema: str | None, *, ef_search: int = 100, iterative_scan: bool = False) -> str:
     """The libpq ``options`` string every connection starts with.
 
     UTC, custom plans for prepared statements (the filter decides the best
-    plan), HNSW search width and pgvector's iterative scan (a filtered HNSW
-    search keeps reading until enough rows pass), and the store's schema.
+    plan), HNSW search width, pgvector's iterative scan when the server has
+    it (pgvector >= 0.8: a filtered HNSW search keeps reading until enough
+    rows pass) and the store's schema.
     """
     parts = [
         "-c TimeZone=UTC",
         "-c plan_cache_mode=force_custom_plan",
         f"-c hnsw.ef_search={int(ef_search)}",
-        "-c hnsw.iterative_scan=relaxed_order",
     ]
+    if iterative_scan:
+        parts.append("-c hnsw.iterative_scan=relaxed_order")
     if schema is not None:
         parts.append(f"-c search_path={schema},public")
     return " ".join(parts)
@@ -74,6 +79,11 @@ def check_pgvector(conn: Any) -> str:
     if _version(version) < MIN_PGVECTOR:
         raise ConfigError(f"pgvector {version} has no HNSW index; memory needs pgvector >= 0.5")
     return version
+
+
+def has_iterative_scan(pgvector_version: str) -> bool:
+    """Whether pgvector ``pgvector_version`` has iterative HNSW index scans (0.8.0 and later)."""
+    return _version(pgvector_version) >= ITERATIVE_SCAN_PGVECTOR
 
 
 @contextmanager

@@ -63,6 +63,8 @@ DEFAULT_MIN_CANDIDATES = 1_000
 FLOAT_POOL = 4_000
 #: Per-namespace budget for keeping float32 vectors in process; sign bits only beyond it.
 DEFAULT_FLOAT_CACHE_BYTES = 512 * 1024 * 1024
+#: A filter that passes few candidates widens the candidate pool up to this many times.
+_MAX_WIDENING = 64
 #: Rebuild a namespace's copy once this many deletions (or 10 % of it) are stale.
 _MIN_STALE = 1_000
 
@@ -209,10 +211,10 @@ class CodeIndex:
             return self.all_rids()
         hamming = self.distances(quantize(vector, self.words))
         if self.floats is None:
-            best = np.argpartition(hamming, n - 1)[:n]
+            best = smallest(hamming, n)
         else:
             pool = min(self.size, max(4 * n, FLOAT_POOL))
-            coarse = np.argpartition(hamming, pool - 1)[:pool] if pool < self.size else np.arange(self.size)
+            coarse = smallest(hamming, pool) if pool < self.size else np.arange(self.size)
             # einsum, not BLAS: a multi-threaded BLAS keeps spinning after the call and
             # starves the embedder's threads on small machines.
             query = np.asarray(vector, dtype=np.float32)
@@ -220,6 +222,20 @@ class CodeIndex:
             sims = np.einsum("ij,j->i", self.floats[coarse], query)
             best = coarse[np.argpartition(-sims, n - 1)[:n]]
         return [int(r) for r in np.unique(self.rids[best])]
+
+
+def smallest(values: npt.NDArray[np.int32], n: int) -> npt.NDArray[np.intp]:
+    """Positions of the ``n`` smallest ``values`` (``0 < n < len(values)``), ties broken by position.
+
+    Hamming distances tie often. ``np.argpartition`` breaks ties in an order
+    that depends on the SIMD code numpy picks for the CPU (AVX2 or AVX-512),
+    so the same data gave different candidates on different machines; this
+    takes everything below the n-th value and then the first of its ties.
+    """
+    kth = np.partition(values, n - 1)[n - 1]
+    below = np.flatnonzero(values < kth)
+    ties = np.flatnonzero(values == kth)[: n - below.shape[0]]
+    return np.concatenate((below, ties))
 
 
 class CodeCache:
@@ -326,8 +342,11 @@ def _exact(conn: Any, space: Space, where: str, params: list[Any], query: bytes,
 
 def _rescore(
     conn: Any, space: Space, rids: list[int], where: str, params: list[Any], query: bytes, k: int
-) -> list[ChannelHit]:
-    """Exact cosine of ``rids``, then the filter checked best first until ``k`` pass (ties kept)."""
+) -> tuple[list[ChannelHit], float]:
+    """Exact cosine of ``rids``, then the filter checked best first until ``k`` pass (ties kept).
+
+    Returns the hits and the fraction of the checked candidates that passed the filter.
+    """
     scored = conn.execute(
         f"SELECT v.rid, 1.0 - vec_distance_cosine(v.embedding, ?) FROM json_each(?) AS j "
         f"CROSS JOIN {space.vectors_table} v ON v.rid = j.value",
@@ -354,7 +373,7 @@ def _rescore(
                 break
         chunk *= 2
     passing.sort(key=lambda hit: (-hit[0], hit[1]))
-    return [ChannelHit(item_id, score) for score, item_id in passing[:k]]
+    return [ChannelHit(item_id, score) for score, item_id in passing[:k]], len(passing) / max(position, 1)
 
 
 def search(
@@ -393,14 +412,15 @@ def search(
         return _exact(conn, space, where, params, query, k)
     index = cache.refresh(conn, space, namespace)
     if index.size <= exact_limit:  # many matching items, few vectors: rescore them all
-        return _rescore(conn, space, index.all_rids(), *probe, query, k)
+        return _rescore(conn, space, index.all_rids(), *probe, query, k)[0]
     # Candidates refined by exact cosine need far less oversampling than raw sign bits.
     first = max(4 * k, 200) if index.exact else max(k * oversample, min_candidates)
     wanted = min(index.size, first)
+    most = min(index.size, first * _MAX_WIDENING)
     while True:
-        hits = _rescore(conn, space, index.nearest(vector, wanted), *probe, query, k)
-        if len(hits) >= k or wanted >= index.size:
+        hits, rate = _rescore(conn, space, index.nearest(vector, wanted), *probe, query, k)
+        # A filter that lets only a fraction of the candidates through leaves that fraction
+        # of the oversampling: widen until at least half of `first` pass (at most `most`).
+        if (len(hits) >= k and 2 * rate * wanted >= first) or wanted >= most:
             return hits
-        # Too few candidates passed the filter: widen in proportion to the pass rate.
-        rate = max(len(hits), 1) / wanted
-        wanted = min(index.size, max(wanted * 4, int(k / rate * 1.5)))
+        wanted = min(most, max(wanted * 4, int(first / max(rate, 1e-6))))
