@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["personal_reason", "is_personal"]
+__all__ = ["personal_reason", "is_personal", "likely_person"]
 
 _FIRST_PERSON_I = re.compile(r"(?<![\w'])I(?![\w'])")
 _FIRST_OTHER = re.compile(r"\b(?:me|my|mine|myself|we|our|ours|us|ourselves)\b", re.I)
@@ -266,19 +266,19 @@ _PEOPLE_VERBS = (
     "drove",
     "moved",
     "quit",
-    "got",
-    "gets",
-    "had",
-    "has",
-    "was",
-    "is",
-    "will",
-    "can't",
-    "cannot",
-    "does",
-    "did",
+    "can't stand",
+    "is afraid",
 )
-_NAMED_SUBJECT = re.compile(r"(?:^|[.!?;]\s+)([A-Z][a-z]{1,20})(?:'s)?\s+(?:" + "|".join(_PEOPLE_VERBS) + r")\b")
+_NAMED_SUBJECT = re.compile(
+    r"(?:^|[.!?;]\s+|\band\s+)([A-Z][a-z]{1,20})(?: [A-Z][a-z]{1,20}){0,2}(?:'s)?\s+(?:"
+    + "|".join(_PEOPLE_VERBS)
+    + r")\b"
+)
+#: Words that make a "person" the extractor guessed into a place or thing.
+_PLACE_WORDS = frozenset(
+    "lake mount mountain river street road avenue park city town bay island bridge hotel airport station "
+    "university college school museum church castle tower lane square beach valley forest national".split()
+)
 # Capitalised words that start a sentence without naming anyone.
 _NOT_NAMES = frozenset(
     "The A An This That These Those It There Here What When Where Why How Each Every All Some Most Many Any "
@@ -313,3 +313,9 @@ def personal_reason(fact: str, *, user: str | None = None, people: Iterable[str]
 def is_personal(fact: str, *, user: str | None = None, people: Iterable[str] = ()) -> bool:
     """True when :func:`personal_reason` finds a reason."""
     return personal_reason(fact, user=user, people=people) is not None
+
+
+def likely_person(name: str) -> bool:
+    """A name the extractor typed as a person that does not look like a place (Lake Bled, Main Street)."""
+    words = name.lower().split()
+    return bool(words) and len(words) <= 3 and not any(w in _PLACE_WORDS for w in words)

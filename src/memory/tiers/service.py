@@ -33,7 +33,7 @@ from memory.ids import new_id
 from memory.records import check_name
 from memory.tiers import analysis
 from memory.tiers.config import agent_type_of, resolve_config, store_config
-from memory.tiers.privacy import personal_reason
+from memory.tiers.privacy import likely_person, personal_reason
 from memory.tiers.scoring import default_fscore, fscore_of, heat_of, rank_pages, topic_text
 from memory.tiers.types import (
     AgentPersona,
@@ -412,8 +412,12 @@ class Tiers:
                 )  # fmt: skip
             )
             counts["persona_updates"] += added
-        people = {user} | {o.identifier for o in update.objects if o.type == "person"}
-        people |= {p.identifier for p in store.object_personas(ns, agent) if p.type in ("person", "user")}
+        people = {user} | {o.identifier for o in update.objects if o.type == "person" and likely_person(o.identifier)}
+        people |= {
+            p.identifier
+            for p in store.object_personas(ns, agent)
+            if p.type == "user" or (p.type == "person" and likely_person(p.identifier))
+        }
         private = [p.text for p in pages if p.sensitivity != "normal"]
         self._promote(ns, agent, user, update.shared, config, now, changes, counts, people=people, private=private)
 
