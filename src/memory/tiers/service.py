@@ -497,7 +497,9 @@ class Tiers:
         top_k: int | None = None,
         clearance: str = "private",
     ) -> TierContext:
-        """All STM pages + the top-m segments by Fscore with the query → top-k pages + personas + system memory.
+        """All STM pages + the top-m segments by Fscore with the query (with the configured top-m: widened to
+        ``candidate_pages`` pages)
+        → top-k pages by cosine + BM25 + personas and system memory ranked by relevance.
 
         Visiting a segment counts: its visit counter and last access are
         updated (its heat rises). Pages above ``clearance`` (normal | private
@@ -524,10 +526,17 @@ class Tiers:
         with self._lock:
             stm = store.stm(ns, agent_name, user_name)
             segments = store.segments(ns, agent_name, user_name)
-            scored = sorted(
+            ranked = sorted(
                 ((fscore(s.vector, s.keywords, q_vector, q_words), s) for s in segments),
                 key=lambda x: (-x[0], x[1].id),
-            )[: top_m or config.top_m_segments]
+            )
+            scored = ranked[: top_m or config.top_m_segments]
+            pool = sum(len(s.pages) for _, s in scored)
+            for extra in ranked[len(scored) :]:  # widen until the segments hold enough pages to choose from
+                if top_m is not None or pool >= config.candidate_pages:
+                    break
+                scored.append(extra)
+                pool += len(extra[1].pages)
             visited = [
                 (score, s.model_copy(update={"visits": s.visits + 1, "last_accessed": now})) for score, s in scored
             ]

@@ -115,6 +115,7 @@ class TierConfig(_Frozen):
     segment_keywords: int = Field(10, ge=1, le=100)
     top_m_segments: int = Field(5, ge=1, le=1000)
     top_k_pages: int = Field(7, ge=1, le=1000)
+    candidate_pages: int = Field(60, ge=0, le=100_000)
     system_capacity: int = Field(100, ge=1, le=1_000_000)
     system_importance_threshold: float = Field(0.6, ge=0.0, le=1.0)
     system_top_k: int = Field(5, ge=0, le=1000)
