@@ -62,6 +62,23 @@ def _hot(mem: Memory, agent: str) -> None:
                         fscore_threshold=-1.0)  # fmt: skip
 
 
+def _promoted_personal(mem: Memory) -> list[str]:
+    texts = "\n".join(e.content for e in mem.tiers.system())
+    return [fact for fact in PERSONAL if fact.rstrip(".") in texts]
+
+
+def test_the_open_policy_would_share_them_so_the_filter_is_what_stops_them(tmp_db: str, clock: Any) -> None:
+    with Memory(tmp_db, embedder=HashingEmbedder(), clock=clock) as mem:
+        _hot(mem, "helper")
+        mem.tiers.configure(namespace_wide=True, system_promotion="any")
+        for fact in PERSONAL:
+            for _ in range(3):
+                mem.tiers.add_page(fact, "Noted.", agent="helper", user="alice")
+                clock.advance(minutes=1)
+        mem.tiers.consolidate()
+        assert len(_promoted_personal(mem)) >= 10
+
+
 def test_nothing_personal_reaches_another_agent(tmp_db: str, clock: Any) -> None:
     with Memory(tmp_db, embedder=HashingEmbedder(), clock=clock) as mem:
         _hot(mem, "helper")
