@@ -3,19 +3,25 @@
 Flow (MemoryOS, DESIGN §7): :meth:`Tiers.add_page` appends a page to the STM
 queue of (agent, user) — and, unless ``record=False``, its query and
 response to the episodic message store, so pages are never lost when a
-segment is evicted. When the queue holds more than ``stm_capacity`` pages,
+segment is evicted; :meth:`Tiers.observe_messages` does it by itself for
+agents with ``auto_pages`` (every user+assistant pair appended to the
+message store). When the queue holds more than ``stm_capacity`` pages,
 :meth:`Tiers.consolidate` (inline by default, or from the worker job
-``tiers``) moves the oldest pages to MTM: each joins the segment with the
-best Fscore ≥ ``fscore_threshold`` or starts a new one; joined segments get
-a refreshed summary, keywords and embedding (unit mean of their pages).
-Segments over ``mtm_capacity`` are evicted coldest first. Segments whose
-heat reaches ``heat_threshold`` have their unanalysed pages analysed into
-persona updates (user persona, other object personas, agent persona,
-shared-knowledge candidates) and their visit and interaction counters reset
-(MemoryOS). Candidates whose importance reaches
-``system_importance_threshold`` enter the namespace's system memory, which
-keeps ``system_capacity`` entries by importance. One pass for one (agent,
-user) is written in one transaction.
+``tiers``) moves the oldest pages to MTM: as MemoryOS does, each page's topic
+summary and keywords are matched against every segment's summary and
+keywords (Fscore = cos of the summary embeddings + keyword Jaccard, or the
+configured ``fscore_function``); the page joins the best segment at or above
+``fscore_threshold`` — whose summary, keywords and embedding are redone at
+once — or starts a new one. Segments over ``mtm_capacity`` are evicted
+coldest first. Segments whose heat reaches ``heat_threshold`` have their
+unanalysed pages analysed into persona updates (user persona, other object
+personas, agent persona, shared-knowledge candidates) and their visit and
+interaction counters reset (MemoryOS). Candidates whose importance reaches
+``system_importance_threshold`` and that are not about a particular person
+(:mod:`memory.tiers.privacy`, unless the policy ``system_promotion`` is
+``any``; never from private pages) enter the namespace's system memory,
+which keeps ``system_capacity`` entries by importance. One pass for one
+(agent, user) is written in one transaction.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from memory.records import check_name
 from memory.tiers import analysis
 from memory.tiers.config import agent_type_of, resolve_config, store_config
 from memory.tiers.privacy import likely_person, personal_reason
+from memory.tiers.ranking import rank_system, relevant_personas
 from memory.tiers.scoring import default_fscore, fscore_of, heat_of, rank_pages, topic_text
 from memory.tiers.types import (
     AgentPersona,
@@ -551,27 +558,10 @@ class Tiers:
             ),
             key=lambda h: (-h.score, h.page.id),
         )[: top_k or config.top_k_pages]  # fmt: skip
-        user_persona, objects = self._relevant_personas(
-            store.object_personas(ns, agent_name), user_name, query, q_vector, q_words, config
+        user_persona, objects = relevant_personas(
+            store.object_personas(ns, agent_name), user_name, query, q_vector, q_words, config, self._embed_entries
         )
-        system = store.system_entries(ns)
-        if system and config.system_top_k:
-            entry_words = [keywords(e.content, config.segment_keywords) for e in system]
-            missing = [i for i, e in enumerate(system) if not e.vector]
-            fresh = dict(zip(missing, self._embed_entries([system[i].content for i in missing]), strict=True))
-            ranked_system = [
-                e
-                for _, _, e in sorted(
-                    (
-                        -(fscore(fresh.get(i, e.vector), entry_words[i], q_vector, q_words) + 0.1 * e.importance),
-                        e.id,
-                        e,
-                    )
-                    for i, e in enumerate(system)
-                )
-            ][: config.system_top_k]
-        else:
-            ranked_system = []
+        ranked_system = rank_system(store.system_entries(ns), q_vector, q_words, config, self._embed_entries)
         return TierContext(
             query=query,
             agent=agent_name,
@@ -595,60 +585,6 @@ class Tiers:
             agent_persona=store.agent_persona(ns, agent_name),
             system=tuple(ranked_system),
         )
-
-    def _relevant_personas(
-        self,
-        personas: Sequence[ObjectPersona],
-        user: str,
-        query: str,
-        q_vector: Sequence[float],
-        q_words: Sequence[str],
-        config: TierConfig,
-    ) -> tuple[ObjectPersona | None, tuple[ObjectPersona, ...]]:
-        """The user persona and object personas cut to their ``lpm_top_k`` entries most relevant to the query.
-
-        Knowledge and traits entries of the user persona and of every object
-        persona are ranked together by the Fscore (vector + keywords) of the
-        entry with the query; the user's profile fields stay whole (a few
-        stable attributes). An object persona is kept when one of its entries
-        made the cut or its name appears in the query.
-        """
-        user_persona = next((p for p in personas if p.type == "user" and p.identifier == user), None)
-        others = [p for p in personas if not (p.type == "user" and p.identifier == user)]
-        entries: list[tuple[int, str, str]] = []  # (persona index, field, text)
-        pool = ([user_persona] if user_persona else []) + others
-        for index, persona in enumerate(pool):
-            entries += [(index, "knowledge", k) for k in persona.knowledge]
-            entries += [(index, "traits", t) for t in persona.traits]
-        chosen: set[tuple[int, str, str]] = set()
-        if entries and config.lpm_top_k:
-            fscore = fscore_of(config.fscore_function)
-            vectors = self._embed_entries([text for _, _, text in entries])
-            scores = [
-                fscore(vector, keywords(text, config.segment_keywords), q_vector, q_words)
-                for (_, _, text), vector in zip(entries, vectors, strict=True)
-            ]
-            best = sorted(range(len(entries)), key=lambda i: (-scores[i], i))[: config.lpm_top_k]
-            chosen = {entries[i] for i in best}
-        lowered = query.lower()
-
-        def cut(index: int, persona: ObjectPersona) -> ObjectPersona:
-            return persona.model_copy(
-                update={
-                    "knowledge": tuple(k for k in persona.knowledge if (index, "knowledge", k) in chosen),
-                    "traits": tuple(t for t in persona.traits if (index, "traits", t) in chosen),
-                }
-            )
-
-        kept_user = cut(0, user_persona) if user_persona is not None else None
-        offset = 1 if user_persona is not None else 0
-        kept_objects = []
-        for n, persona in enumerate(others):
-            trimmed = cut(n + offset, persona)
-            named = bool(normalise_name(persona.identifier)) and normalise_name(persona.identifier) in lowered
-            if trimmed.knowledge or trimmed.traits or named:
-                kept_objects.append(trimmed if not named or trimmed.knowledge else persona)
-        return kept_user, tuple(kept_objects[:5])
 
     def show(self, *, agent: str, user: str, namespace: str | None = None) -> TierSnapshot:
         """Every tier of (agent, user): config, STM, segments with their heat now, personas, system memory."""
