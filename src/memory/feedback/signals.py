@@ -16,7 +16,7 @@ complaint       −       "useless", "not helpful", "doesn't/didn't work", "stil
                         broken/the same error", "going in circles", "frustrating",
                         "waste of time", "too long/vague", "you forgot/missed/
                         ignored …", "did you even read", "missed the point"
-repeat          −       the request again: "again: …", "I already asked/told/did",
+repeat          −       the request again: "again: …", "try again", "I already asked/told/did",
                         "for the second time", or ≥ 60 % of an earlier user
                         message's words (Jaccard, messages of ≥ 3 words)
 abandonment     −       "never mind", "forget it", "I give up", "whatever", "I'll do
@@ -96,6 +96,7 @@ _REPEAT = _rx(
     r"\bi (?:already|just) (?:asked|told|said|did|tried|explained)\b",
     r"\bfor the (?:second|third|fourth|fifth|last|nth|\d+(?:st|nd|rd|th)) time\b",
     r"\bas i (?:said|asked|mentioned)\b|\blike i said\b|\bonce again\b|\bi repeat\b",
+    r"\btry (?:it )?again\b|\bone more time\b",
 )
 _ABANDON = _rx(
     r"\bnever ?mind\b|\bnvm\b|\bforget (?:it|about it|this)\b|\bi give up\b|\bwhatever\b",
