@@ -51,7 +51,7 @@ __all__ = [
     "first_person",
 ]
 
-PROMPT_VERSION = "tiers-v1"
+PROMPT_VERSION = "tiers-v2"
 _SUMMARY_PAGES = 3
 _SUMMARY_CHARS = 800
 
@@ -110,7 +110,9 @@ _SYSTEM = {
     "Answer with JSON: user_profile (stable attributes such as name, location, occupation), user_knowledge "
     "(facts about the user, third person), user_traits (preferences, habits, personality), agent_traits (how the "
     "agent behaves or what it helps with), objects (other entities: type, identifier, profile, knowledge, traits), "
-    "shared (facts useful to every agent, with importance 0..1). Only include what the exchanges state.",
+    "shared (general knowledge useful to every agent, with importance 0..1 — never a fact about the user or any "
+    "other person: nothing about their health, family, finances, location, contact details or preferences). "
+    "Only include what the exchanges state.",
 }
 
 
