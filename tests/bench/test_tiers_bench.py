@@ -54,7 +54,8 @@ def test_tiers_bench_reports_both_runs(tmp_path: Path) -> None:
     assert seg["segments"] >= 1 and seg["mtm_pages"] == 2  # 9 pages, 7 stay in STM
     ctx = report["context"]
     assert ctx["with_tiers"]["n"] == ctx["without_tiers"]["n"] == 2
-    assert 0.0 <= ctx["without_tiers"]["evidence_in_context"] <= ctx["with_tiers"]["evidence_in_context"] <= 1.0
+    # the turns are memories of the same user and agent: the default context finds them without tiers too
+    assert 0.0 < ctx["without_tiers"]["evidence_in_context"] <= ctx["with_tiers"]["evidence_in_context"] <= 1.0
     text = format_tiers_report(report)
     assert "tiers overall" in text and "join rate within sessions" in text and "with tiers" in text
     result = CliRunner().invoke(

@@ -75,11 +75,13 @@ def _by_category(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | int]
     return out
 
 
-def _store_turns(mem: Memory, conv: Conversation, user: str) -> dict[str, list[str]]:
-    """Every turn as a memory of ``user`` (as the flat run stores them); returns memory id -> dia_ids."""
+def _store_turns(mem: Memory, conv: Conversation, user: str, agent: str) -> dict[str, list[str]]:
+    """Every turn as a memory of ``user`` with ``agent`` (as the flat run stores them, in the scope the context
+    requests name); returns memory id -> dia_ids."""
     entries = [
         {
             "content": turn.content, "kind": "conversation", "thread": thread_of(conv, turn), "user": user,
+            "agent": agent,
             **({"created_at": when} if (when := session_time(turn.session_date)) is not None else {}),
             "metadata": {"dia_id": turn.dia_id, "session": turn.session, "speaker": turn.speaker},
         }
@@ -143,7 +145,7 @@ def _tier_rows(
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:  # fmt: skip
     agent, user = "bench", conv.sample_id
     mem.tiers.configure(agent=agent, top_m_segments=top_m, top_k_pages=top_k)
-    turns_of = _store_turns(mem, conv, user) if budget else {}
+    turns_of = _store_turns(mem, conv, user, agent) if budget else {}
     page_turns: dict[str, list[str]] = {}
     for pair in _pairs(conv):
         response = pair[1].content if len(pair) > 1 else ""
