@@ -42,7 +42,9 @@ __all__ = [
     "DEFAULT_MAX_CONTENT_CHARS",
 ]
 
-DEFAULT_MAX_CONTENT_CHARS = 32_000
+#: Longest memory or message text accepted (characters). Texts longer than the embedder reads are embedded
+#: in chunks (:func:`memory.embedders.base.embed_chunked`) and indexed in full for the lexical channel.
+DEFAULT_MAX_CONTENT_CHARS = 500_000
 _KIND = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 MAX_TAGS = 64

@@ -130,8 +130,7 @@ def test_prompt_versions_number_and_promote_atomically(store: FeedbackStore) -> 
 
 
 def test_concurrent_versions_get_distinct_numbers(open_backend: Callable[[], Backend], backend_name: str) -> None:
-    # three connections to one store (an in-memory store is one object: three threads share it)
-    backends = [open_backend() for _ in range(3)] if backend_name != "inmemory" else [open_backend()] * 3
+    backends = [open_backend() for _ in range(3)]  # three connections to one store
     try:
         numbers: list[int] = []
         errors: list[BaseException] = []
@@ -402,7 +401,7 @@ def test_feedback_input_errors_change_nothing(mem: Memory) -> None:
 
 def test_concurrent_feedback_on_one_thread_loses_nothing(make_memory: Callable[..., Memory], backend_name: str) -> None:
     """Writers on separate connections update different fields of one record; every field survives."""
-    mems = [make_memory() for _ in range(4)] if backend_name != "inmemory" else [make_memory()] * 4
+    mems = [make_memory() for _ in range(4)]
     mems[0].feedback.record("t1", summary="start")
     fields: list[dict[str, Any]] = [
         {"rating": 4},

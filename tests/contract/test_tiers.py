@@ -124,8 +124,6 @@ def test_store_write_is_all_or_nothing(store: TierStore) -> None:
 
 
 def test_tiers_survive_reopening(backend_name: str, open_backend: Callable[[], Backend]) -> None:
-    if backend_name == "inmemory":
-        pytest.skip("persistence is a property of stored backends (sqlite file, postgres schema)")
     first = open_backend()
     _tier_store(first).write("ns", TierChanges(pages=[_page("ns", 1)]))
     first.close()

@@ -470,23 +470,13 @@ register(Operation(
 
 
 def _link(mem: Memory, a: m.LinkIn, call: Call) -> Any:
-    for memory_id in (a.id, a.target):  # secrets stay invisible: linking one must not reveal it exists
-        mem.get(memory_id, namespace=call.namespace, clearance=call.caller.clearance)
-    return mem.link(a.id, a.target, a.type, namespace=call.namespace)
+    return mem.link(a.id, a.target, a.type, namespace=call.namespace, clearance=call.caller.clearance)
 
 
 def _query_graph(mem: Memory, a: m.QueryGraphIn, call: Call) -> m.GraphOut:
-    options = _fields(a, "depth", "predicates", "entity_types", "include_invalid", "limit")
+    options = _fields(a, "depth", "predicates", "entity_types", "include_invalid", "limit", "clearance")
     found = mem.graph.query_graph(a.start, namespace=call.namespace, **options)
-    relations = mem.graph.visible(found.relations, namespace=call.namespace, clearance=a.clearance)
-    ends = {e for r in relations for e in (r.subject_id, r.object_id)}
-    entities = [e for i, e in enumerate(found.entities) if e.id in ends or (i == 0 and a.start is not None)]
-    sources: set[str] = set()
-    if found.memory_ids:
-        flt = mem.filter(call.namespace, clearance=a.clearance, include_invalid=True)
-        sources = set(mem.backend.find_ids(flt.model_copy(update={"ids": tuple(found.memory_ids)})))
-    memory_ids = [i for i in dict.fromkeys(s for r in relations for s in r.source_ids) if i in sources]
-    return m.GraphOut(entities=entities, relations=relations, memory_ids=memory_ids)
+    return m.GraphOut(entities=found.entities, relations=found.relations, memory_ids=found.memory_ids)
 
 
 def _facts_about(mem: Memory, a: m.FactsAboutIn, call: Call) -> m.FactsOut:
@@ -641,3 +631,6 @@ RESOURCES.extend([
     ResourceSpec("memory://{namespace}/entities/{entity}", "facts_about", "entity-facts",
                  "What the knowledge graph knows about an entity: its facts (JSON)."),
 ])  # fmt: skip
+
+# The web inspector's operations (issue 21) live in their own module; importing it registers them.
+from memory.server import ops_inspect as _ops_inspect  # noqa: E402,F401

@@ -107,12 +107,12 @@ class Tiers:
     @property
     def store(self) -> TierStore:
         """The backend's tier store. Raises StoreUnavailableError when the backend has none."""
-        store = getattr(self._mem.backend, "tiers", None)
+        store = self._mem.backend.tiers
         if store is None:
             raise StoreUnavailableError(
                 f"the {self._mem.backend.name} backend has no tier store; use sqlite, postgres or inmemory for tiers"
             )
-        return store  # type: ignore[no-any-return]
+        return store
 
     def _ns(self, namespace: str | None) -> str:
         return check_name(namespace, "namespace") or self._mem.namespace
