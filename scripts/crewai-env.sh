@@ -13,7 +13,8 @@ want="$(cat pyproject.toml scripts/crewai-env.sh | sha256sum | cut -c1-32)"
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -x "$VENV/bin/python" ]; then
     exit 0
 fi
-if [ ! -x "$VENV/bin/python" ]; then
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
+    rm -rf "$VENV"  # missing, or left half-made by an interrupted run
     "$PYTHON" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
