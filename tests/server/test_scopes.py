@@ -38,6 +38,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "extract": {"text": "Alice moved to Berlin in 2021."},
     "end_conversation": {},
     "tiers_retrieve": {"query": "plans", "agent": "g", "user": "alice"},
+    "tiers_system": {},
+    "tiers_withdraw": {},
     "feedback_record": {"rating": 2, "feedback": "too vague", "prompt": "support"},
     "prompt_get": {},
     # the web inspector's operations (memory.server.ops_inspect)
@@ -96,6 +98,7 @@ def _snapshot(live: Live, namespace: str) -> tuple[Any, ...]:
         live.mem.graph.counts(namespace=namespace),
         tuple(r.model_dump_json() for r in live.mem.feedback.list(namespace=namespace)),
         tuple(v.model_dump_json() for v in live.mem.prompts.list(namespace=namespace)),
+        tuple(e.id for e in live.mem.tiers.system(namespace=namespace)),
     )
 
 

@@ -242,15 +242,19 @@ def _ablation(
 @click.option(
     "--limit-conversations", type=click.IntRange(min=1), metavar="N", help="Use only the first N conversations."
 )
+@click.option("--no-flat", is_flag=True, help="Skip the flat-recall reference run.")
+@click.option("--budget", type=click.IntRange(min=0), default=4000, show_default=True,
+              help="Token budget of the context runs with and without tiers (0: skip them).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
 @click.pass_context
 def tiers_bench(
     ctx: click.Context, data: Path | None, embedder: str | None, backend: str, top_m: int, top_k: int,
-    limit_conversations: int | None, as_json: bool, out: Path | None, quiet: bool,
+    limit_conversations: int | None, no_flat: bool, budget: int, as_json: bool, out: Path | None, quiet: bool,
 ) -> None:  # fmt: skip
-    """LoCoMo through tier retrieval (STM + top-m segments -> top-k pages) vs flat recall, same metric.
+    """LoCoMo through the tiers: tier retrieval (STM + top-m segments -> top-k pages) vs flat recall, segment
+    join rates within/across sessions, and evidence in the default context with and without the tiers source.
 
     Also reports the time add_page and consolidation take per dialogue turn.
     """
@@ -261,9 +265,43 @@ def tiers_bench(
     with _errors():
         report = run_tiers_bench(
             path, embedder=embedder or _default_embedder(ctx), backend=backend, top_m=top_m, top_k=top_k,
-            limit_conversations=limit_conversations, progress=_note(quiet),
+            limit_conversations=limit_conversations, progress=_note(quiet), flat=not no_flat, budget=budget,
         )  # fmt: skip
     _emit(report, format_tiers_report(report), as_json=as_json, out=out)
+
+
+@bench.command("reward")
+@click.option("--data", type=_DATA_TYPE, help="Labelled conversations (JSONL) [default: the packaged set].")
+@click.option("--split", type=click.Choice(["dev", "holdout"]), help="Only this part of the set.")
+@click.option("--llm", metavar="NAME", help="Also check this LLM provider as a judge (openai, ollama; configured "
+              "as usual) [default: the configured provider unless heuristic].")  # fmt: skip
+@click.option("--no-llm", is_flag=True, help="Only the offline reward, even with an LLM configured.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
+def reward_bench(
+    data: Path | None, split: str | None, llm: str | None, no_llm: bool, as_json: bool, out: Path | None
+) -> None:
+    """Reward sign on labelled conversations: confusion matrix of the offline reward (and the LLM judge).
+
+    \b
+    Examples:
+      memory bench reward
+      memory bench reward --split holdout --json
+      MEMORY_LLM=openai memory bench reward     # also checks the model as a judge
+    """
+    from memory.bench.reward import format_reward_report, run_reward_bench
+    from memory.config import load_settings
+    from memory.llms import create_llm
+
+    with _errors():
+        model = None
+        if not no_llm:
+            spec = load_settings().llm
+            provider = llm or spec.provider
+            if provider != "heuristic":
+                model = create_llm(provider, spec.options if provider == spec.provider else None)
+        report = run_reward_bench(data, llm=model, split=split)
+    _emit(report, format_reward_report(report), as_json=as_json, out=out)
 
 
 def _sizes(ctx: click.Context | None, param: click.Parameter | None, value: str) -> list[int]:

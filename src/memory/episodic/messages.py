@@ -21,7 +21,7 @@ from memory.backends.episodic import EpisodicStore
 from memory.embedders.base import embed_query
 from memory.episodic.media import MediaStore
 from memory.episodic.types import CONTENT_TYPES, MediaRef, Message, MessageHit, MessageQuery, ThreadInfo
-from memory.errors import InvalidInputError, NotFoundError, ProviderError, StoreUnavailableError
+from memory.errors import Error, InvalidInputError, NotFoundError, ProviderError, StoreUnavailableError
 from memory.ids import new_id
 from memory.records import (
     check_datetime,
@@ -253,6 +253,15 @@ class Messages:
 
             embed_messages(self._mem, store, stored)
             stored = [store.get_messages(m.namespace, [m.id])[0] for m in stored]
+        if (
+            stored
+            and getattr(self._mem.backend, "tiers", None) is not None
+            and any(m.role == "assistant" and m.agent for m in stored)
+        ):
+            try:  # the agent's tiers, when on (auto_pages), get a page per user+assistant pair
+                self._mem.tiers.observe_messages(stored)
+            except Error as exc:
+                log.warning("tier pages from messages failed (messages kept): %s", exc)
         if extract and stored:
             from memory.episodic.extract import extract_messages
 

@@ -34,7 +34,8 @@ from pydantic import ValidationError
 
 from memory.backends.feedback import FeedbackStore, RecordQuery, check_prompt_text, check_version
 from memory.errors import InvalidInputError, NotFoundError, StorageError, StoreUnavailableError
-from memory.feedback.reward import compute_reward, count_corrections, normalise_rating
+from memory.feedback.reward import compute_reward, normalise_rating
+from memory.feedback.signals import dialogue_signals
 from memory.feedback.stats import candidate_beats_active, interval
 from memory.feedback.types import (
     ConversationRecord,
@@ -209,12 +210,14 @@ class Feedback(_Base):
         if "explicit" in changes:
             fields["explicit_reward"] = True
             fields["reward"] = changes["explicit"]
+        dialogue = None
         if messages:
-            fields["corrections"] = count_corrections([m.content for m in messages if m.role == "user" and m.content])
+            dialogue = dialogue_signals([(m.role, m.content) for m in messages if m.content])
+            fields["corrections"] = dialogue.negative
             fields["message_ids"] = tuple(m.id for m in messages)
         result = compute_reward(
             rating=fields.get("rating"), task_completed=fields.get("task_completed"), feedback=fields.get("feedback"),
-            corrections=int(fields.get("corrections") or 0),
+            corrections=int(fields.get("corrections") or 0), dialogue=dialogue,
             explicit=fields["reward"] if fields.get("explicit_reward") else None,
         )  # fmt: skip
         fields["reward"], fields["reward_components"] = result.reward, result.components

@@ -559,6 +559,29 @@ register(Operation(
 ))  # fmt: skip
 
 
+def _tiers_system(mem: Memory, a: m.TiersSystemListIn, call: Call) -> m.TiersSystemOut:
+    entries = mem.tiers.system(namespace=call.namespace, source_agent=a.source_agent)
+    return m.TiersSystemOut(entries=[e.model_dump(mode="json", exclude={"vector"}) for e in entries])
+
+
+def _tiers_withdraw(mem: Memory, a: m.TiersWithdrawIn, call: Call) -> m.DeletedOut:
+    return m.DeletedOut(deleted=mem.tiers.withdraw(a.id, namespace=call.namespace))
+
+
+register(Operation(
+    name="tiers_system",
+    description="List the shared system memory of the namespace: what the tiers promoted for every agent.",
+    params=m.TiersSystemListIn, result=m.TiersSystemOut, run=_tiers_system, tags=("tiers",),
+    rest=Rest("GET", "/tiers/system"),
+))  # fmt: skip
+register(Operation(
+    name="tiers_withdraw",
+    description="Take an entry out of the shared system memory (every agent of the namespace stops seeing it).",
+    params=m.TiersWithdrawIn, result=m.DeletedOut, run=_tiers_withdraw, write=True, destructive=True,
+    tags=("tiers",), rest=Rest("DELETE", "/tiers/system/{id}"),
+))  # fmt: skip
+
+
 # -- feedback and prompt versions (issue 9) ---------------------------------------------
 
 
