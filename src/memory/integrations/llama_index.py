@@ -13,7 +13,7 @@ the block's user/agent) and hands them back as text for the memory-blocks
 section of the system message. Messages that LlamaIndex flushes out of its
 short-term window are stored as memories (kind ``conversation``, thread = the
 LlamaIndex session id, role in metadata) so they can be recalled later;
-``store_flushed=False`` turns that off. Needs ``pip install 'memory[llama-index]'``.
+``store_flushed=False`` turns that off. Needs ``pip install 'llm-agent-memory[llama-index]'``.
 """
 
 from __future__ import annotations

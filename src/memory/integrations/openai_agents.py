@@ -13,7 +13,7 @@ item's ``role`` (or its ``type`` for items without one, e.g.
 ``mem.messages.search`` and synced into long-term memory by the sync job), and
 the item itself, unchanged, in ``metadata["openai_agents_item"]`` so
 ``get_items`` gives the SDK back exactly what it stored. Needs
-``pip install 'memory[openai-agents]'``.
+``pip install 'llm-agent-memory[openai-agents]'``.
 """
 
 from __future__ import annotations

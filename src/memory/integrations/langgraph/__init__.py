@@ -1,6 +1,6 @@
 """LangGraph: :class:`MemoryStore` (a ``BaseStore``) and :class:`MemorySaver` (a ``BaseCheckpointSaver``).
 
-Both need ``pip install 'memory[langgraph]'``; LangGraph is imported when one of
+Both need ``pip install 'llm-agent-memory[langgraph]'``; LangGraph is imported when one of
 them is first used, not when :mod:`memory.integrations` is imported.
 """
 
