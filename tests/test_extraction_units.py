@@ -105,3 +105,17 @@ def test_heuristic_provider_contract() -> None:
     with pytest.raises(InvalidInputError, match="unknown LLM task"):
         render("summarise", {})
     assert "NEW: x" in render("decide", {"fact": "x", "neighbours": [{"content": "y"}]})[1].content
+
+
+def test_first_person_memories_supersede_through_the_slots() -> None:
+    from memory import Memory
+    from memory.embedders.hashing import HashingEmbedder
+
+    with Memory("memory://", embedder=HashingEmbedder()) as mem:
+        mem.remember("I live in Lisbon.", user="maya", extract=True)
+        mem.remember("I live in Porto now.", user="maya", extract=True)
+        items = mem.list(user="maya", include_invalid=True).items
+        assert {i.content: i.valid_to is None for i in items} == {
+            "I live in Porto now.": True,
+            "I live in Lisbon.": False,
+        }

@@ -45,11 +45,11 @@ def test_reward_formula() -> None:
     assert compute_reward(explicit=0.3).reward == 0.3
     assert compute_reward(rating=1.0).reward == 1.0
     assert compute_reward(task_completed=True).reward == 1.0
-    assert compute_reward(task_completed=False, corrections=2).reward == pytest.approx(
-        (0.45 * 0 + 0.2 * 0.5) / 0.65, abs=1e-4
-    )
+    # counted corrections without the messages: a negative dialogue signal (0)
+    assert compute_reward(task_completed=False, corrections=2).reward == 0.0
+    assert compute_reward(corrections=1).reward == 0.0  # one correction lowers the reward: never "good"
     mixed = compute_reward(rating=0.25, task_completed=True, feedback="too slow", corrections=1)
-    implicit = (0.45 * 1.0 + 0.35 * 0.0 + 0.2 * 0.75) / 1.0
+    implicit = (0.45 * 1.0 + 0.35 * 0.0 + 0.35 * 0.0) / 1.15
     assert mixed.reward == pytest.approx(0.75 * 0.25 + 0.25 * implicit, abs=1e-4)
     assert mixed.components["method"] == "rating+implicit" and mixed.components["corrections_found"] == 1
     # the rating dominates: a 5-star rating with a failed task still scores above the midpoint
@@ -135,7 +135,7 @@ def test_a_backend_without_a_feedback_store() -> None:
     from memory.embedders.hashing import HashingEmbedder
 
     with Memory("memory://", embedder=HashingEmbedder()) as mem:
-        del mem.backend.feedback  # type: ignore[attr-defined]  # a plugin backend without this storage area
+        mem.backend.feedback = None  # type: ignore[misc]  # a plugin backend without this storage area says None
         mem.messages.append("t1", "hello there", user="u")
         assert mem.end_conversation("t1").record is None  # the blocks are still updated
         for call in (lambda: mem.feedback.record("t1", rating=3), lambda: mem.prompts.list(), lambda: mem.reflect()):

@@ -10,7 +10,7 @@ import pytest
 
 from memory import Memory
 from memory.backends.base import ChannelHit
-from memory.backends.inmemory import InMemoryBackend
+from memory.backends.sqlite.throwaway import ThrowawaySQLiteBackend
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import StorageError
 from memory.filters import Filter
@@ -24,8 +24,8 @@ TEXTS = [
 ]
 
 
-class ConcurrentInMemory(InMemoryBackend):
-    """The in-memory backend, declaring concurrent reads, recording where the lexical channel ran."""
+class ConcurrentInMemory(ThrowawaySQLiteBackend):
+    """The memory:// backend, declaring concurrent reads, recording where the lexical channel ran."""
 
     concurrent_reads = True
 
@@ -46,7 +46,7 @@ class ConcurrentInMemory(InMemoryBackend):
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
 
-def _memory(backend: InMemoryBackend) -> Memory:
+def _memory(backend: ThrowawaySQLiteBackend) -> Memory:
     mem = Memory(backend=backend, embedder=HashingEmbedder(), clock=lambda: NOW)
     mem.remember_batch(TEXTS)
     return mem
@@ -57,7 +57,7 @@ def _ranked(mem: Memory, query: str) -> list[tuple[str, float, tuple[str, ...]]]
 
 
 def test_same_ranking_with_and_without_the_side_thread() -> None:
-    side, plain = ConcurrentInMemory(), InMemoryBackend()
+    side, plain = ConcurrentInMemory(), ThrowawaySQLiteBackend()
     with _memory(side) as a, _memory(plain) as b:
         for query in ("support group Caroline", "Melanie painting", "adoption", "pottery for kids"):
             assert _ranked(a, query) == _ranked(b, query)

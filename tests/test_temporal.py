@@ -202,3 +202,33 @@ def test_mention_is_frozen() -> None:
     assert isinstance(m, TimeMention)
     with pytest.raises(dataclasses.FrozenInstanceError):
         m.text = "x"  # type: ignore[misc]
+
+
+def test_keyword_ranges_find_what_a_full_scan_finds() -> None:
+    """The rules run only near their keywords; on a long mixed text that finds exactly the full scan's mentions."""
+    import random
+
+    from memory import temporal
+
+    pieces = [
+        "yesterday", "last week", "two years ago", "in 3 days", "the week before last", "on Friday",
+        "March 16, 2022", "16th of March 2022", "2022-03-16", "May 2023", "in 2021", "mid-March", "next May",
+        "a few days ago", "this past weekend", "I will call on Monday.", "you may 5 times", "a budget of 2000",
+        "Fridays are quiet", "the weather", "coding in Python", "week after week", "yearly", "Mayday",
+    ]  # fmt: skip
+    rng = random.Random(7)
+    filler = ["lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "days", "month", "in", "before"]
+    words = []
+    for _ in range(3000):
+        words.append(rng.choice(pieces) if rng.random() < 0.08 else rng.choice(filler))
+    text = " ".join(words)
+    fast = resolve_time_expressions(text, ANCHOR)
+    everywhere = tuple(() for _ in temporal._NEEDLES)
+    original = temporal._NEEDLES
+    try:
+        temporal._NEEDLES = everywhere  # no keyword: every rule scans the whole text
+        slow = resolve_time_expressions(text, ANCHOR)
+    finally:
+        temporal._NEEDLES = original
+    assert len(fast) > 100
+    assert fast == slow

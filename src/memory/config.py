@@ -133,6 +133,12 @@ class FeedbackSettings(BaseModel):
     high_reward: float = Field(0.7, ge=0.0, le=1.0, description="at or above: a conversation that went well")
     max_rules: int = Field(10, ge=1, le=100, description="learned rules a suggested prompt keeps")
     reflect_batch: int = Field(50, ge=1, le=10_000, description="records one reflection pass examines")
+    reflect_min_support: int = Field(
+        3,
+        ge=1,
+        le=1000,
+        description="conversations with the same outcome a reflection lesson needs before it is written",
+    )
 
 
 class Settings(BaseModel):

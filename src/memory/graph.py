@@ -59,12 +59,12 @@ class GraphView:
     @property
     def store(self) -> GraphStore:
         """The backend's graph store. Raises GraphUnavailableError when the backend has none."""
-        store = getattr(self._mem.backend, "graph", None)
+        store = self._mem.backend.graph
         if store is None:
             raise GraphUnavailableError(
                 f"the {self._mem.backend.name} backend has no graph store; use sqlite or inmemory for graph features"
             )
-        return store  # type: ignore[no-any-return]
+        return store
 
     def entity(self, name: str, *, namespace: str | None = None) -> Entity:
         """The entity named ``name`` (or with that alias). Raises NotFoundError."""
@@ -163,13 +163,16 @@ class GraphView:
         entity_types: Sequence[str] | None = None,
         include_invalid: bool = False,
         limit: int = 200,
+        clearance: str = "private",
     ) -> GraphResult:
         """The subgraph within ``depth`` relations of ``start`` (or all of it), filtered.
 
         ``predicates`` keeps only relations with those predicates;
         ``entity_types`` keeps only entities of those types (the start is
         always kept). Returns entities (start first, then by distance),
-        relations and the ids of the memories supporting them.
+        relations and the ids of the memories supporting them — only what a
+        caller with ``clearance`` may see (see :meth:`visible`): a relation
+        only secret memories support, and the entities only it reaches, stay hidden.
         """
         depth = _depth(depth)
         ns = self._mem._ns(namespace)
@@ -212,7 +215,15 @@ class GraphView:
                     break
             entities = store.get_entities(ns, order[:limit])
             relations = list(seen_relations.values())[:limit]
-        memory_ids = list(dict.fromkeys(m for r in relations for m in r.source_ids))
+        relations = self.visible(relations, namespace=ns, clearance=clearance)
+        reached = {e for r in relations for e in (r.subject_id, r.object_id)}
+        entities = [e for i, e in enumerate(entities) if e.id in reached or (i == 0 and start is not None)]
+        supporting = list(dict.fromkeys(m for r in relations for m in r.source_ids))
+        visible_sources: set[str] = set()
+        if supporting:
+            flt = self._mem.filter(ns, clearance=clearance, include_invalid=True)
+            visible_sources = set(self._mem.backend.find_ids(flt.model_copy(update={"ids": tuple(supporting)})))
+        memory_ids = [i for i in supporting if i in visible_sources]
         return GraphResult(entities=entities, relations=relations, memory_ids=memory_ids)
 
     def visible(

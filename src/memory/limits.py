@@ -29,7 +29,8 @@ __all__ = [
 ]
 
 #: Characters of one memory's content (and context) after normalisation; ``limits.max_content_chars``.
-MAX_CONTENT_CHARS = 32_000
+#: Texts longer than the embedder reads are embedded in chunks and indexed in full for the lexical channel.
+MAX_CONTENT_CHARS = 500_000
 #: Characters of a search query.
 MAX_QUERY_CHARS = 4_000
 #: Results per page or search.

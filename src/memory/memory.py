@@ -17,7 +17,7 @@ from memory.backends import open_backend
 from memory.backends.base import Backend, ChannelHit, ListOrder, NewRecord, Vector
 from memory.config import Settings, load_settings
 from memory.embedders import create_embedder
-from memory.embedders.base import Embedder, embed_query, embed_texts
+from memory.embedders.base import Embedder, embed_chunked, embed_query
 from memory.errors import (
     EmbeddingMismatchError,
     Error,
@@ -52,7 +52,7 @@ from memory.records import (
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, rank
 from memory.retrieval.text import feedback_terms, query_terms
-from memory.retrieval.window import window_model
+from memory.retrieval.window import event_time_words, window_model
 from memory.types import SENSITIVITY_LEVELS, Hit, LedgerEntry, MemoryItem, Page, Stats
 from memory.windows import Anchor, anchor_of, refresh_windows
 
@@ -106,6 +106,14 @@ def _check_limit(limit: object, what: str = "limit") -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidInputError(f"{what} must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
     return limit
+
+
+def _describe(entry: object) -> str:
+    """A short name for a batch entry in an error: its thread and the start of its text."""
+    content = entry.get("content") if isinstance(entry, Mapping) else entry
+    head = " ".join(content[:40].split()) + ("…" if len(content) > 40 else "") if isinstance(content, str) else "?"
+    thread = entry.get("thread") if isinstance(entry, Mapping) else None
+    return (f"thread {thread!r}, " if isinstance(thread, str) else "") + f"{head!r}"
 
 
 class Memory:
@@ -282,7 +290,7 @@ class Memory:
 
     def _keys_on(self) -> bool:
         """Whether the backend indexes the key fields (window, time words): it can store windows."""
-        return callable(getattr(self._backend, "set_windows", None))
+        return self._backend.windows is not None
 
     def _windows_on(self) -> bool:
         """Whether this store keeps context windows (configured, and the backend can store them)."""
@@ -422,7 +430,7 @@ class Memory:
         if todo:
             try:
                 self._ensure_space(strict=True)
-                matrix = embed_texts(
+                matrix = embed_chunked(
                     self._embedder,
                     [items[i].content for i in todo],
                     batch_size=self.settings.limits.embed_batch_size,
@@ -510,7 +518,7 @@ class Memory:
             except InvalidInputError as exc:
                 if len(entries) == 1:
                     raise
-                raise InvalidInputError(f"entry {index}: {exc}") from exc
+                raise InvalidInputError(f"entry {index} of the batch ({_describe(entry)}): {exc}") from exc
         embedded = self._embed_items([p[0] for p in prepared], [p[1] for p in prepared])
         records = [
             NewRecord(item, vector, ledger_entry("add", item.id, item.namespace, now, after=item))
@@ -551,7 +559,7 @@ class Memory:
         from memory.extraction.service import extract
 
         content = normalise_content(text, max_chars=self.settings.limits.max_content_chars)
-        store = getattr(self._backend, "graph", None)
+        store = self._backend.graph
         known = [e.name for e in store.list_entities(self._ns(namespace), 200)] if store is not None else []
         return extract(content, llm=self._llm, known_entities=known, speaker=speaker)
 
@@ -570,14 +578,24 @@ class Memory:
         return [safe_process(self, item) for item in pending(self, ns, limit, retry_failed)]
 
     def link(
-        self, source_id: str, target_id: str, type: str = "relates_to", *, namespace: str | None = None
+        self,
+        source_id: str,
+        target_id: str,
+        type: str = "relates_to",
+        *,
+        namespace: str | None = None,
+        clearance: str = "private",
     ) -> MemoryLink:
-        """Link two memories with a typed edge (idempotent). Raises NotFoundError or InvalidInputError."""
+        """Link two memories with a typed edge (idempotent). Raises NotFoundError or InvalidInputError.
+
+        Both memories must be visible at ``clearance``: linking a secret without
+        secret clearance raises NotFoundError, as if it did not exist.
+        """
         if not isinstance(type, str) or not type.strip() or len(type) > 64:
             raise InvalidInputError("link type must be a non-empty string of at most 64 characters")
         ns = self._ns(namespace)
         for memory_id in (source_id, target_id):
-            self.get(memory_id, namespace=ns, clearance="secret")
+            self.get(memory_id, namespace=ns, clearance=clearance)
         if source_id == target_id:
             raise InvalidInputError("a memory cannot be linked to itself")
         return self.graph.store.link(ns, source_id, target_id, type.strip(), self._clock())
@@ -586,7 +604,7 @@ class Memory:
         """Compute the context windows of newly stored ``items`` and of their thread neighbours."""
         by_ns: dict[str, builtins.list[Anchor]] = {}
         for item in items:
-            if item.thread is None and not item.context:
+            if item.thread is None and not item.context and not event_time_words(item.content, item.created_at):
                 continue  # stored with an empty window and no window vector: nothing to compute
             by_ns.setdefault(item.namespace, []).append(anchor_of(item))
         for ns, anchors in by_ns.items():
@@ -707,9 +725,9 @@ class Memory:
             ]
             total += self._backend.delete(flt.namespace, [i.id for i in batch], ledger)
             self._refresh_windows(flt.namespace, [anchor_of(i) for i in batch if i.thread is not None])
-        if getattr(self._backend, "tiers", None) is not None and flt.thread is None:
+        if self._backend.tiers is not None and flt.thread is None:
             self._forget_tiers(flt.namespace, flt.user, flt.agent)
-        store = getattr(self._backend, "feedback", None)
+        store = self._backend.feedback
         if store is not None:  # conversation records of the scope; prompts when the whole namespace goes
             store.delete_records(flt.namespace, thread=flt.thread, user=flt.user, agent=flt.agent)
             if flt.user is None and flt.agent is None and flt.thread is None:
@@ -799,7 +817,7 @@ class Memory:
         default = ExtractiveSummarizer() if self._llm.provider == "heuristic" else LLMSummarizer(self._llm)
         chosen = summarizer or self._summarizer or default
         result = end_conversation(self, thread, summarizer=chosen, namespace=namespace, user=user, agent=agent)
-        if getattr(self._backend, "feedback", None) is not None:  # the conversation record: summary and reward
+        if self._backend.feedback is not None:  # the conversation record: summary and reward
             result.record = self.feedback.on_conversation_end(result, namespace)
         return result
 
@@ -931,7 +949,7 @@ class Memory:
         lexical: Future[dict[str, builtins.list[ChannelHit]]] | None = None
         if "lexical" in config.channels:
             terms = query_terms(text)
-            if "vector" in config.channels and getattr(self._backend, "concurrent_reads", False):
+            if "vector" in config.channels and self._backend.concurrent_reads:
                 # The lexical channel runs on another connection while this thread embeds the query
                 # and searches vectors: the two cost their maximum instead of their sum.
                 lexical = self._channels().submit(self._lexical_channels, flt, terms, k, config)
@@ -939,20 +957,25 @@ class Memory:
                 results.update(self._lexical_channels(flt, terms, k, config))
         vector: Vector | None = None
         vector_hits: builtins.list[ChannelHit] | None = None
+        context_hits: builtins.list[ChannelHit] | None = None
         try:
-            if "vector" in config.channels:
+            if "vector" in config.channels or "context" in config.channels:
                 try:
                     if self._ensure_space(strict=True):
                         vector = embed_query(self._embedder, text)
-                        vector_hits = self._search_vectors(flt, config, vector, k)
+                        if "vector" in config.channels:
+                            vector_hits = self._search_vectors(flt, config, vector, k)
+                        context_hits = self._search_context(flt, config, vector, k)
                 except ProviderError as exc:
                     log.warning("vector channel skipped, embedder failed: %s", exc)
         finally:
             if lexical is not None:  # wait for it even when the vector channel failed
                 results.update(lexical.result())
-        if vector_hits is not None:
+        if vector_hits is not None and "vector" in config.channels:
             results["vector"] = vector_hits
-        store = getattr(self._backend, "graph", None)
+        if context_hits:
+            results["context"] = context_hits
+        store = self._backend.graph
         if "graph" in config.channels and config.weights.get("graph", 1.0) > 0 and store is not None:
             from memory.retrieval.graph import graph_channel
 
@@ -1002,10 +1025,25 @@ class Memory:
             return self._backend.search_lexical(flt, terms, k, fields=config.fields)
         return self._backend.search_lexical(flt, terms, k)
 
+    def _search_context(
+        self, flt: Filter, config: RetrievalConfig, vector: Vector, k: int
+    ) -> builtins.list[ChannelHit] | None:
+        """The context channel: the window vectors alone (None when not configured or the store has none)."""
+        if "context" not in config.channels or not self._windows_on():
+            return None
+        space = window_model(self._embedder.model_name)
+        if all(s.model != space for s in self._backend.vector_spaces()):
+            return None
+        return self._backend.search_vector(flt, space, vector, k)
+
     def _vector_space(self, config: RetrievalConfig) -> str:
-        """The space the vector channel searches: window vectors when configured and present."""
+        """The space the vector channel searches: window vectors when configured and present.
+
+        With a ``context`` channel the window vectors are searched there, and the
+        vector channel searches the memories' own vectors.
+        """
         model = self._embedder.model_name
-        if config.window_vectors and self._windows_on():
+        if config.window_vectors and "context" not in config.channels and self._windows_on():
             space = window_model(model)
             if any(s.model == space for s in self._backend.vector_spaces()):
                 return space
@@ -1126,7 +1164,7 @@ class Memory:
     def namespaces(self) -> builtins.list[str]:
         """Namespaces that hold memories, messages or blocks."""
         found = set(self._backend.namespaces())
-        store = getattr(self._backend, "episodic", None)
+        store = self._backend.episodic
         if store is not None:
             found.update(store.message_namespaces())
         return sorted(found)

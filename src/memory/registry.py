@@ -31,7 +31,7 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "ollama": "memory.llms.http:OllamaLLM",
     },
     "backend": {
-        "inmemory": "memory.backends.inmemory:InMemoryBackend",
+        "inmemory": "memory.backends.sqlite.throwaway:ThrowawaySQLiteBackend",
         "sqlite": "memory.backends.sqlite:SQLiteBackend",
         "postgres": "memory.backends.postgres:PostgresBackend",
     },

@@ -114,11 +114,13 @@ def resolve_time_expressions(text: str, anchor: datetime) -> list[TimeMention]:
     """
     today = anchor.date()
     found: list[tuple[int, int, _Interval]] = []
-    for pattern, handler in _RULES:
-        for match in pattern.finditer(text):
-            interval = handler(match, today, _future_sentence(text, match.start(), match.end()))
-            if interval is not None:
-                found.append((match.start(), match.end(), interval))
+    lowered = text.lower()
+    for (pattern, handler), needles in zip(_RULES, _NEEDLES, strict=True):
+        for pos, endpos in _spans(lowered, needles):
+            for match in pattern.finditer(text, pos, endpos):
+                interval = handler(match, today, _future_sentence(text, match.start(), match.end()))
+                if interval is not None:
+                    found.append((match.start(), match.end(), interval))
     found.sort(key=lambda item: (item[0], -(item[1] - item[0])))
     mentions: list[TimeMention] = []
     taken_until = -1
@@ -137,6 +139,37 @@ def resolve_time_expressions(text: str, anchor: datetime) -> list[TimeMention]:
             )
         )
     return mentions
+
+
+#: Characters searched on each side of a rule's keyword; longer than any expression recognised.
+_REACH = 80
+_FINDERS: dict[tuple[str, ...], re.Pattern[str]] = {}
+
+
+def _spans(lowered: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Merged ranges of ``lowered`` within :data:`_REACH` of a needle: where a rule's matches can be.
+
+    Every match of a rule contains one of its needles and is shorter than
+    ``_REACH``, so searching these ranges finds exactly the matches of the
+    whole text (``\\b`` looks at the characters outside a range) at a
+    fraction of the cost on long texts.
+    """
+    if not needles:
+        return [(0, len(lowered))]
+    finder = _FINDERS.get(needles)
+    if finder is None:
+        finder = _FINDERS[needles] = re.compile("|".join(re.escape(n) for n in needles))
+    hits = [m.start() for m in finder.finditer(lowered)]
+    if not hits:
+        return []
+    spans: list[tuple[int, int]] = []
+    for at in hits:
+        start, end = max(at - _REACH, 0), min(at + _REACH, len(lowered))
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+        else:
+            spans.append((start, end))
+    return spans
 
 
 def _at_midnight(day: date, anchor: datetime) -> datetime:
@@ -363,4 +396,23 @@ _RULES: tuple[tuple[re.Pattern[str], _Handler], ...] = tuple(
         ),
         (rf"\b(?:(?:in|during|since|by|until|till|from|early|late)\s+|mid-?\s*){_YEAR_RE}\b", _year_only),
     )
+)
+
+_MONTH_NEEDLES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DIGITS = tuple("0123456789")
+#: Per rule of :data:`_RULES`: substrings (lowercase) of which every match holds one; empty = always run.
+_NEEDLES: tuple[tuple[str, ...], ...] = (
+    ("yesterday", "today", "tonight", "tomorrow", "last night", "this morning", "this afternoon", "this evening"),
+    ("week", "month", "year"),
+    ("weekend",),
+    ("ago",),
+    ("day", "week", "month", "year"),
+    ("before", "after"),
+    _WEEKDAYS,
+    _MONTH_NEEDLES,
+    _MONTH_NEEDLES,
+    _DIGITS,
+    _MONTH_NEEDLES,
+    _MONTH_NEEDLES,
+    _DIGITS,
 )

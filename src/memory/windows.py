@@ -14,9 +14,9 @@ import bisect
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from memory.backends.base import Backend, ListOrder, WindowIndex
+from memory.backends.base import Backend, ListOrder
 from memory.filters import Filter
-from memory.retrieval.window import window_neighbours, window_text, window_vector
+from memory.retrieval.window import context_share, window_neighbours, window_text, window_vector
 from memory.types import MemoryItem
 
 __all__ = ["Anchor", "anchor_of", "refresh_windows"]
@@ -103,9 +103,11 @@ def refresh_windows(
     updates = []
     for item_id, (item, near) in affected.items():
         vector = None
+        share = context_share(item.content) if near else 1.0
         if item_id in vectors and item.thread is not None:  # thread-less: its own vector serves
-            vector = window_vector(vectors[item_id], [vectors[n.id] for n in near if n.id in vectors])
-        updates.append((item_id, window_text(item, near), vector))
-    if not isinstance(backend, WindowIndex):  # the facade only calls this for backends that store windows
+            vector = window_vector(vectors[item_id], [vectors[n.id] for n in near if n.id in vectors], share)
+        updates.append((item_id, window_text(item, near, share), vector))
+    window_index = backend.windows
+    if window_index is None:
         return 0
-    return backend.set_windows(namespace, window_space if model is not None else None, updates)
+    return window_index.set_windows(namespace, window_space if model is not None else None, updates)

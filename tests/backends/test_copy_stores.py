@@ -20,7 +20,7 @@ from memory import Memory
 from memory.backends import open_backend
 from memory.backends.base import Backend
 from memory.backends.copy import copy_store
-from memory.backends.inmemory import InMemoryBackend
+from memory.backends.sqlite.throwaway import ThrowawaySQLiteBackend
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import ConfigError, InvalidInputError
 
@@ -116,7 +116,7 @@ def test_windows_off_or_bad_size(source: Backend, target: Backend) -> None:
 
 
 def test_copy_out_of_the_in_process_backend_keeps_graph_tiers_and_windows(target: Any) -> None:
-    memory_backend = InMemoryBackend()
+    memory_backend = ThrowawaySQLiteBackend()
     with _memory(memory_backend) as mem:
         _fill(mem)
         report = copy_store(memory_backend, target)

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from test_sqlite import DIM, HOSTILE, MODEL, NOW, _random_filter, _random_items, flt, make_item, record, unit
 
+from filter_reference import FilterReference
 from memory.backends import open_backend
 from memory.backends.base import ListOrder
-from memory.backends.inmemory import InMemoryBackend
 from memory.backends.postgres import PostgresBackend
 from memory.backends.postgres.migrations import MIGRATIONS
 from memory.backends.sqlite import SQLiteBackend
@@ -299,9 +299,8 @@ def test_hostile_strings_are_literal(backend: PostgresBackend) -> None:
 def test_sql_filters_agree_with_matches(backend: PostgresBackend) -> None:
     rng = random.Random(11)
     items = _random_items(rng, 300)
-    reference = InMemoryBackend()
-    for backend_ in (backend, reference):
-        backend_.add([record(item, None) for item in items])
+    backend.add([record(item, None) for item in items])
+    reference = FilterReference(backend, NOW)
     for _ in range(300):
         f = _random_filter(rng, items)
         expected = reference.find_ids(f)

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from filter_reference import FilterReference
 from memory.backends import open_backend
 from memory.backends.base import ListOrder, NewRecord
-from memory.backends.inmemory import InMemoryBackend
 from memory.backends.sqlite import SQLiteBackend
 from memory.backends.sqlite.connection import load_driver
 from memory.backends.sqlite.migrations import MIGRATIONS, apply_migrations
@@ -622,9 +622,8 @@ def _random_filter(rng: random.Random, items: list[MemoryItem]) -> Filter:
 def test_sql_filters_agree_with_matches(backend: SQLiteBackend) -> None:
     rng = random.Random(11)
     items = _random_items(rng, 300)
-    reference = InMemoryBackend()
-    for backend_ in (backend, reference):
-        backend_.add([record(item, None) for item in items])
+    backend.add([record(item, None) for item in items])
+    reference = FilterReference(backend, NOW)
     for _ in range(400):
         f = _random_filter(rng, items)
         expected = reference.find_ids(f)

@@ -49,7 +49,15 @@ def test_tiers_bench_reports_both_runs(tmp_path: Path) -> None:
     # 9 pages, STM of 7: both evidence turns are reachable, within 20 turn ids
     assert report["tiers"]["overall"]["recall@20"] == 1.0
     assert report["per_turn_ms"]["consolidation"] >= 0.0 and report["per_turn_ms"]["add_page"] > 0.0
-    assert "tiers overall" in format_tiers_report(report)
+    seg = report["segments"]
+    assert seg["within_pairs"] + seg["across_pairs"] >= 1 and 0.0 <= seg["join_rate_within_sessions"] <= 1.0
+    assert seg["segments"] >= 1 and seg["mtm_pages"] == 2  # 9 pages, 7 stay in STM
+    ctx = report["context"]
+    assert ctx["with_tiers"]["n"] == ctx["without_tiers"]["n"] == 2
+    # the turns are memories of the same user and agent: the default context finds them without tiers too
+    assert 0.0 < ctx["without_tiers"]["evidence_in_context"] <= ctx["with_tiers"]["evidence_in_context"] <= 1.0
+    text = format_tiers_report(report)
+    assert "tiers overall" in text and "join rate within sessions" in text and "with tiers" in text
     result = CliRunner().invoke(
         bench, ["tiers", "--data", str(data), "--embedder", "hashing", "--backend", "sqlite", "--json", "-q"]
     )

@@ -18,7 +18,8 @@ def test_feedback_prompts_reflect_loop(run: Runner) -> None:
     assert run.json("prompts", "add", "support", "You are a support agent.")["status"] == "active"
     _conversation(run, "t1")
     end = run.json("end-conversation", "t1")
-    assert end["reward"] == 0.75 and end["record"]["corrections"] == 1 and end["record"]["summary"]
+    # one correction and nothing else: the reward is low, never "good" (issue 18)
+    assert end["reward"] == 0.0 and end["record"]["corrections"] == 1 and end["record"]["summary"]
     rec = run.json("feedback", "t1", "--rating", "2", "--feedback", "too vague", "--example", "Give the exact command",
                    "--failed", "--prompt", "support")  # fmt: skip
     assert rec["prompt_name"] == "support" and rec["prompt_version"] == 1 and rec["task_completed"] is False
@@ -40,8 +41,13 @@ def test_feedback_prompts_reflect_loop(run: Runner) -> None:
     assert [p["version"] for p in run.json("prompts", "list")] == [2]
     assert [v["status"] for v in run.json("prompts", "show", "support", "--all")] == ["retired", "active"]
 
+    # one bad conversation is not enough support for a lesson; three consistent ones are
+    assert run.json("reflect", "--dry-run")["lessons"] == []
+    for thread in ("t3", "t4"):
+        run.ok("feedback", thread, "--rating", "1", "--feedback", "too vague", "--prompt", "support")
     dry = run.json("reflect", "--dry-run")
-    assert dry["examined"] == 1 and dry["written"] == 0 and "avoid: too vague" in dry["lessons"][0]
+    assert dry["examined"] == 3 and dry["written"] == 0 and "avoid: too vague" in dry["lessons"][0]
+    assert "(from 3 conversations: t1, t3, t4)" in dry["lessons"][0]
     done = run.json("reflect")
     assert done["written"] == 1 and run.json("reflect")["examined"] == 0
     lessons = run.json("list", "--kind", "procedural")
@@ -51,7 +57,7 @@ def test_feedback_prompts_reflect_loop(run: Runner) -> None:
     used = run.json("prompts", "use", "t2", "support", "--user", "bob")
     assert used["version"] == 2 and used["text"].startswith("You are a support agent.")
     assert run.json("feedback", "forget", "t2") == {"thread": "t2", "deleted": 1}
-    assert [r["thread"] for r in run.json("feedback", "list")] == ["t1"]
+    assert sorted(r["thread"] for r in run.json("feedback", "list")) == ["t1", "t3", "t4"]
 
 
 def test_errors_are_one_line(run: Runner, one_line_error: Callable[..., str]) -> None:
@@ -66,7 +72,8 @@ def test_errors_are_one_line(run: Runner, one_line_error: Callable[..., str]) ->
 
 
 def test_worker_runs_reflect(run: Runner) -> None:
-    run.ok("feedback", "t1", "--rating", "1", "--feedback", "too slow")
+    for thread in ("t1", "t2", "t3"):
+        run.ok("feedback", thread, "--rating", "1", "--feedback", "too slow")
     out = run.ok("worker", "--jobs", "reflect", "--max-passes", "1", "--interval", "0").stdout
     first = json.loads(out.strip().splitlines()[0])
     assert first["reflect"]["written"] == 1

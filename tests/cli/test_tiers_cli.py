@@ -48,3 +48,22 @@ def test_consolidate_later_and_errors(run: Runner, one_line_error: Callable[...,
     assert run.json("tiers", "configure", "--agent", "w", "--set", "stm_capacity=3")["stm_capacity"] == 3
     report = run.json("tiers", "consolidate", "--agent", "w")
     assert report["pages_moved"] == 2 and report["segments_created"] + report["segments_joined"] == 2
+
+
+def test_system_memory_list_withdraw_and_namespace_policy(run: Runner) -> None:
+    policy = run.json("tiers", "configure", "--namespace-wide", "--set", "system_promotion=general")
+    assert policy["system_promotion"] == "general"
+    run.ok("tiers", "configure", "--agent", "h", "--set", "stm_capacity=1", "--set", "heat_threshold=1",
+           "--set", "system_importance_threshold=0.3")  # fmt: skip
+    for text in ["Kubernetes stores cluster state in etcd."] * 3 + ["Sam is allergic to cats."] * 3 + ["ok"]:
+        run.ok("tiers", "add", text, "noted", "--agent", "h", "--user", "alice")
+    listed = run.json("tiers", "system", "list")
+    assert listed and all("vector" not in e for e in listed)
+    assert not any("Sam" in e["content"] for e in listed)  # a person's fact is not shared
+    assert "Kubernetes" in run.ok("tiers", "system", "list").stdout
+    ids = [e["id"] for e in listed]
+    assert run.json("tiers", "system", "withdraw", *ids) == {"deleted": len(ids)}
+    assert run.json("tiers", "system", "list") == []
+    assert "withdrew 0" in run.ok("tiers", "system", "withdraw", "nope").stdout
+    bad = run("tiers", "configure", "--namespace-wide", "--agent", "h", "--set", "stm_capacity=2")
+    assert bad.exit_code == 2

@@ -39,7 +39,10 @@ def test_tier_context_records_are_flat_and_ordered(tmp_db: str, clock: Any) -> N
         assert tiers == sorted(tiers, key=["lpm", "system", "mtm", "stm"].index)
         assert tiers.count("stm") == 2 and tiers.count("mtm") == 2
         assert all(r.score is not None and 0.0 <= r.score <= 1.0 for r in records if r.tier == "mtm")
-        assert [r.content for r in records if r.tier == "stm"] == [
-            "hiking trip number 2\nok",
-            "hiking trip number 3\nok",
+        stm = [r.content for r in records if r.tier == "stm"]
+        # rendered as MemoryOS's prompt: the exchange, its time, its meta-chain
+        assert [c.split("\nConversation chain overview: ")[0] for c in stm] == [
+            "User: hiking trip number 2\nAssistant: ok\nTime: 2026-01-01 12:02",
+            "User: hiking trip number 3\nAssistant: ok\nTime: 2026-01-01 12:03",
         ]
+        assert all("Conversation chain overview: topic: hiking" in c for c in stm)

@@ -42,8 +42,6 @@ def test_keys_roundtrip_and_revocation(backend: Backend) -> None:
 
 
 def test_keys_are_seen_by_another_connection(backend_name: str, make_memory: Callable[..., Memory]) -> None:
-    if backend_name == "inmemory":
-        pytest.skip("the in-memory store lives in one process object by design")
     record, token = new_key("kept", ["a"], now=utcnow())
     _store(make_memory().backend).add(record)
     other = make_memory()  # a second backend object on the same database

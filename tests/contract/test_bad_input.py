@@ -25,7 +25,7 @@ def _snapshot(mem: Memory) -> tuple[int, int | None]:
         (42, {}, "must be a string"),
         (None, {}, "must be a string"),
         (b"bytes", {}, "string or a list"),
-        ("x" * 40_000, {}, "over the limit"),
+        ("x" * 500_001, {}, "over the limit"),
         ("nul\x00byte", {}, "control"),
         ("lone \ud800 surrogate", {}, "Unicode"),
         ("ok", {"tags": ["\udfff"]}, "Unicode"),

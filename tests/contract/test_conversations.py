@@ -241,7 +241,7 @@ def test_end_conversation_updates_blocks_extractively(cmem: Memory) -> None:
     assert result.user == "alice" and result.messages == 3
     assert {"last_conversation_summary", "user_info", "goals_and_status"} <= set(result.updated)
     info = cmem.blocks.get("user_info", user="alice").value
-    assert "My name is Alice and I live in Berlin." in info
+    assert "Lives in: Berlin" in info and "My name is" not in info  # a profile from facts, not a quote
     assert "learn German" in cmem.blocks.get("goals_and_status", user="alice").value
     summary = cmem.blocks.get("last_conversation_summary", user="alice").value
     assert "Berlin" in summary and "5521" not in summary

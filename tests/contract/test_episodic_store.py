@@ -239,3 +239,19 @@ def test_job_state_updates_are_atomic_under_concurrency(store: EpisodicStore) ->
     for t in threads:
         t.join(60)
     assert store.get_job_state("semantic_sync").processed == 100  # type: ignore[union-attr]
+
+
+def test_delete_one_message_hot_or_archived_and_only_in_its_namespace(store: EpisodicStore, backend: Backend) -> None:
+    backend.ensure_vector_space("m8", 8)
+    stored = store.append_messages([msg(f"word{i} shared", at=T0 + timedelta(minutes=i)) for i in range(4)])
+    store.set_message_vectors("ns", "m8", [(m.id, unit(i)) for i, m in enumerate(stored)])
+    store.archive_messages("ns", "t1", before_turn=2, older_than=None, at=T0)
+    assert store.delete_message("other-ns", stored[3].id) is False  # another namespace cannot delete it
+    assert store.delete_message("ns", stored[3].id) is True
+    assert store.delete_message("ns", stored[3].id) is False
+    assert store.delete_message("ns", stored[0].id) is True  # an archived one
+    assert [m.turn for m in store.list_messages(q(), 10)] == [2, 3]
+    assert list(store.iter_archived("ns")) == []
+    assert {h.id for h in store.search_messages_lexical(q(), ["shared"], 10)} == {stored[1].id, stored[2].id}
+    assert stored[3].id not in {h.id for h in store.search_messages_vector(q(), "m8", unit(3), 10)}
+    assert store.append_messages([msg("next")])[0].turn == 5  # turns never reused

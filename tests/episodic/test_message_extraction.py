@@ -73,7 +73,7 @@ def test_sync_job_extracts_when_enabled(tmp_db: str, clock: Any) -> None:
 
 def test_extract_facts_reruns_for_stored_messages(tmp_db: str, clock: Any) -> None:
     with _memory(tmp_db, clock) as mem:
-        said = mem.messages.append("t1", "Fay likes jazz. Fay lives in Lyon.", user="fay")
+        said = mem.messages.append("t1", "I really like jazz. I live in Lyon.", user="fay", speaker="Fay")
         reports = mem.messages.extract_facts([said.id, "no-such-id"])
         assert [r.message_id for r in reports] == [said.id] and reports[0].status == "done"
         assert len(reports[0].memory_ids) >= 1

@@ -55,12 +55,32 @@ def _answer_for(action: str, body: dict[str, Any]) -> str:
     if action.startswith("json:"):
         return action[len("json:") :]
     user = next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), "")
+    if action == "extract" and user.startswith("SPEAKER:"):  # the extract_facts task
+        return _facts_answer(user)
     if action == "extract":
         text = user.split("Text:\n", 1)[-1]
         return extract_heuristic(text).model_dump_json()
     if action == "decide":
         return json.dumps({"action": "ADD", "target": None, "merged": None, "reason": "scripted"})
     raise AssertionError(f"unknown action {action!r}")
+
+
+def _facts_answer(user: str) -> str:
+    """A valid extract_facts answer: the offline extractor's facts, as a model would send them."""
+    from memory.extraction.message_facts import offline_facts
+
+    head, text = user.split("Text:\n", 1)
+    fields = dict(line.split(": ", 1) for line in head.splitlines() if ": " in line)
+    found = offline_facts(text, speaker=fields["SPEAKER"], listener=fields.get("LISTENER"))
+    facts = []
+    for fact in found.facts:
+        rel = fact.relations[0] if fact.relations else None
+        facts.append({
+            "statement": fact.statement, "subject": fact.subject, "predicate": rel.predicate if rel else "",
+            "object": rel.object if rel and rel.object != "-" else "", "negated": fact.negated, "when": fact.when,
+        })  # fmt: skip
+    entities = [e.model_dump() for e in found.entities]
+    return json.dumps({"facts": facts, "entities": entities, "correction": found.correction})
 
 
 class _Handler(BaseHTTPRequestHandler):

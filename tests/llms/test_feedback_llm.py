@@ -14,6 +14,7 @@ import pytest
 from fake_llm_server import FakeLLMServer
 
 from memory import Memory
+from memory.config import FeedbackSettings, Settings
 from memory.embedders.hashing import HashingEmbedder
 from memory.llms import create_llm
 
@@ -30,7 +31,8 @@ def server() -> Iterator[FakeLLMServer]:
 
 def _memory(server: FakeLLMServer, clock: Any) -> Memory:
     llm = create_llm("openai", {"model": "test-model", "base_url": f"{server.url}/v1", "retry_backoff": 0.01})
-    return Memory("memory://", embedder=HashingEmbedder(), llm=llm, clock=clock)
+    settings = Settings(database="memory://", feedback=FeedbackSettings(reflect_min_support=1))
+    return Memory(embedder=HashingEmbedder(), llm=llm, clock=clock, settings=settings)
 
 
 def _bad_conversation(mem: Memory, server: FakeLLMServer) -> None:
@@ -70,7 +72,7 @@ def test_suggest_and_reflect_with_the_model(server: FakeLLMServer, clock: Any) -
         server.script = [f"json:{json.dumps(lesson)}"]
         report = mem.reflect()
         assert report.path == "llm" and report.written == 1
-        assert mem.get(report.memory_ids[0]).content == lesson["lessons"][0]
+        assert mem.get(report.memory_ids[0]).content == lesson["lessons"][0] + " (from 1 conversations: t1)"
         assert mem.get(report.memory_ids[0]).tags == ("reflection", "went_badly")
         calls = len(server.requests)
         assert mem.reflect().examined == 0 and len(server.requests) == calls  # idempotent, no model call

@@ -51,13 +51,15 @@ def test_end_conversation_uses_the_llm(server: FakeLLMServer, clock: Any) -> Non
         blocks = {b.label: b.value for b in mem.blocks.all(user="al")}
         history = mem.blocks.history("user_info", user="al")
     assert ended.summarizer == "llm" and ended.fallback_reason is None
-    assert len(server.requests) == 1
+    # the summary, then the facts of the user's message (extract_facts), which the profile is built from
+    assert len(server.requests) == 2 and "SPEAKER: al" in json.dumps(server.requests[1]["body"]["messages"])
     body = server.requests[0]["body"]
     assert body["response_format"]["type"] == "json_schema"
     prompt = json.dumps(body["messages"])
     assert "I am a nurse" in prompt and "4711" not in prompt  # secrets never reach the model
     assert blocks["last_conversation_summary"] == SUMMARY["last_conversation_summary"]
-    assert blocks["user_info"] == "Al is a nurse." and blocks["goals_and_status"].startswith("Run a marathon")
+    assert blocks["user_info"] == "al\n- Al is a nurse."  # the current facts, not the model's free text
+    assert "marathon" in blocks["goals_and_status"] and "4711" not in json.dumps(blocks)
     assert blocks["important_context"] == ""  # null: left unchanged
     assert set(ended.updated) == {"last_conversation_summary", "user_info", "goals_and_status"}
     assert "fallback" not in json.dumps([h.model_dump(mode="json") for h in history])
@@ -82,9 +84,11 @@ def test_end_conversation_falls_back_to_extractive(
         ended = mem.end_conversation("t1")
         blocks = {b.label: b.value for b in mem.blocks.all(user="al")}
         reasons = json.dumps([h.model_dump(mode="json") for h in mem.blocks.history("user_info", user="al")])
-    assert len(server.requests) == 3  # one try + two retries
+    summaries = [r for r in server.requests if "CURRENT BLOCKS" in json.dumps(r["body"]["messages"])]
+    assert len(summaries) == 3  # one try + two retries
     assert ended.summarizer == "extractive" and ended.fallback_reason and ended.fallback_reason.startswith(error)
-    assert "I am a nurse" in blocks["user_info"] and "marathon" in blocks["goals_and_status"]
+    # the profile comes from the user's facts (the model failed there too: the offline extractor's facts)
+    assert "Al is a nurse." in blocks["user_info"] and "marathon" in blocks["goals_and_status"]
     assert "Conversation t1" in blocks["last_conversation_summary"]
     assert "extractive fallback" in reasons and error in reasons  # the blocks' history says why
 

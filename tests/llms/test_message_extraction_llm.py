@@ -36,53 +36,78 @@ def test_append_does_not_call_the_llm_unless_asked(server: FakeLLMServer, tmp_pa
         assert server.requests == [] and mem.stats().total == 0
 
 
-def test_llm_facts_are_stored_and_queued_for_the_graph(server: FakeLLMServer, tmp_path: Path, clock: Any) -> None:
-    server.script = ['json:{"facts": ["Alice lives in Berlin.", "Alice is a nurse."], "keywords": ["berlin"], '
-                     '"entities": [{"name": "Alice", "type": "person"}], "relations": []}']  # fmt: skip
+def test_llm_facts_are_validated_stored_and_graphed(server: FakeLLMServer, tmp_path: Path, clock: Any) -> None:
+    server.script = [
+        'json:{"facts": [{"statement": "Alice lives in Berlin.", "subject": "Alice", "predicate": "lives in", '
+        '"object": "Berlin", "negated": false, "when": null}, {"statement": "Alice is a nurse.", "subject": "Alice", '
+        '"predicate": "works as", "object": "nurse", "negated": false, "when": "last year"}], '
+        '"entities": [{"name": "Alice", "type": "person"}, {"name": "Berlin", "type": "place"}], "correction": null}'
+    ]
     with _memory(server, tmp_path, clock) as mem:
-        said = mem.messages.append("t1", "I'm Alice, a nurse living in Berlin.", user="al", extract=True)
-        assert len(server.requests) == 1  # one call for the message; the facts' graph work is queued
+        said = mem.messages.append(
+            "t1", "I'm Alice, a nurse living in Berlin.", user="al", speaker="Alice", extract=True
+        )
+        assert len(server.requests) == 1  # one call for the message, JSON-schema constrained
+        request = server.requests[0]["body"]
+        assert request["response_format"]["type"] == "json_schema"
+        assert "SPEAKER: Alice" in request["messages"][-1]["content"]
         items = mem.list(limit=10).items
         assert sorted(i.content for i in items) == ["Alice is a nurse.", "Alice lives in Berlin."]
-        assert all(i.source_ids == (said.id,) and i.metadata["_extraction"] == "pending" for i in items)
-        server.default = "extract"
-        reports = mem.extract_pending()
-        assert [r.status for r in reports] == ["done", "done"]
+        assert all(i.source_ids == (said.id,) for i in items)
+        nurse = next(i for i in items if "nurse" in i.content)
+        assert nurse.metadata["fact_slots"] == {"job_title": "nurse"} and nurse.metadata["fact_time"]["granularity"]
+        assert {r.predicate for r in mem.graph.facts_about("Alice")} == {"lives in", "works as"}
+        server.script = [
+            'json:{"facts": [{"statement": "Alice moved to Hamburg.", "subject": "Alice", "predicate": "moved to", '
+            '"object": "Hamburg", "negated": false, "when": null}], "entities": [], "correction": null}'
+        ]
+        mem.messages.append("t1", "I moved to Hamburg!", user="al", speaker="Alice", extract=True)
+        live = {i.content for i in mem.list(limit=10).items}
+        assert "Alice moved to Hamburg." in live and "Alice lives in Berlin." not in live  # superseded
 
 
-def test_an_llm_failure_keeps_the_message(
-    server: FakeLLMServer, tmp_path: Path, clock: Any, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "500",  # the server fails
+        "garbage",  # not JSON at all
+        'json:{"facts": [{"statement": "I live in Oslo.", "subject": "Bob"}], "entities": []}',  # first person
+        'json:{"facts": [{"statement": "", "subject": ""}]}',  # fails the schema
+    ],
+)
+def test_a_bad_llm_answer_falls_back_to_the_offline_extractor(
+    server: FakeLLMServer, tmp_path: Path, clock: Any, caplog: pytest.LogCaptureFixture, answer: str
 ) -> None:
-    server.default = "500"
+    server.default = answer
     with _memory(server, tmp_path, clock) as mem, caplog.at_level(logging.WARNING):
-        said = mem.messages.append("t1", "Bob moved to Oslo.", user="bob", extract=True)
-        assert mem.messages.recent("t1", 5)[0].id == said.id and mem.stats().total == 0
-        assert any(said.id in r.getMessage() and "LLMError" in r.getMessage() for r in caplog.records)
-        server.default = "extract"  # the model is back: retry for the stored message
-        reports = mem.messages.extract_facts([said.id])
-        assert reports[0].status == "done" and mem.stats().total >= 1
+        said = mem.messages.append("t1", "I moved to Oslo last week.", user="bob", speaker="Bob", extract=True)
+        assert mem.messages.recent("t1", 5)[0].id == said.id  # the message is kept
+        items = mem.list(limit=10).items
+        assert [i.content for i in items] == ["Bob moved to Oslo."]  # the offline extractor's fact
+        assert items[0].metadata["fact_extractor"] != "openai:test-model" and items[0].metadata["fact_llm_fallback"]
+        assert any(said.id in r.getMessage() and "offline extractor" in r.getMessage() for r in caplog.records)
 
 
-def test_sync_job_reports_extraction_failures(server: FakeLLMServer, tmp_path: Path, clock: Any) -> None:
+def test_sync_job_extracts_with_the_fallback(server: FakeLLMServer, tmp_path: Path, clock: Any) -> None:
     server.default = "500"
     with _memory(server, tmp_path, clock, sync_extracts=True) as mem:
-        mem.messages.append("t1", "Carl moved to Rome.", user="carl")
+        mem.messages.append("t1", "I moved to Rome.", user="carl", speaker="Carl")
         report = mem.run_sync()
-        assert report.messages_done == 1  # embedding is not held up by the model
-        assert report.extraction_failed == 1 and report.extraction_error and "LLMError" in report.extraction_error
-        assert mem.stats().total == 0 and mem.messages.recent("t1", 5)[0].embedding_status == "done"
+        assert report.messages_done == 1 and report.messages_extracted == 1 and report.extraction_failed == 0
+        assert [i.content for i in mem.list().items] == ["Carl moved to Rome."]
+        assert mem.messages.recent("t1", 5)[0].embedding_status == "done"
 
 
-def test_worker_extracts_queued_facts_in_the_background(server: FakeLLMServer, tmp_path: Path, clock: Any) -> None:
+def test_worker_extracts_facts_in_the_background(server: FakeLLMServer, tmp_path: Path, clock: Any) -> None:
     from memory.episodic.worker import Worker
 
     with _memory(server, tmp_path, clock, sync_extracts=True) as mem:
-        said = mem.messages.append("t1", "Gina moved to Porto.", user="gina")
+        said = mem.messages.append("t1", "I moved to Porto.", user="gina", speaker="Gina")
         assert server.requests == []  # the append did not wait for the model
         runner = Worker(mem, jobs=["sync", "extract"], interval=0)
         results = runner.run_once()
-        assert results["sync"]["messages_extracted"] == 1
-        assert results["extract"]["processed"] >= 1 and results["extract"].get("done", 0) >= 1
+        assert results["sync"]["messages_extracted"] == 1 and len(server.requests) == 1
         items = mem.list().items
-        assert items and all(i.source_ids == (said.id,) and i.metadata["_extraction"] == "done" for i in items)
-        assert mem.graph.facts_about("Gina")
+        assert [i.content for i in items] == ["Gina moved to Porto."]
+        assert all(i.source_ids == (said.id,) for i in items)
+        assert [r.predicate for r in mem.graph.facts_about("Gina")] == ["move to"]

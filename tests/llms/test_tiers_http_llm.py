@@ -63,6 +63,6 @@ def test_an_llm_outage_falls_back_without_losing_pages(server: FakeLLMServer, cl
         snap = mem.tiers.show(agent="g", user="alice")
     assert server.requests  # the provider was asked
     assert snap.stm[0].query == "Green tea mostly." and snap.stm[0].meta_chain.startswith("topic:")
-    assert snap.segments[0][0].summary.startswith("Topic:")
+    assert snap.segments[0][0].summary.startswith("I love tea")
     assert snap.user_persona is not None and "love tea" in snap.user_persona.traits
     assert report.pages_moved == 0  # the inline pass already moved the overflow

@@ -23,6 +23,8 @@ def _problem(response: Any, status: int) -> dict[str, Any]:
 def test_feedback_and_prompts_over_http(live: Live) -> None:
     live.mem.prompts.create("support", "You are a support agent.", namespace="a")
     live.mem.prompts.add_version("support", "You are a brief support agent.", namespace="a")
+    live.mem.messages.append("t1", "Show me my invoice", namespace="a", user="al")
+    live.mem.messages.append("t1", "Here is invoice 12.", namespace="a", role="assistant")
     live.mem.messages.append("t1", "No, I meant the other invoice", namespace="a", user="al")
     with live.client("a") as c:
         active = c.get("/v1/namespaces/a/prompts/support").json()
@@ -44,7 +46,7 @@ def test_feedback_and_prompts_over_http(live: Live) -> None:
         assert c.get("/v1/namespaces/a/prompts/support").status_code == 200
     with live.client("a") as c:
         ended = c.post("/v1/namespaces/a/threads/t1/end", json={}).json()
-        assert ended["reward"] == rec["reward"] and ended["messages"] == 1
+        assert ended["reward"] == rec["reward"] and ended["messages"] == 3
 
 
 def test_feedback_tools_over_stdio(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from server_helpers import ThreadServer
 
 from memory import Memory
-from memory.backends.keys import InMemoryKeyStore
+from memory.backends.keys import open_key_store
 from memory.server.auth import Authenticator
 from memory.server.mcp import build_server, local_caller, tool_schema
 from memory.server.ops import OPERATIONS, Operation, Rest, register
@@ -51,7 +51,7 @@ def test_new_operation_appears_in_both_servers(count_op: Operation) -> None:
     mem = Memory("memory://", embedder="hashing")
     mem.remember("one", namespace="ns", user="zoe")
     mem.remember("two", namespace="ns", user="zoe")
-    auth = Authenticator(InMemoryKeyStore(), False, local_caller("ns"))
+    auth = Authenticator(open_key_store(mem.backend), False, local_caller("ns"))
     with ThreadServer(create_app(mem, auth)) as server, httpx.Client(base_url=server.url) as c:
         spec = c.get("/openapi.json").json()
         route = spec["paths"]["/v1/namespaces/{namespace}/users/{user}/count"]["get"]

@@ -38,8 +38,21 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "extract": {"text": "Alice moved to Berlin in 2021."},
     "end_conversation": {},
     "tiers_retrieve": {"query": "plans", "agent": "g", "user": "alice"},
+    "tiers_system": {},
+    "tiers_withdraw": {},
     "feedback_record": {"rating": 2, "feedback": "too vague", "prompt": "support"},
     "prompt_get": {},
+    # the web inspector's operations (memory.server.ops_inspect)
+    "memory_detail": {},
+    "thread_timeline": {"limit": 10},
+    "archive_thread": {"keep_last": 0},
+    "message_media": {},
+    "graph_view": {"depth": 2, "as_of": "2030-01-01T00:00:00Z"},
+    "graph_entities": {},
+    "block_history": {},
+    "tier_owners": {},
+    "tiers_show": {"agent": "g", "user": "alice"},
+    "prompt_versions": {},
 }
 SCOPED = [op for op in OPERATIONS.values() if op.rest is not None and op.scoped]
 
@@ -49,10 +62,14 @@ def test_every_scoped_route_has_an_example() -> None:
     assert not missing, f"add a valid request for {missing} to EXAMPLES so the scope test covers it"
 
 
-def _request(live: Live, role: str, namespace: str, op_name: str, item_id: str, other_id: str = "") -> Any:
+def _request(
+    live: Live, role: str, namespace: str, op_name: str, item_id: str, other_id: str = "", message_id: str = ""
+) -> Any:
     op = OPERATIONS[op_name]
     assert op.rest is not None
     path = "/v1/namespaces/{namespace}" + op.rest.path
+    if op.rest.path.startswith("/messages/{id}"):
+        item_id = message_id
     url = (
         path.replace("{namespace}", namespace)
         .replace("{id}", item_id)
@@ -81,6 +98,7 @@ def _snapshot(live: Live, namespace: str) -> tuple[Any, ...]:
         live.mem.graph.counts(namespace=namespace),
         tuple(r.model_dump_json() for r in live.mem.feedback.list(namespace=namespace)),
         tuple(v.model_dump_json() for v in live.mem.prompts.list(namespace=namespace)),
+        tuple(e.id for e in live.mem.tiers.system(namespace=namespace)),
     )
 
 
@@ -88,24 +106,25 @@ def _snapshot(live: Live, namespace: str) -> tuple[Any, ...]:
 def test_key_for_a_cannot_touch_b(live: Live, op_name: str) -> None:
     b_item = live.mem.remember("secret plans of b", namespace="b", tags=["b"])
     a_item = live.mem.remember("plans of a", namespace="a")
-    live.mem.messages.append("t1", "secret plans discussed in b", namespace="b")
-    live.mem.messages.append("t1", "plans discussed in a", namespace="a")
+    picture = {"content_type": "image", "media": b"\x89PNG not really", "mime": "image/png"}
+    b_message = live.mem.messages.append("t1", "secret plans discussed in b", namespace="b", **picture).id
+    a_message = live.mem.messages.append("t1", "plans discussed in a", namespace="a", **picture).id
     b_other = live.mem.remember("Bob moved to Berlin", namespace="b", extract=True)
     a_other = live.mem.remember("Ann moved to Berlin", namespace="a", extract=True)
     for ns in ("a", "b"):
         live.mem.prompts.create("support", f"You support namespace {ns}.", namespace=ns)
     before = _snapshot(live, "b")
-    refused = _request(live, "a", "b", op_name, b_item, b_other)
+    refused = _request(live, "a", "b", op_name, b_item, b_other, b_message)
     assert refused.status_code == 403, refused.text
     assert refused.headers["content-type"].startswith("application/problem+json")
     assert "secret plans" not in refused.text
     assert _snapshot(live, "b") == before
     # The same request in the key's own namespace is served: the refusal above is about scope.
-    allowed = _request(live, "a", "a", op_name, a_item, a_other)
+    allowed = _request(live, "a", "a", op_name, a_item, a_other, a_message)
     assert allowed.status_code < 300, allowed.text
     assert "Bob" not in allowed.text
     # …and the owner of b is served too.
-    assert _request(live, "b", "b", op_name, b_item, b_other).status_code < 300
+    assert _request(live, "b", "b", op_name, b_item, b_other, b_message).status_code < 300
 
 
 def test_unscoped_routes_only_show_the_keys_namespaces(live: Live) -> None:

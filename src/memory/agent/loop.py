@@ -160,14 +160,25 @@ class MemoryAgent:
         max_steps: int = 8,
         sink: ConversationSink | None = None,
         prompt: str | None = None,
+        tiers: bool = False,
     ) -> None:
         """Bind a store, a chat client and a scope. ``tools`` defaults to the memory tools the store can run.
 
         ``prompt`` names a versioned prompt of the store to use as the system
-        prompt (instead of ``system``), attributed per thread.
+        prompt (instead of ``system``), attributed per thread. ``tiers=True``
+        turns the agent's memory tiers on (``auto_pages`` for ``agent``): every
+        answered message becomes a dialogue page, and the context's ``tiers``
+        source reads them back. Raises InvalidInputError (``tiers`` needs
+        ``agent`` and ``user``, and a store with tiers and a message log).
         """
         if max_steps < 1:
             raise InvalidInputError("max_steps must be at least 1")
+        if tiers:
+            if not agent or not user:
+                raise InvalidInputError("tiers=True needs agent= and user= (the tiers are per agent and user)")
+            if getattr(getattr(memory, "backend", None), "tiers", None) is None or sink is not None:
+                raise InvalidInputError("tiers=True needs a store with memory tiers and its message log (no sink=)")
+            memory.tiers.configure(agent=agent, namespace=namespace, auto_pages=True)
         self.memory = memory
         self.client = client
         self.system = system

@@ -1,19 +1,20 @@
 """Storage backends and how a database URL picks one.
 
-``memory://`` (or ``:memory:``) opens the in-process backend; ``sqlite:///path``
-or a plain file path opens SQLite. Backend-specific code lives in this
+``memory://`` (or ``:memory:``) opens a throwaway SQLite store, deleted on
+close; ``sqlite:///path`` or a plain file path opens SQLite. Backend-specific code lives in this
 package only.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from memory import registry
 from memory.backends.base import Backend
 from memory.errors import ConfigError
 
-__all__ = ["Backend", "open_backend", "backend_name_for"]
+__all__ = ["Backend", "open_backend", "backend_name_for", "redact"]
 
 
 def backend_name_for(url: str) -> tuple[str, dict[str, object]]:
@@ -43,3 +44,9 @@ def open_backend(url: str) -> Backend:
     name, options = backend_name_for(url)
     backend: Backend = registry.create("backend", name, options, protocol=Backend)
     return backend
+
+
+def redact(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (for messages and reports)."""
+    url = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    return re.sub(r"(password\s*=\s*)\S+", r"\1***", url)

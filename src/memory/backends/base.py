@@ -27,15 +27,20 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
-
+from memory.backends.values import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
 from memory.filters import Filter
 from memory.types import LedgerEntry, MemoryItem
+
+if TYPE_CHECKING:
+    from memory.backends.episodic import EpisodicStore
+    from memory.backends.feedback import FeedbackStore
+    from memory.backends.graph import GraphStore
+    from memory.backends.keys import KeyStore
+    from memory.backends.tiers import TierStore
 
 __all__ = [
     "Backend",
@@ -48,56 +53,73 @@ __all__ = [
     "WindowIndex",
 ]
 
-Vector = npt.NDArray[np.float32]
-
-
-@dataclass(frozen=True, slots=True)
-class NewRecord:
-    """An item to insert, its vector (None when not embedded) and its ledger entry."""
-
-    item: MemoryItem
-    vector: Vector | None
-    ledger: LedgerEntry
-
-
-@dataclass(frozen=True, slots=True)
-class AddResult:
-    """Outcome of one insert: the id stored, and whether a new row was created."""
-
-    id: str
-    created: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ChannelHit:
-    """A candidate from one channel: item id and channel score (higher is better)."""
-
-    id: str
-    score: float
-
-
-@dataclass(frozen=True, slots=True)
-class VectorSpace:
-    """An embedding model registered in a store, with its dimension."""
-
-    model: str
-    dim: int
-
-
-@dataclass(frozen=True, slots=True)
-class ListOrder:
-    """Sort order of a listing: newest first by default; keyset cursor after (created_at, id)."""
-
-    newest_first: bool = True
-    after_created_at: datetime | None = None
-    after_id: str | None = None
-
 
 @runtime_checkable
 class Backend(Protocol):
-    """Storage contract. See the module docstring for the rules."""
+    """Storage contract. See the module docstring for the rules.
+
+    Optional stores are typed attributes, None when the backend does not hold
+    that kind of record: callers test ``backend.graph is None``, never probe.
+    """
 
     name: str
+
+    @property
+    def path(self) -> Path | None:
+        """The database file (media files go beside it), or None for a server."""
+        ...
+
+    # -- capabilities --------------------------------------------------------
+    @property
+    def concurrent_reads(self) -> bool:
+        """True when reads may run in parallel threads (recall then runs its channels concurrently)."""
+        ...
+
+    @property
+    def graph(self) -> GraphStore | None:
+        """The knowledge graph (entities, relations, mentions, links), or None."""
+        ...
+
+    @property
+    def episodic(self) -> EpisodicStore | None:
+        """Conversations, blocks and job state, or None."""
+        ...
+
+    @property
+    def tiers(self) -> TierStore | None:
+        """MemoryOS tiers (STM, MTM, personas, system memory), or None."""
+        ...
+
+    @property
+    def feedback(self) -> FeedbackStore | None:
+        """Conversation records and prompt versions, or None."""
+        ...
+
+    @property
+    def windows(self) -> WindowIndex | None:
+        """Storage of the context windows the library computes, or None (recall then searches content only)."""
+        ...
+
+    def key_store(self) -> KeyStore | None:
+        """The API key store of this database (the caller closes it), or None."""
+        ...
+
+    # -- maintenance ---------------------------------------------------------
+    def server_info(self) -> dict[str, Any] | None:
+        """What a database server reports about itself (version, schema, indexes), or None without a server."""
+        ...
+
+    def settle(self) -> float:
+        """Bring the store to rest after a bulk load (statistics, checkpoints); returns the seconds it took."""
+        ...
+
+    def drop_vector_indexes(self) -> bool:
+        """Drop approximate vector indexes before a bulk load; False when the engine keeps none to rebuild."""
+        ...
+
+    def build_vector_indexes(self, maintenance_work_mem: str = "1GB") -> float:
+        """Rebuild what :meth:`drop_vector_indexes` dropped (with that much build memory); returns seconds."""
+        ...
 
     # -- lifecycle ---------------------------------------------------------
     def close(self) -> None:

@@ -211,7 +211,7 @@ def _windows_plan(dst: Backend, window_size: int, skipped: list[str]) -> bool:
     if window_size == 0:
         skipped.append("windows: context windows are off (context_window = 0)")
         return False
-    if not callable(getattr(dst, "set_windows", None)):
+    if dst.windows is None:
         skipped.append(f"windows: the destination backend {dst.name!r} cannot store context windows")
         return False
     return True

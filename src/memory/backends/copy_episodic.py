@@ -30,10 +30,10 @@ def episodic_stores(src: Backend, dst: Backend) -> tuple[EpisodicStore, Episodic
     Raises ConfigError when ``src`` holds conversations that ``dst`` cannot
     store, or when ``dst`` already holds some (a copy never merges).
     """
-    source = getattr(src, "episodic", None)
+    source = src.episodic
     if source is None or not source.message_namespaces():
         return None
-    target = getattr(dst, "episodic", None)
+    target = dst.episodic
     if target is None:
         raise ConfigError(f"the source holds conversations but the {dst.name} backend has no conversation store")
     if target.message_namespaces():

@@ -32,14 +32,14 @@ def plan_feedback(src: Backend, dst: Backend, skipped: list[str]) -> FeedbackPla
 
     Raises ConfigError when the destination cannot take the source's data.
     """
-    source = getattr(src, "feedback", None)
+    source = src.feedback
     if source is None:
         skipped.append(f"feedback: the source backend {src.name!r} has no feedback store")
         return None
     namespaces = tuple(source.namespaces())
     if not namespaces:
         return None
-    target = getattr(dst, "feedback", None)
+    target = dst.feedback
     if target is None:
         raise ConfigError(
             f"the source holds conversation records or prompt versions but the destination backend {dst.name!r} "

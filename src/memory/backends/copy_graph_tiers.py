@@ -54,14 +54,14 @@ def plan_stores(src: Backend, dst: Backend, attribute: str, skipped: list[str]) 
     such store, or already holds records of its own (a copy never merges).
     """
     label = _LABELS[attribute]
-    source = getattr(src, attribute, None)
+    source = src.graph if attribute == "graph" else src.tiers
     if source is None:
         skipped.append(f"{attribute}: the source backend {src.name!r} has no {label}")
         return None
     namespaces = source.namespaces()
     if not namespaces:
         return None
-    target = getattr(dst, attribute, None)
+    target = dst.graph if attribute == "graph" else dst.tiers
     if target is None:
         raise ConfigError(f"the source holds a {label} but the destination backend {dst.name!r} has none")
     if target.namespaces():

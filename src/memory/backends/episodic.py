@@ -1,9 +1,8 @@
 """The episodic storage contract: threads, messages, media references, blocks, job state.
 
 A backend that supports conversations exposes an object implementing
-:class:`EpisodicStore` as ``backend.episodic``; the facade finds it with
-``getattr(backend, "episodic", None)`` and raises a clear error when it is
-missing. Rules every implementation follows (``tests/contract/test_episodic*``
+:class:`EpisodicStore` as ``backend.episodic`` (typed on :class:`~memory.backends.base.Backend`);
+the facade raises a clear error when it is None. Rules every implementation follows (``tests/contract/test_episodic*``
 checks them against every backend):
 
 * ``append_messages`` assigns turn numbers per (namespace, thread) atomically:
@@ -29,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from memory.backends.base import ChannelHit, Vector
+from memory.backends.values import ChannelHit, Vector
 from memory.episodic.types import Block, BlockChange, JobState, Message, MessageQuery, ThreadInfo
 
 __all__ = ["EpisodicStore", "MESSAGE_STATUSES"]
@@ -138,6 +137,10 @@ class EpisodicStore(Protocol):
         self, namespace: str, thread: str, *, before_turn: int | None, older_than: datetime | None
     ) -> int:
         """Delete (hot and archived) messages with turn < ``before_turn`` or created before ``older_than``."""
+        ...
+
+    def delete_message(self, namespace: str, message_id: str) -> bool:
+        """Delete one message (hot or archived) by id; False when the namespace holds none with that id."""
         ...
 
     def iter_archived(self, namespace: str, thread: str | None = None) -> Iterator[Message]:

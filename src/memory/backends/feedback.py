@@ -1,8 +1,8 @@
 """The feedback storage contract: conversation records and prompt versions (seed 003 §2.4, §5).
 
 A backend that stores feedback exposes a :class:`FeedbackStore` as
-``backend.feedback`` (the facade finds it with ``getattr(backend,
-"feedback", None)``). Records are the frozen models of
+``backend.feedback`` (typed on :class:`~memory.backends.base.Backend`;
+None when the backend keeps no feedback). Records are the frozen models of
 :mod:`memory.feedback.types`, kept per namespace:
 
 * one :class:`~memory.feedback.types.ConversationRecord` per (namespace, thread), upserted;

@@ -10,20 +10,22 @@ namespace first in every key and index:
   ``status`` and ``promoted_at`` as columns; a partial unique index allows
   one ``active`` row per (namespace, name).
 
-The SQL is written once with ``?`` placeholders; a subclass sets
-``_mark`` (``%s`` for psycopg), binds its backend's transactions and may
-take a lock before numbering a new version (:meth:`_lock_prompt`).
+The SQL is written once with ``?`` placeholders; the engine's
+:class:`~memory.backends.dialect.Dialect` supplies its placeholders,
+transactions, which strings it can store and the lock taken before
+numbering a new version (PostgreSQL: an advisory lock; SQLite's immediate
+transactions already serialise it).
 """
 
 from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from memory.backends.dialect import Dialect
 from memory.backends.feedback import (
     RecordQuery,
     check_new_prompt,
@@ -53,29 +55,27 @@ def _epoch(value: datetime | None) -> float | None:
 class SQLFeedbackStore:
     """Feedback records and prompt versions over a DB-API connection (SQLite or psycopg)."""
 
-    _mark = "?"
+    def __init__(self, dialect: Dialect) -> None:
+        """Run on ``dialect``'s transactions (one per call)."""
+        self._d = dialect
+        self._read = dialect.read
+        self._write = dialect.write
 
-    def __init__(
-        self,
-        read: Callable[[], AbstractContextManager[Any]],
-        write: Callable[[], AbstractContextManager[Any]],
-    ) -> None:
-        """Run reads in ``read()`` and writes in ``write()`` (one transaction each)."""
-        self._read = read
-        self._write = write
-
-    # -- hooks ---------------------------------------------------------------
+    # -- what the dialect answers ---------------------------------------------
     def _sql(self, text: str) -> str:
-        return text if self._mark == "?" else text.replace("?", self._mark)
+        return self._d.sql(text)
 
     def _lock_prompt(self, conn: Any, namespace: str, name: str) -> None:
-        """Serialise version numbering of (namespace, name) inside the transaction (SQLite's is already)."""
+        """Serialise version numbering of (namespace, name) inside the transaction."""
+        self._d.lock(conn, f"{namespace}\x1f{name}")
 
     def _check_storable(self, *values: str | None) -> None:
         """Refuse values the database cannot hold (PostgreSQL: NUL characters)."""
+        if not self._d.storable(*values):
+            raise InvalidInputError("feedback records and prompts cannot hold NUL characters or unpaired surrogates")
 
     def _rows(self, conn: Any, sql: str, params: tuple[Any, ...]) -> builtins.list[tuple[Any, ...]]:
-        return [tuple(r) for r in conn.execute(self._sql(sql), params).fetchall()]
+        return self._d.rows(conn, sql, params)
 
     # -- records -------------------------------------------------------------
     @staticmethod

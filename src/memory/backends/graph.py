@@ -1,8 +1,8 @@
 """The graph storage contract: entities with aliases, relations, mentions and typed memory links.
 
 A backend that stores a knowledge graph exposes a :class:`GraphStore` as
-``backend.graph`` (the facade finds it with ``getattr(backend, "graph",
-None)``). It keeps, per namespace:
+``backend.graph`` (typed on :class:`~memory.backends.base.Backend`; None
+when the backend has no graph). It keeps, per namespace:
 
 * **entities** — name, type, aliases, optional embedding; one entity per
   normalised name or alias (:func:`memory.extraction.heuristic.normalise_name`);
@@ -33,12 +33,33 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from memory.backends.base import Vector
+from memory.backends.values import Vector
 from memory.errors import InvalidInputError
 
-__all__ = ["GraphStore", "Entity", "Relation", "MemoryLink", "Mention", "GraphDump", "check_dump"]
+__all__ = [
+    "GraphStore", "Entity", "Relation", "MemoryLink", "Mention", "GraphDump", "check_dump", "relation_text",
+    "cosine_rank",
+]  # fmt: skip
+
+
+def relation_text(subject: str, predicate: str, obj: str) -> str:
+    """The text of a relation: "{subject} {predicate} {object}"."""
+    return f"{subject} {predicate} {obj}"
+
+
+def cosine_rank(vectors: dict[str, Vector], query: Vector, k: int) -> list[tuple[str, float]]:
+    """The ``k`` ids whose vectors are most cosine-similar to ``query``, best first (ties by id)."""
+    if not vectors:
+        return []
+    ids = list(vectors)
+    matrix = np.vstack([vectors[i] for i in ids]).astype(np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
+    scores = matrix @ query.astype(np.float32) / np.where(norms == 0, 1.0, norms)
+    order = sorted(range(len(ids)), key=lambda i: (-float(scores[i]), ids[i]))[:k]
+    return [(ids[i], float(scores[i])) for i in order]
 
 
 class _Frozen(BaseModel):

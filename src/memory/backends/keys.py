@@ -1,25 +1,23 @@
 """Where API keys live: a tiny :class:`KeyStore` protocol and how a backend provides one.
 
 Keys are stored in the same database as the memories (hashed; see
-:mod:`memory.keys`). A backend provides its store through an optional
-``key_store()`` method (how a new backend, e.g. Postgres, plugs in); the
-built-in in-memory and SQLite backends are mapped here so their modules stay
-untouched.
+:mod:`memory.keys`). A backend provides its store through
+:meth:`~memory.backends.base.Backend.key_store` (None when it cannot hold keys);
+:class:`SQLKeyStore` is that store for every SQL engine.
 """
 
 from __future__ import annotations
 
 import builtins
-import threading
-import weakref
+from collections.abc import Callable
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from memory.backends.base import Backend
+from memory.backends.dialect import Dialect
 from memory.errors import ConfigError
 from memory.keys import ApiKey
 
-__all__ = ["KeyStore", "InMemoryKeyStore", "open_key_store"]
+__all__ = ["KeyStore", "SQLKeyStore", "open_key_store"]
 
 
 @runtime_checkable
@@ -43,58 +41,82 @@ class KeyStore(Protocol):
         ...
 
 
-class InMemoryKeyStore:
-    """Keys in a dict; for the in-memory backend and tests."""
+class _HoldsKeys(Protocol):
+    """What :func:`open_key_store` needs of a backend (every :class:`~memory.backends.base.Backend` has it)."""
 
-    def __init__(self) -> None:
-        """An empty store."""
-        self._keys: dict[str, ApiKey] = {}
-        self._lock = threading.Lock()
+    name: str
+
+    def key_store(self) -> KeyStore | None: ...
+
+
+def open_key_store(backend: _HoldsKeys) -> KeyStore:
+    """The key store of ``backend``'s database. Raises ConfigError when the backend cannot hold keys."""
+    store = backend.key_store()
+    if store is None:
+        raise ConfigError(f"the {backend.name} backend cannot store API keys")
+    return store
+
+
+_COLUMNS = "id, name, token_hash, namespaces, read_only, secrets, created_at, revoked_at"
+
+
+class SQLKeyStore:
+    """Key records in the ``api_keys`` table of a SQL store (migrations ``*_api_keys`` of each engine).
+
+    Keys are not namespaced (one key may cover several namespaces, or ``*``),
+    so the table is keyed by the key id alone (on Citus: a reference table).
+    """
+
+    def __init__(self, dialect: Dialect, close: Callable[[], None] | None = None) -> None:
+        """Run on ``dialect``'s transactions; ``close`` releases a connection of the store's own."""
+        self._d = dialect
+        self._close = close
+
+    def _key(self, row: tuple[Any, ...]) -> ApiKey:
+        created_at = self._d.time_value(row[6])
+        assert created_at is not None  # NOT NULL column
+        return ApiKey(
+            id=row[0], name=row[1], token_hash=row[2], namespaces=tuple(self._d.json_value(row[3])),
+            read_only=bool(row[4]), secrets=bool(row[5]), created_at=created_at,
+            revoked_at=self._d.time_value(row[7]),
+        )  # fmt: skip
 
     def add(self, key: ApiKey) -> None:
-        """Store a new key."""
-        with self._lock:
-            self._keys[key.id] = key
+        """Store a new key. Raises StorageError (e.g. an id that exists)."""
+        with self._d.write() as conn:
+            conn.execute(
+                self._d.sql(f"INSERT INTO api_keys ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+                (key.id, key.name, key.token_hash, self._d.json_param(list(key.namespaces)), key.read_only,
+                 key.secrets, self._d.time_param(key.created_at), self._d.time_param(key.revoked_at)),
+            )  # fmt: skip
 
     def get(self, key_id: str) -> ApiKey | None:
-        """The key with this id, or None."""
-        with self._lock:
-            return self._keys.get(key_id)
+        """The key with this id (revoked ones too), or None."""
+        if not self._d.storable(key_id):
+            return None
+        with self._d.read() as conn:
+            rows = self._d.rows(conn, f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (key_id,))
+        return self._key(rows[0]) if rows else None
 
     def list(self) -> builtins.list[ApiKey]:
         """Every key, oldest first."""
-        with self._lock:
-            return sorted(self._keys.values(), key=lambda k: (k.created_at, k.id))
+        with self._d.read() as conn:
+            rows = self._d.rows(conn, f"SELECT {_COLUMNS} FROM api_keys ORDER BY created_at, id")
+        return [self._key(r) for r in rows]
 
     def revoke(self, key_id: str, at: datetime) -> bool:
-        """Mark a key revoked."""
-        with self._lock:
-            key = self._keys.get(key_id)
-            if key is None or key.revoked_at is not None:
-                return False
-            self._keys[key_id] = key.model_copy(update={"revoked_at": at})
-            return True
+        """Mark a key revoked; False when no active key has that id."""
+        if not self._d.storable(key_id):
+            return False
+        with self._d.write() as conn:
+            cur = conn.execute(
+                self._d.sql("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL"),
+                (self._d.time_param(at), key_id),
+            )
+            return bool(cur.rowcount)
 
-
-_inmemory_stores: weakref.WeakKeyDictionary[object, InMemoryKeyStore] = weakref.WeakKeyDictionary()
-_inmemory_lock = threading.Lock()
-
-
-def open_key_store(backend: Backend) -> KeyStore:
-    """The key store of ``backend``'s database. Raises ConfigError when the backend cannot hold keys."""
-    factory = getattr(backend, "key_store", None)
-    if callable(factory):
-        store: KeyStore = factory()
-        return store
-    from memory.backends.inmemory import InMemoryBackend
-
-    if isinstance(backend, InMemoryBackend):
-        with _inmemory_lock:
-            return _inmemory_stores.setdefault(backend, InMemoryKeyStore())
-    from memory.backends.sqlite.backend import SQLiteBackend
-
-    if isinstance(backend, SQLiteBackend):
-        from memory.backends.sqlite.keys import SQLiteKeyStore
-
-        return SQLiteKeyStore(backend.path)
-    raise ConfigError(f"the {backend.name} backend cannot store API keys yet")
+    def close(self) -> None:
+        """Release the store's own connection, if it has one. Idempotent."""
+        if self._close is not None:
+            close, self._close = self._close, None
+            close()

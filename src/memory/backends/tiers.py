@@ -1,7 +1,7 @@
 """The tiers storage contract (MemoryOS STM/MTM/LPM/system memory) and a document-store base.
 
 A backend that stores tiers exposes a :class:`TierStore` as ``backend.tiers``
-(the facade finds it with ``getattr(backend, "tiers", None)``). Records are
+(typed on :class:`~memory.backends.base.Backend`; None without tiers). Records are
 the frozen models of :mod:`memory.tiers.types`, kept per namespace:
 
 * STM pages, a queue per (agent, user), oldest first;
@@ -17,7 +17,8 @@ rewritten keeps its place).
 
 :class:`DocumentTierStore` implements the whole protocol over five
 primitives (get, list, owners, namespaces, apply) so a backend only stores
-JSON documents keyed by (namespace, kind, owner, id).
+JSON documents keyed by (namespace, kind, owner, id); :class:`SQLTierStore`
+is those primitives once in SQL for every engine (over its dialect).
 
 For ``memory migrate`` a store also reads and writes a namespace's records
 whole, as stored (:meth:`TierStore.export_records` /
@@ -30,13 +31,15 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from memory.backends.dialect import Dialect
 from memory.errors import ConfigError, InvalidInputError
 from memory.tiers.types import AgentPersona, DialoguePage, ObjectPersona, Segment, SystemEntry
 
-__all__ = ["TierStore", "TierChanges", "DocumentTierStore", "Doc", "KINDS", "owner_key"]
+__all__ = ["TierStore", "TierChanges", "DocumentTierStore", "SQLTierStore", "Doc", "KINDS", "owner_key"]
 
 _SEP = "\x1f"
 
@@ -257,3 +260,73 @@ class DocumentTierStore:
             raise ConfigError(f"namespace {namespace!r} already holds tier records; import writes into empty ones")
         self._apply(namespace, list(records), [])
         return len(records)
+
+
+class SQLTierStore(DocumentTierStore):
+    """Tier documents in one SQL table ``tier_records`` keyed by (namespace, kind, owner, id), any engine.
+
+    Namespace first in the key, like every key of the SQL stores; ``seq`` keeps
+    insertion order (SQLite migration ``0010_tiers``, PostgreSQL ``0008_tiers``).
+    """
+
+    def __init__(self, dialect: Dialect) -> None:
+        """Run on ``dialect``'s transactions."""
+        self._d = dialect
+
+    def _get(self, namespace: str, kind: str, owner: str, id: str) -> str | None:
+        if not self._d.storable(namespace, kind, owner, id):
+            return None
+        with self._d.read() as conn:
+            rows = self._d.rows(
+                conn,
+                "SELECT data FROM tier_records WHERE namespace = ? AND kind = ? AND owner = ? AND id = ?",
+                (namespace, kind, owner, id),
+            )
+        return str(rows[0][0]) if rows else None
+
+    def _list(self, namespace: str, kind: str, owner: str | None) -> builtins.list[tuple[str, str, str]]:
+        if not self._d.storable(namespace, kind, owner):
+            return []
+        sql = "SELECT owner, id, data FROM tier_records WHERE namespace = ? AND kind = ?"
+        params: list[str] = [namespace, kind]
+        if owner is not None:
+            sql += " AND owner = ?"
+            params.append(owner)
+        with self._d.read() as conn:
+            rows = self._d.rows(conn, sql + " ORDER BY seq", params)
+        return [(str(o), str(i), str(d)) for o, i, d in rows]
+
+    def _owners(self, namespace: str, kinds: Sequence[str]) -> builtins.list[str]:
+        if not self._d.storable(namespace):
+            return []
+        condition, params = self._d.in_list("kind", [k for k in kinds if self._d.storable(k)])
+        with self._d.read() as conn:
+            rows = self._d.rows(
+                conn,
+                f"SELECT DISTINCT owner FROM tier_records WHERE namespace = ? AND {condition} ORDER BY owner",
+                (namespace, *params),
+            )
+        return [str(r[0]) for r in rows]
+
+    def _namespaces(self) -> builtins.list[str]:
+        with self._d.read() as conn:
+            rows = self._d.rows(conn, "SELECT DISTINCT namespace FROM tier_records")
+        return sorted(str(r[0]) for r in rows)
+
+    def _apply(self, namespace: str, puts: Sequence[Doc], deletes: Sequence[tuple[str, str, str]]) -> None:
+        if not all(self._d.storable(namespace, *doc) for doc in puts):
+            raise InvalidInputError("tier records cannot hold NUL characters or unpaired surrogates")
+        with self._d.write() as conn, closing(conn.cursor()) as cur:
+            if deletes:
+                cur.executemany(
+                    self._d.sql("DELETE FROM tier_records WHERE namespace = ? AND kind = ? AND owner = ? AND id = ?"),
+                    [(namespace, kind, owner, id) for kind, owner, id in deletes],
+                )
+            if puts:
+                cur.executemany(
+                    self._d.sql(
+                        "INSERT INTO tier_records (namespace, kind, owner, id, data) VALUES (?, ?, ?, ?, ?) "
+                        "ON CONFLICT (namespace, kind, owner, id) DO UPDATE SET data = excluded.data"
+                    ),
+                    [(namespace, kind, owner, id, data) for kind, owner, id, data in puts],
+                )

@@ -48,6 +48,8 @@ __all__ = [
     "session_time",
     "thread_of",
     "format_report",
+    "baseline_results",
+    "names_a_date",
 ]
 
 #: Where the development split lives, relative to the repository checkout.
@@ -118,10 +120,12 @@ class LocomoResult:
         for category in sorted({row["category"] for row in self.rows}):
             rows = [row for row in self.rows if row["category"] == category]
             by_category[str(category)] = {**_rounded(mean_metrics(rows)), "n": len(rows)}
+        dated = [row for row in self.rows if names_a_date(row["question"])]
         return {
             "n": len(self.rows),
             "overall": _rounded(mean_metrics(self.rows)),
             "by_category": by_category,
+            "dated_questions": {**_rounded(mean_metrics(dated)), "n": len(dated)},
             "dropped_evidence": len(self.dropped),
             "latency_ms": {
                 "p50": round(percentile(self.latencies_ms, 50), 3),
@@ -129,6 +133,14 @@ class LocomoResult:
             },
             "config": dict(self.config),
         }
+
+
+_NAMED_DATE = re.compile(rf"\b(?:(?:19|20)\d\d|{'|'.join(MONTHS)})\b")
+
+
+def names_a_date(question: str) -> bool:
+    """Whether ``question`` names a year or a month ("in 2022", "on 16 March", "in May 2023")."""
+    return _NAMED_DATE.search(question) is not None
 
 
 def _rounded(metrics: dict[str, float]) -> dict[str, float]:
@@ -210,13 +222,10 @@ def fresh_store(backend: str, directory: Path, name: str, dsn: str | None = None
         return
     if not dsn:
         raise InvalidInputError("the postgres backend needs a server: pass dsn (--dsn, or MEMORY_BENCH_DSN)")
-    from memory.backends.postgres.admin import drop_database, scratch_database
+    from memory.backends.servers import scratch_database
 
-    url = scratch_database(dsn, f"memory_bench_{name}")
-    try:
+    with scratch_database(dsn, f"memory_bench_{name}") as url:
         yield url
-    finally:
-        drop_database(url)
 
 
 def session_time(text: str | None) -> datetime | None:
@@ -396,6 +405,40 @@ def _ask(
             )
 
 
+def baseline_results(conversations: Sequence[Conversation], model: Embedder) -> dict[str, LocomoResult]:
+    """BM25, dense cosine and RRF(k=60) over each conversation's turns, scored like the stores' runs.
+
+    See :mod:`memory.bench.baselines` (the project's own Okapi BM25, not bm25s).
+    Measured in the same run, on the same vectors the stores hold.
+    """
+    from memory.bench.baselines import baseline_rankings
+    from memory.embedders.base import embed_chunked, embed_texts
+
+    results: dict[str, LocomoResult] = {}
+    for conv in conversations:
+        texts = [t.content for t in conv.turns]
+        vectors = embed_chunked(model, texts)
+        asked = [q for q in conv.questions if q.category in CATEGORIES and q.evidence]
+        if not asked:
+            continue
+        queries = embed_texts(model, [q.question for q in asked] + ([asked[0].question] if len(asked) == 1 else []))
+        for question, query_vector in zip(asked, queries, strict=False):
+            for name, order in baseline_rankings(texts, vectors, question.question, query_vector).items():
+                result = results.setdefault(name, LocomoResult(config={"baseline": name}))
+                ranked = [conv.turns[i].dia_id for i in order[:RECALL_LIMIT]]
+                result.rows.append(
+                    {
+                        "conversation": conv.sample_id,
+                        "category": question.category,
+                        "question": question.question,
+                        "evidence": list(question.evidence),
+                        "ranked": ranked,
+                        **question_metrics(ranked, question.evidence),
+                    }
+                )
+    return results
+
+
 def _hit_turns(metadata: dict[str, Any], stored_as: list[str] | None) -> list[str]:
     """Turn ids a hit stands for: its metadata dia_id, plus turns deduplicated into it."""
     turns = [metadata["dia_id"]] if isinstance(metadata.get("dia_id"), str) else []
@@ -423,6 +466,8 @@ def format_report(report: dict[str, Any], *, dropped: Sequence[tuple[str, str]] 
     for category, metrics in report["by_category"].items():
         name = CATEGORIES.get(int(category), "?")
         lines.append(line(f"  {category} {name}", metrics["n"], metrics))
+    if report.get("dated_questions", {}).get("n"):
+        lines.append(line("  naming a date/month/yr", report["dated_questions"]["n"], report["dated_questions"]))
     lines.append(line("baseline RRF (README)", "", BASELINES["RRF"]))
     shown = ", ".join(f"{conv} {piece!r}" for conv, piece in dropped)
     lines.append(f"dropped evidence ids: {report['dropped_evidence']}" + (f" ({shown})" if shown else ""))

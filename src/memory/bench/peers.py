@@ -5,7 +5,7 @@ vectors (so the embedder is identical and counted the same way) and the same
 k. Peers run offline: Chroma is given every embedding (its default ONNX
 model is never loaded) and its telemetry is off.
 
-Peers are optional dependencies (``pip install 'memory[bench]'``); opening a
+Peers are optional dependencies (``pip install 'llm-agent-memory[bench]'``); opening a
 missing one raises ConfigError.
 """
 
@@ -138,7 +138,9 @@ def open_peer(name: str, directory: Path) -> PeerStore:
         raise ConfigError(f"unknown peer {name!r}; use one of {', '.join(sorted(PEERS))} or 'none'")
     if not peer_available(name):
         package = PEERS[name]
-        raise ConfigError(f"peer {name!r} needs the {package!r} package: pip install {package} (or 'memory[bench]')")
+        raise ConfigError(
+            f"peer {name!r} needs the {package!r} package: pip install {package} (or 'llm-agent-memory[bench]')"
+        )
     directory.mkdir(parents=True, exist_ok=True)
     if name == "chroma":
         return ChromaPeer(directory)

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memory import __version__
+from memory.backends.servers import store_size_mb
 from memory.bench.corpus import GENERATOR_VERSION, cached_vectors, corpus_queries, generate_texts, load_corpus
 from memory.bench.locomo import fresh_store
 from memory.bench.metrics import percentile
@@ -122,14 +123,6 @@ def _disk_mb(path: Path) -> float:
     return round(total / 1024**2, 1)
 
 
-def _store_mb(backend: str, url: str, directory: Path) -> float:
-    if backend == "postgres":
-        from memory.backends.postgres.admin import database_size_mb
-
-        return database_size_mb(url)
-    return _disk_mb(directory)
-
-
 def _rate(items: int, seconds: float) -> float:
     return round(items / seconds, 1) if seconds > 0 else 0.0
 
@@ -182,17 +175,14 @@ def _memory_stage(
     live_embed = timed.reset()
 
     backend = mem._backend  # noqa: SLF001 - the benchmark times the backend's own bulk-load path
-    index_after = index_after_load and len(bulk) > 0 and hasattr(backend, "drop_vector_indexes")
-    if index_after:
-        backend.drop_vector_indexes()  # type: ignore[attr-defined]
+    index_after = index_after_load and len(bulk) > 0 and backend.drop_vector_indexes()
     started = time.perf_counter()
     for chunk in _chunks(bulk.start, bulk.stop, stage.batch):
         mem.remember_batch([{"content": texts[i], "vector": vectors[i]} for i in chunk])
     bulk_total = time.perf_counter() - started
-    build_seconds = backend.build_vector_indexes("2GB") if index_after else None  # type: ignore[attr-defined]
+    build_seconds = backend.build_vector_indexes("2GB") if index_after else None
     # Queries are timed on a store at rest: not against autovacuum or a checkpoint after the load.
-    settle = getattr(backend, "settle", None)
-    settle_seconds = settle() if callable(settle) else None
+    settle_seconds = backend.settle()
 
     latencies: dict[str, dict[str, float]] = {}
     for label, retrieval in (("recall", preset), ("recall_vector_only", "vector")):
@@ -354,7 +344,7 @@ def run_speed(
                     note(f"size {size}: memory ({len(live)} live, {len(bulk)} with vectors)")
                     row: dict[str, Any] = {"size": size}
                     row["memory"] = _memory_stage(mem, timed, model, stage, live, bulk, preset, index_after_load)
-                    row["memory"]["disk_mb"] = _store_mb(backend, url, store_dir)
+                    row["memory"]["disk_mb"] = store_size_mb(url, store_dir)
                     if peer_store is not None:
                         note(f"size {size}: {peer_store.name}")
                         row["peer"] = _peer_stage(peer_store, model, stage, live, bulk)

@@ -102,7 +102,7 @@ _DSN_OPTION = click.option(
 )  # fmt: skip
 @click.option(
     "--backend", type=click.Choice(["sqlite", "inmemory", "postgres"]), default="sqlite", show_default=True,
-    help="Store per conversation: a SQLite file in a temp dir, in process memory, or a scratch PostgreSQL "
+    help="Store per conversation: a SQLite file in a temp dir, memory:// (throwaway SQLite), or a scratch PostgreSQL "
     "database on --dsn's server.",
 )  # fmt: skip
 @_DSN_OPTION
@@ -119,6 +119,12 @@ _DSN_OPTION = click.option(
     help="Run every step of the retrieval ablation (memory.bench.ablation) and print its table.",
 )  # fmt: skip
 @click.option("--markdown", is_flag=True, help="With --ablation: print the table as Markdown.")
+@click.option(
+    "--baseline", is_flag=True,
+    help="Also measure BM25 (the project's own Okapi BM25), dense cosine and RRF(k=60) in the same run.",
+)  # fmt: skip
+@click.option("--cache/--no-cache", default=True, show_default=True,
+              help="Keep turn vectors in ~/.cache/memory/vectors ($MEMORY_CACHE_DIR) across runs.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
@@ -135,6 +141,8 @@ def locomo(
     dsn: str | None,
     ablation: bool,
     markdown: bool,
+    baseline: bool,
+    cache: bool,
     as_json: bool,
     out: Path | None,
     quiet: bool,
@@ -154,10 +162,21 @@ def locomo(
     if ablation:
         _ablation(ctx, path, embedder, backend, dsn, limit_conversations, markdown, as_json, out, note)
         return
+    from memory.bench.locomo import baseline_results, load_conversations
+    from memory.bench.metrics import mean_metrics
+    from memory.bench.vector_cache import DiskCachedEmbedder
+    from memory.embedders import create_embedder
+
     with _errors():
+        model: Any = create_embedder(embedder or _default_embedder(ctx))
+        if cache:
+            model = DiskCachedEmbedder(model)
+        conversations = load_conversations(path)
+        if limit_conversations is not None:
+            conversations = conversations[:limit_conversations]
         result = run_locomo(
-            path,
-            embedder=embedder or _default_embedder(ctx),
+            conversations,
+            embedder=model,
             backend=backend,
             preset=preset,
             rrf_k=rrf_k,
@@ -166,8 +185,22 @@ def locomo(
             progress=lambda done, total, name: note(f"conversation {done + 1}/{total}: {name}") if name else None,
             extract=extract,
         )
+        baselines = baseline_results(conversations, model) if baseline else {}
+        if isinstance(model, DiskCachedEmbedder):
+            model.flush()
     report = result.to_json()
-    _emit(report, format_report(report, dropped=result.dropped), as_json=as_json, out=out)
+    text = format_report(report, dropped=result.dropped)
+    if baselines:
+        report["baselines"] = {name: r.to_json() for name, r in baselines.items()}
+        lines = [text, "baselines measured in this run (BM25: the project's own Okapi BM25, k1 1.2, b 0.75):"]
+        for name, r in baselines.items():
+            m = mean_metrics(r.rows)
+            lines.append(
+                f"  {name:<20}{len(r.rows):>5}"
+                + "".join(f"{m[k]:>9.3f}" for k in ("recall@1", "recall@5", "recall@10", "recall@20", "ndcg@10", "mrr"))
+            )
+        text = "\n".join(lines)
+    _emit(report, text, as_json=as_json, out=out)
 
 
 def _ablation(
@@ -209,15 +242,19 @@ def _ablation(
 @click.option(
     "--limit-conversations", type=click.IntRange(min=1), metavar="N", help="Use only the first N conversations."
 )
+@click.option("--no-flat", is_flag=True, help="Skip the flat-recall reference run.")
+@click.option("--budget", type=click.IntRange(min=0), default=4000, show_default=True,
+              help="Token budget of the context runs with and without tiers (0: skip them).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
 @click.pass_context
 def tiers_bench(
     ctx: click.Context, data: Path | None, embedder: str | None, backend: str, top_m: int, top_k: int,
-    limit_conversations: int | None, as_json: bool, out: Path | None, quiet: bool,
+    limit_conversations: int | None, no_flat: bool, budget: int, as_json: bool, out: Path | None, quiet: bool,
 ) -> None:  # fmt: skip
-    """LoCoMo through tier retrieval (STM + top-m segments -> top-k pages) vs flat recall, same metric.
+    """LoCoMo through the tiers: tier retrieval (STM + top-m segments -> top-k pages) vs flat recall, segment
+    join rates within/across sessions, and evidence in the default context with and without the tiers source.
 
     Also reports the time add_page and consolidation take per dialogue turn.
     """
@@ -228,9 +265,43 @@ def tiers_bench(
     with _errors():
         report = run_tiers_bench(
             path, embedder=embedder or _default_embedder(ctx), backend=backend, top_m=top_m, top_k=top_k,
-            limit_conversations=limit_conversations, progress=_note(quiet),
+            limit_conversations=limit_conversations, progress=_note(quiet), flat=not no_flat, budget=budget,
         )  # fmt: skip
     _emit(report, format_tiers_report(report), as_json=as_json, out=out)
+
+
+@bench.command("reward")
+@click.option("--data", type=_DATA_TYPE, help="Labelled conversations (JSONL) [default: the packaged set].")
+@click.option("--split", type=click.Choice(["dev", "holdout"]), help="Only this part of the set.")
+@click.option("--llm", metavar="NAME", help="Also check this LLM provider as a judge (openai, ollama; configured "
+              "as usual) [default: the configured provider unless heuristic].")  # fmt: skip
+@click.option("--no-llm", is_flag=True, help="Only the offline reward, even with an LLM configured.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
+def reward_bench(
+    data: Path | None, split: str | None, llm: str | None, no_llm: bool, as_json: bool, out: Path | None
+) -> None:
+    """Reward sign on labelled conversations: confusion matrix of the offline reward (and the LLM judge).
+
+    \b
+    Examples:
+      memory bench reward
+      memory bench reward --split holdout --json
+      MEMORY_LLM=openai memory bench reward     # also checks the model as a judge
+    """
+    from memory.bench.reward import format_reward_report, run_reward_bench
+    from memory.config import load_settings
+    from memory.llms import create_llm
+
+    with _errors():
+        model = None
+        if not no_llm:
+            spec = load_settings().llm
+            provider = llm or spec.provider
+            if provider != "heuristic":
+                model = create_llm(provider, spec.options if provider == spec.provider else None)
+        report = run_reward_bench(data, llm=model, split=split)
+    _emit(report, format_reward_report(report), as_json=as_json, out=out)
 
 
 def _sizes(ctx: click.Context | None, param: click.Parameter | None, value: str) -> list[int]:
@@ -253,7 +324,7 @@ def _sizes(ctx: click.Context | None, param: click.Parameter | None, value: str)
 )
 @click.option(
     "--backend", type=click.Choice(["sqlite", "inmemory", "postgres"]), default="sqlite", show_default=True,
-    help="Backend of the measured store (a SQLite file in a temp dir, in process memory, or a scratch "
+    help="Backend of the measured store (a SQLite file in a temp dir, memory:// (throwaway SQLite), or a scratch "
     "PostgreSQL database on --dsn's server).",
 )  # fmt: skip
 @_DSN_OPTION
@@ -331,7 +402,7 @@ def speed(
     if peer is None:
         peer = "chroma" if peer_available("chroma") else "none"
         if peer == "none":
-            note("no peer store: chromadb is not installed (pip install 'memory[bench]')")
+            note("no peer store: chromadb is not installed (pip install 'llm-agent-memory[bench]')")
 
     with _errors():
         report = run_speed(
@@ -469,3 +540,51 @@ def serve_load(
     _emit(report, "\n".join(lines), as_json=as_json, out=out)
     if report["missing"] or report["errors"]:
         raise click.ClickException(f"{report['errors']} errors, {report['missing']} acknowledged writes missing")
+
+
+@bench.command("extract")
+@click.option("--data", type=_DATA_TYPE, help=f"LoCoMo JSON file [default: {_DEFAULT_DATA} if it exists].")
+@click.option(
+    "--embedder", default="minilm", show_default=True, metavar="NAME",
+    help="Embedder of the scoring rule (the rule is defined with all-MiniLM-L6-v2).",
+)  # fmt: skip
+@click.option(
+    "--llm", "llm_url", metavar="URL",
+    help="Extract with an OpenAI-compatible endpoint (e.g. http://127.0.0.1:8080/v1) instead of offline; "
+    "a bad answer falls back to the offline extractor for that message.",
+)  # fmt: skip
+@click.option("--llm-model", default="default", show_default=True, metavar="NAME", help="Model name for --llm.")
+@click.option("--raw-turns", is_flag=True, help="Score the raw turns ('Speaker: text') as facts (the baseline).")
+@click.option(
+    "--limit-conversations", type=click.IntRange(min=1), metavar="N", help="Use only the first N conversations."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
+def extract_bench(
+    data: Path | None, embedder: str, llm_url: str | None, llm_model: str, raw_turns: bool,
+    limit_conversations: int | None, as_json: bool, out: Path | None, quiet: bool,
+) -> None:  # fmt: skip
+    """Extracted facts against LoCoMo's reference observations: recall, precision, time per message.
+
+    Each conversation's messages go through the extractor in order (speaker,
+    listener, session date). A reference fact is recalled when an extracted
+    fact of its session has cosine >= 0.70 to it (all-MiniLM-L6-v2); an
+    extracted fact is supported when it has cosine >= 0.70 to a reference
+    fact of its session. Reported per conversation and overall.
+    """
+    from memory.bench.extract import format_extract_report, run_extract_bench
+
+    path = _data_path(data, required=True)
+    assert path is not None
+    with _errors():
+        llm = None
+        if llm_url:
+            from memory.llms import create_llm
+
+            llm = create_llm("openai", {"model": llm_model, "base_url": llm_url})
+        report = run_extract_bench(
+            path, embedder=embedder, llm=llm, limit_conversations=limit_conversations, raw_turns=raw_turns,
+            progress=_note(quiet),
+        )  # fmt: skip
+    _emit(report, format_extract_report(report), as_json=as_json, out=out)

@@ -10,7 +10,7 @@ import click
 
 from memory import __version__
 from memory.backends import backend_name_for, open_backend
-from memory.backends.postgres.connection import redact
+from memory.backends.servers import detect_local_server, redact
 from memory.cli.common import build_settings, config_file, emit_json, global_options, json_option
 from memory.embedders import create_embedder
 from memory.errors import Error
@@ -43,9 +43,9 @@ def _check_database(url: str) -> dict[str, Any]:
         report["reachable"] = True
         report["namespaces"] = len(backend.namespaces())
         report["vector_spaces"] = [f"{s.model} ({s.dim})" for s in backend.vector_spaces()]
-        info = getattr(backend, "server_info", None)
-        if callable(info):
-            report["server"] = info()
+        info = backend.server_info()
+        if info is not None:
+            report["server"] = info
     except Error as exc:
         report["reachable"] = False
         report["error"] = str(exc)
@@ -64,11 +64,7 @@ def _check_embedder(provider: str, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _local_postgres() -> dict[str, Any] | None:
-    try:
-        from memory.backends.postgres.admin import detect_local
-    except ImportError:  # pragma: no cover - the module only imports memory code
-        return None
-    server = detect_local(timeout=1.0)
+    server = detect_local_server(timeout=1.0)
     if server is None:
         return None
     return {"via": server.via, "user": server.user, "version": server.version, "pgvector": server.pgvector_available}

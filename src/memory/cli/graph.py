@@ -21,6 +21,11 @@ from memory.memory import Memory
 
 __all__ = ["graph", "link", "extract"]
 
+_CLEARANCE = click.option(
+    "--clearance", type=click.Choice(["normal", "private", "secret"]), default="private", show_default=True,
+    help="Highest sensitivity of the memories seen (a secret needs 'secret').",
+)  # fmt: skip
+
 
 @click.group()
 def graph() -> None:
@@ -67,11 +72,12 @@ def show(ctx: click.Context, entity: str, invalid: bool, as_json: bool) -> None:
 @click.option("--type", "types", multiple=True, metavar="T", help="Keep only entities of this type (repeatable).")
 @click.option("--invalid", is_flag=True, help="Include closed relations.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=200, show_default=True, help="Most relations returned.")
+@_CLEARANCE
 @json_option
 @click.pass_context
 def query(
     ctx: click.Context, entity: str | None, depth: int, predicates: tuple[str, ...], types: tuple[str, ...],
-    invalid: bool, limit: int, as_json: bool,
+    invalid: bool, limit: int, clearance: str, as_json: bool,
 ) -> None:  # fmt: skip
     """List the relations within DEPTH of ENTITY (or the whole graph), filtered by predicate and type.
 
@@ -83,7 +89,7 @@ def query(
     with open_memory(ctx) as mem:
         result = mem.graph.query_graph(
             entity, depth=depth, predicates=predicates or None, entity_types=types or None,
-            include_invalid=invalid, limit=limit,
+            include_invalid=invalid, limit=limit, clearance=clearance,
         )  # fmt: skip
     if as_json:
         emit_json(result.to_json())
@@ -112,9 +118,10 @@ def entities(ctx: click.Context, type_: str | None, limit: int, as_json: bool) -
 @click.argument("source")
 @click.argument("target")
 @click.option("--type", "type_", default="relates_to", show_default=True, help="The kind of link.")
+@_CLEARANCE
 @json_option
 @click.pass_context
-def link(ctx: click.Context, source: str, target: str, type_: str, as_json: bool) -> None:
+def link(ctx: click.Context, source: str, target: str, type_: str, clearance: str, as_json: bool) -> None:
     """Link memory SOURCE to memory TARGET with a typed edge (idempotent).
 
     \b
@@ -122,7 +129,7 @@ def link(ctx: click.Context, source: str, target: str, type_: str, as_json: bool
       memory link 01J...A 01J...B --type follows
     """
     with open_memory(ctx) as mem:
-        made = mem.link(source, target, type_)
+        made = mem.link(source, target, type_, clearance=clearance)
     if as_json:
         emit_json(made.model_dump(mode="json"))
     else:

@@ -20,6 +20,7 @@ import click
 from memory import __version__
 from memory.cli.bench import bench
 from memory.cli.bench_context import bench_context
+from memory.cli.bench_longmemeval import bench_longmemeval
 from memory.cli.common import GlobalOptions
 from memory.cli.context import chat, context
 from memory.cli.doctor import doctor
@@ -32,6 +33,7 @@ from memory.cli.servers import keys, mcp, serve
 from memory.cli.setup import init
 from memory.cli.tiers import tiers
 from memory.cli.transfer import export, import_memories
+from memory.cli.ui import ui
 from memory.errors import Error
 
 __all__ = ["cli", "main"]
@@ -103,6 +105,7 @@ Examples:
   memory export --out backup.jsonl && memory import backup.jsonl
   memory mcp                      (MCP server on stdio, for Claude Desktop)
   memory serve                    (REST API; keys: memory keys create)
+  memory ui                       (web inspector in the browser)
 
 Settings come from flags, then MEMORY_* environment variables, then the
 config file (`memory init` writes it), then defaults.
@@ -142,6 +145,7 @@ for command in (
 for command in (context, chat):
     cli.add_command(command)
 bench.add_command(bench_context)
+bench.add_command(bench_longmemeval)
 for command in (messages, tail, threads, namespaces, blocks, end_conversation, sync, prune, worker):
     cli.add_command(command)
 cli.add_command(tiers)
@@ -149,6 +153,7 @@ for command in (feedback, prompts, reflect):
     cli.add_command(command)
 for command in (serve, mcp, keys, doctor, migrate):
     cli.add_command(command)
+cli.add_command(ui)
 
 
 class _OneLineFormatter(logging.Formatter):

@@ -8,7 +8,7 @@ import click
 
 from memory.backends import open_backend
 from memory.backends.copy import copy_store
-from memory.backends.postgres.connection import redact
+from memory.backends.servers import redact
 from memory.cli.common import build_settings, emit_json, global_options, json_option, progress
 
 __all__ = ["migrate"]

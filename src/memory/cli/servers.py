@@ -109,7 +109,9 @@ def _need_server_extra() -> None:
         import mcp as _mcp  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError as exc:
-        raise ConfigError(f"the servers need the 'server' extra: pip install 'memory[server]' ({exc})") from None
+        raise ConfigError(
+            f"the servers need the 'server' extra: pip install 'llm-agent-memory[server]' ({exc})"
+        ) from None
 
 
 _HOST = click.option("--host", metavar="HOST", help="Address to listen on (default 127.0.0.1).")

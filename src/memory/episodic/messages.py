@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import builtins
 import logging
-import os
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -22,7 +21,7 @@ from memory.backends.episodic import EpisodicStore
 from memory.embedders.base import embed_query
 from memory.episodic.media import MediaStore
 from memory.episodic.types import CONTENT_TYPES, MediaRef, Message, MessageHit, MessageQuery, ThreadInfo
-from memory.errors import InvalidInputError, NotFoundError, ProviderError, StoreUnavailableError
+from memory.errors import Error, InvalidInputError, NotFoundError, ProviderError, StoreUnavailableError
 from memory.ids import new_id
 from memory.records import (
     check_datetime,
@@ -37,7 +36,7 @@ from memory.records import (
 )
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, recency_factor
-from memory.retrieval.text import query_terms
+from memory.retrieval.text import feedback_terms, query_terms
 
 if TYPE_CHECKING:
     from memory.backends.base import Backend
@@ -58,21 +57,21 @@ _FIELDS = {
 
 def episodic_store(backend: Backend) -> EpisodicStore:
     """The backend's conversation store. Raises StoreUnavailableError when it has none."""
-    store = getattr(backend, "episodic", None)
+    store = backend.episodic
     if store is None:
         raise StoreUnavailableError(
-            f"the {getattr(backend, 'name', type(backend).__name__)} backend has no conversation store yet "
+            f"the {backend.name} backend has no conversation store yet "
             "(messages, blocks, sync); use the sqlite, postgres or inmemory backend for these features"
         )
-    return store  # type: ignore[no-any-return]
+    return store
 
 
 def default_media_dir(backend: Backend, configured: str | None) -> Path:
     """``configured``, else ``<database file>.media`` next to a file database, else the user data dir."""
     if configured:
         return Path(configured).expanduser()
-    path = getattr(backend, "path", None)
-    if isinstance(path, (str, os.PathLike)):
+    path = backend.path
+    if path is not None:
         base = Path(path)
         return base.with_name(base.name + ".media")
     import platformdirs
@@ -84,6 +83,34 @@ def _positive(value: object, what: str, maximum: int = MAX_RECENT) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
         raise InvalidInputError(f"{what} must be an integer from 1 to {maximum}, got {value!r}")
     return value
+
+
+#: Channels and lexical fields of a retrieval preset that message search can serve.
+MESSAGE_CHANNELS = frozenset({"vector", "lexical", "feedback"})
+_NOTED: set[tuple[str, ...]] = set()
+
+
+def unsupported_parts(config: RetrievalConfig) -> list[str]:
+    """What of ``config`` message search cannot do: the graph and context channels, window and time fields.
+
+    Messages are searched on their own text and vector only; these parts
+    are left out of the fusion (the others keep their weights).
+    """
+    parts = [f"{c} channel" for c in config.channels if c not in MESSAGE_CHANNELS]
+    parts += [
+        f"{f} field" for f, w in config.fields.items() if f != "content" and w > 0 and "lexical" in config.channels
+    ]
+    if config.window_vectors and "vector" in config.channels and "context" not in config.channels:
+        parts.append("window vectors")
+    return parts
+
+
+def _note_unsupported(config: RetrievalConfig) -> None:
+    """Log (once per process and set of parts) what of ``config`` message search leaves out."""
+    parts = tuple(unsupported_parts(config))
+    if parts and parts not in _NOTED:
+        _NOTED.add(parts)
+        log.info("messages.search searches own text and vectors; left out of this preset: %s", ", ".join(parts))
 
 
 class Messages:
@@ -206,13 +233,19 @@ class Messages:
             raise InvalidInputError("entries must be a list of mappings with thread and content")
         now = self._mem.now()
         built = []
-        for entry in entries:
+        for index, entry in enumerate(entries):
             if not isinstance(entry, Mapping):
                 raise InvalidInputError("each entry must be a mapping with thread and content")
             fields = {**defaults, **entry}
             thread = fields.pop("thread", None)
             content = fields.pop("content", None)
-            built.append(self._build(thread, content, fields, now))
+            try:
+                built.append(self._build(thread, content, fields, now))
+            except InvalidInputError as exc:
+                if len(entries) == 1:
+                    raise
+                head = " ".join(content[:40].split()) + "…" if isinstance(content, str) else "?"
+                raise InvalidInputError(f"entry {index} of the batch (thread {thread!r}, {head!r}): {exc}") from exc
         store = self.store
         stored = store.append_messages(built)
         if embed and stored:
@@ -220,6 +253,15 @@ class Messages:
 
             embed_messages(self._mem, store, stored)
             stored = [store.get_messages(m.namespace, [m.id])[0] for m in stored]
+        if (
+            stored
+            and getattr(self._mem.backend, "tiers", None) is not None
+            and any(m.role == "assistant" and m.agent for m in stored)
+        ):
+            try:  # the agent's tiers, when on (auto_pages), get a page per user+assistant pair
+                self._mem.tiers.observe_messages(stored)
+            except Error as exc:
+                log.warning("tier pages from messages failed (messages kept): %s", exc)
         if extract and stored:
             from memory.episodic.extract import extract_messages
 
@@ -377,9 +419,17 @@ class Messages:
         )  # fmt: skip
         k = max(config.candidates, limit)
         store = self.store
+        _note_unsupported(config)
         results = {}
         if "lexical" in config.channels:
-            results["lexical"] = store.search_messages_lexical(q, query_terms(text), k)
+            terms = query_terms(text)
+            results["lexical"] = store.search_messages_lexical(q, terms, k)
+            if "feedback" in config.channels and results["lexical"]:
+                top = [h.id for h in results["lexical"][: config.feedback_docs]]
+                texts = [m.content for m in store.get_messages(q.namespace, top)]
+                extra = feedback_terms(texts, terms, config.feedback_terms)
+                if extra:
+                    results["feedback"] = store.search_messages_lexical(q, terms + extra, k)
         if "vector" in config.channels:
             try:
                 if self._mem._ensure_space(strict=True):
@@ -442,6 +492,11 @@ class Messages:
         if before_turn is None and cutoff is None:
             return 0
         return self.store.archive_messages(ns, name, before_turn=before_turn, older_than=cutoff, at=self._mem.now())  # type: ignore[arg-type]
+
+    def delete(self, message_id: str, *, namespace: str | None = None) -> bool:
+        """Delete one message (hot or archived) for good; False when the namespace holds no such message."""
+        check_name(message_id, "message id", optional=False)
+        return self.store.delete_message(self._ns(namespace), message_id)
 
     def clear(
         self, thread: str, *, keep_last: int | None = None, older_than: object = None, namespace: str | None = None

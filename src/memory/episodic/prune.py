@@ -76,7 +76,7 @@ def prune(
     """
     now = mem.now()
     report = PruneReport()
-    store = getattr(mem.backend, "episodic", None)
+    store = mem.backend.episodic
     ns = None if namespace is None else mem._ns(namespace)
     if store is not None:
         report.messages = store.purge_expired_messages(ns, now)

@@ -172,6 +172,10 @@ def end_conversation(
         result.summarizer = ExtractiveSummarizer.name
         reason += f" (extractive fallback; {result.summarizer} used because the LLM failed: {result.fallback_reason})"
         values = ExtractiveSummarizer().summarize(messages, blocks)
+    if user is not None:  # the profile comes from the user's current facts, not verbatim sentences
+        from memory.episodic.profile import profile_blocks
+
+        values.update(profile_blocks(mem, messages, blocks, namespace=namespace, user=user, agent=agent))
     result.summary = values.get("last_conversation_summary")
     for label, value in values.items():
         if blocks.get(label) is not None and blocks[label].value == value:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memory.backends.episodic import EpisodicStore
-from memory.embedders.base import embed_texts
+from memory.embedders.base import CHUNK_CHARS, chunk_text, embed_chunked
 from memory.episodic.types import JobState, Message
 from memory.errors import EmbeddingMismatchError, InvalidInputError, ProviderError
 from memory.types import MemoryItem
@@ -60,8 +60,6 @@ __all__ = [
 ]
 
 JOB_NAME = "semantic_sync"
-#: Longest text embedded in one piece; longer messages are chunked.
-CHUNK_CHARS = 2_000
 #: How long a claim holds before another worker may take the rows.
 DEFAULT_LEASE_SECONDS = 300.0
 
@@ -95,23 +93,6 @@ def dead_local_workers(workers: Sequence[str]) -> list[str]:
     return dead
 
 
-def chunk_text(text: str, size: int = CHUNK_CHARS) -> list[str]:
-    """Split ``text`` into pieces of at most ``size`` characters, at whitespace where possible."""
-    if size < 1:
-        raise InvalidInputError("chunk size must be positive")
-    chunks: list[str] = []
-    rest = text.strip()
-    while len(rest) > size:
-        cut = rest.rfind(" ", 0, size + 1)
-        if cut <= size // 2:
-            cut = size
-        chunks.append(rest[:cut].strip())
-        rest = rest[cut:].strip()
-    if rest:
-        chunks.append(rest)
-    return chunks
-
-
 def _message_text(message: Message) -> str:
     """What is embedded for a message: its text, else its media's name."""
     if message.content:
@@ -123,21 +104,7 @@ def _message_text(message: Message) -> str:
 
 def _embed_chunked(mem: Memory, texts: Sequence[str]) -> np.ndarray:
     """Embed texts (long ones as the mean of their chunks); raises ProviderError."""
-    pieces: list[str] = []
-    owners: list[int] = []
-    for index, text in enumerate(texts):
-        for chunk in chunk_text(text):
-            pieces.append(chunk)
-            owners.append(index)
-    matrix = embed_texts(mem.embedder, pieces, batch_size=mem.settings.limits.embed_batch_size)
-    if len(pieces) == len(texts):
-        return matrix
-    out = np.zeros((len(texts), matrix.shape[1]), dtype=np.float32)
-    np.add.at(out, np.asarray(owners), matrix)
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    pooled: np.ndarray = (out / norms).astype(np.float32)
-    return pooled
+    return embed_chunked(mem.embedder, texts, batch_size=mem.settings.limits.embed_batch_size)
 
 
 @dataclass

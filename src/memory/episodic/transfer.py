@@ -60,7 +60,7 @@ def export_episodic(mem: Memory, stream: IO[str], flt: Filter, *, memory_only_fi
     Nothing is written when the backend has no conversation store, or when
     ``memory_only_filters`` (kinds, tags, metadata) narrow the export to memories.
     """
-    store = getattr(mem.backend, "episodic", None)
+    store = mem.backend.episodic
     if store is None or memory_only_filters:
         return 0, 0
     query = MessageQuery(

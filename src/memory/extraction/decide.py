@@ -48,8 +48,15 @@ def content_words(text: str) -> set[str]:
 
 def is_functional(predicate: str) -> bool:
     """True for predicates that hold one value at a time (a new value supersedes the old)."""
+    from memory.extraction.slots import slot_of
+
     head = predicate.split()[0] if predicate else ""
-    return predicate in FUNCTIONAL_PREDICATES or head in _ONE_VALUED_HEADS or predicate.startswith(("is ", "was "))
+    return (
+        predicate in FUNCTIONAL_PREDICATES
+        or head in _ONE_VALUED_HEADS
+        or predicate.startswith(("is ", "was "))
+        or slot_of(predicate) is not None
+    )
 
 
 def _negated(predicate: str) -> str | None:

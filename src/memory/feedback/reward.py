@@ -1,5 +1,6 @@
-"""The reward of a conversation: a documented, deterministic score in [0, 1] and its components.
+"""The reward of a conversation: a documented, deterministic score in [0, 1], its components and its sign.
 
+0.5 is neutral: a signal below it lowers the reward, above it raises it.
 Signals (each a value in [0, 1]; docs/feedback.md has the same table):
 
 ===================  ========================================================  ======
@@ -8,25 +9,36 @@ signal               value                                                     w
 rating               explicit user rating: stars ``(s − 1) / 4`` for 1–5,      —
                      thumbs ``1`` for +1 and ``0`` for −1
 task                 ``1`` when the task was completed, ``0`` when it failed   0.45
-feedback             polarity of the feedback text, ``(pos − neg)/(pos + neg)``  0.35
-                     mapped from [−1, 1] to [0, 1] (small lexicon, negation
-                     within two words flips a word); only when a word hits
-corrections          ``1 − min(c, 4) / 4`` for ``c`` user messages that correct  0.20
-                     the agent ("no, I meant", "that's wrong", "not what I
-                     asked", a repeated question, …); only when ``c > 0``
+feedback             the feedback text: its reaction signal                    0.35
+                     (:func:`memory.feedback.signals.classify_reaction`: 1 for
+                     thanks/success, 0 for a correction, complaint, repeat or
+                     abandonment), else the polarity of its words
+                     ``(pos − neg)/(pos + neg)`` mapped to [0, 1] (small
+                     lexicon, a negator within two words flips a word); only
+                     when something hits
+dialogue             what the user's reacting messages say                     0.35
+                     (:mod:`memory.feedback.signals`): ``(score + 1) / 2`` of
+                     the mean sign of corrections, complaints, repeated
+                     requests and abandonment (−) and thanks and confirmed
+                     success (+), the last one counted twice; only when some
+                     message carries a signal. Without the messages, ``c``
+                     counted corrections give ``0``.
 ===================  ========================================================  ======
 
-``implicit`` is the weighted mean of the task, feedback and corrections
-signals that are present (weights renormalised over them). Then:
+``implicit`` is the weighted mean of the task, feedback and dialogue signals
+that are present (weights renormalised over them). Then:
 
 * an explicit ``reward`` given by the caller is used as is (components say so);
 * else with a rating: ``reward = 0.75·rating + 0.25·implicit`` (the rating
   alone when no implicit signal is present) — the rating dominates;
 * else ``reward = implicit``;
 * no signal at all → ``None``: a conversation nobody judged stays unscored
-  (silence is not a score) and does not count in the per-version statistics.
+  (silence is not a score, never "good") and does not count in the
+  per-version statistics.
 
-The reward is rounded to 4 decimals. Everything here is pure.
+:func:`reward_sign` reads a reward as positive (> 0.55), negative (< 0.45)
+or neutral (between, or None). The reward is rounded to 4 decimals.
+Everything here is pure.
 """
 
 from __future__ import annotations
@@ -35,9 +47,10 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from memory.errors import InvalidInputError
+from memory.feedback.signals import NEGATIVE_SIGNALS, DialogueSignals, classify_reaction, dialogue_score
 
 __all__ = [
     "RewardResult",
@@ -48,10 +61,16 @@ __all__ = [
     "polarity",
     "WEIGHTS",
     "RATING_WEIGHT",
+    "reward_sign",
+    "feedback_value",
+    "RewardSign",
 ]
 
 #: Weights of the implicit signals.
-WEIGHTS = {"task": 0.45, "feedback": 0.35, "corrections": 0.20}
+WEIGHTS = {"task": 0.45, "feedback": 0.35, "dialogue": 0.35}
+#: Rewards above are positive, below ``1 - POSITIVE_ABOVE`` negative, between neutral.
+POSITIVE_ABOVE = 0.55
+RewardSign = Literal["positive", "negative", "neutral"]
 #: Share of an explicit rating in the reward when implicit signals are present too.
 RATING_WEIGHT = 0.75
 #: Corrections at which the corrections signal reaches 0.
@@ -114,20 +133,19 @@ def _words(text: str) -> list[str]:
 
 def is_correction(text: str) -> bool:
     """True when a user message corrects the agent (a phrase of the correction list)."""
-    return bool(_CORRECTION.search(text.replace("’", "'")))
+    return bool(_CORRECTION.search(text.replace("’", "'"))) or classify_reaction(text) == "correction"
 
 
 def count_corrections(user_messages: Sequence[str]) -> int:
-    """User messages that correct the agent: correction phrases, or a question repeated (≥ 80 % same words)."""
+    """User messages (after the first) that correct, complain, repeat the request or give up.
+
+    The same reading as :func:`memory.feedback.signals.dialogue_signals` on a
+    conversation where every user message after the first reacts to an answer.
+    """
     count = 0
-    earlier: list[set[str]] = []
-    for text in user_messages:
-        words = set(_words(text))
-        repeated = len(words) >= 3 and any(len(words & w) / len(words | w) >= 0.8 for w in earlier)
-        if is_correction(text) or repeated:
+    for i, text in enumerate(user_messages):
+        if i and classify_reaction(text, user_messages[:i]) in NEGATIVE_SIGNALS:
             count += 1
-        if len(words) >= 3:
-            earlier.append(words)
     return count
 
 
@@ -147,6 +165,28 @@ def polarity(text: str) -> tuple[int, int]:
     return pos, neg
 
 
+def feedback_value(text: str) -> tuple[float | None, dict[str, Any]]:
+    """The feedback signal of a feedback text in [0, 1] (None when nothing in it hits) and what hit."""
+    signal = classify_reaction(text)
+    if signal is not None:
+        return (0.0 if signal in NEGATIVE_SIGNALS else 1.0), {"feedback_signal": signal}
+    pos, neg = polarity(text)
+    if pos + neg:
+        return ((pos - neg) / (pos + neg) + 1.0) / 2.0, {"feedback_hits": {"positive": pos, "negative": neg}}
+    return None, {}
+
+
+def reward_sign(reward: float | None) -> RewardSign:
+    """positive above 0.55, negative below 0.45, neutral between or when unscored (None)."""
+    if reward is None:
+        return "neutral"
+    if reward > POSITIVE_ABOVE:
+        return "positive"
+    if reward < 1.0 - POSITIVE_ABOVE:
+        return "negative"
+    return "neutral"
+
+
 def compute_reward(
     *,
     rating: float | None = None,
@@ -154,9 +194,13 @@ def compute_reward(
     feedback: str | None = None,
     corrections: int = 0,
     explicit: float | None = None,
+    dialogue: DialogueSignals | None = None,
 ) -> RewardResult:
     """The reward from the signals present (see the module docstring). ``rating`` is already in [0, 1].
 
+    ``dialogue`` are the signals of the conversation's user messages
+    (:func:`memory.feedback.signals.dialogue_signals`); without them,
+    ``corrections`` > 0 counts as a negative dialogue signal.
     Raises InvalidInputError for an explicit reward or rating outside [0, 1] or NaN.
     """
     for what, value in (("reward", explicit), ("rating", rating)):
@@ -172,12 +216,19 @@ def compute_reward(
     if task_completed is not None:
         signals["task"] = 1.0 if task_completed else 0.0
     if feedback:
-        pos, neg = polarity(feedback)
-        if pos + neg:
-            signals["feedback"] = ((pos - neg) / (pos + neg) + 1.0) / 2.0
-            components["feedback_hits"] = {"positive": pos, "negative": neg}
-    if corrections > 0:
-        signals["corrections"] = 1.0 - min(corrections, MAX_CORRECTIONS) / MAX_CORRECTIONS
+        value, hits = feedback_value(feedback)
+        if value is not None:
+            signals["feedback"] = value
+            components.update(hits)
+    if dialogue is not None and dialogue.signals:
+        score = dialogue_score(dialogue.signals)
+        assert score is not None
+        signals["dialogue"] = (score + 1.0) / 2.0
+        components["dialogue_signals"] = dict(dialogue.counts)
+        if dialogue.negative:
+            components["corrections_found"] = dialogue.negative
+    elif corrections > 0:
+        signals["dialogue"] = 0.0
         components["corrections_found"] = corrections
     components.update({name: round(value, 4) for name, value in signals.items()})
     implicit = None
@@ -194,4 +245,6 @@ def compute_reward(
         components["method"] = "implicit"
     else:
         return RewardResult(None, {"method": "none"})
-    return RewardResult(round(min(max(reward, 0.0), 1.0), 4), components)
+    result = round(min(max(reward, 0.0), 1.0), 4)
+    components["sign"] = reward_sign(result)
+    return RewardResult(result, components)

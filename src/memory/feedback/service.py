@@ -34,7 +34,8 @@ from pydantic import ValidationError
 
 from memory.backends.feedback import FeedbackStore, RecordQuery, check_prompt_text, check_version
 from memory.errors import InvalidInputError, NotFoundError, StorageError, StoreUnavailableError
-from memory.feedback.reward import compute_reward, count_corrections, normalise_rating
+from memory.feedback.reward import compute_reward, normalise_rating
+from memory.feedback.signals import dialogue_signals
 from memory.feedback.stats import candidate_beats_active, interval
 from memory.feedback.types import (
     ConversationRecord,
@@ -60,12 +61,12 @@ _TEXT_FIELDS = ("feedback", "example", "suggestion", "summary")
 
 def feedback_store(mem: Memory) -> FeedbackStore:
     """The backend's feedback store. Raises StoreUnavailableError when the backend has none."""
-    store = getattr(mem.backend, "feedback", None)
+    store = mem.backend.feedback
     if store is None:
         raise StoreUnavailableError(
             f"the {mem.backend.name} backend has no feedback store; use sqlite, postgres or inmemory"
         )
-    return store  # type: ignore[no-any-return]
+    return store
 
 
 def _text(value: object, what: str) -> str | None:
@@ -151,7 +152,7 @@ class Feedback(_Base):
         return self._save(ns, thread, changes, user=user, agent=agent)
 
     def _thread_messages(self, ns: str, thread: str) -> builtins.list[Any]:
-        if getattr(self._mem.backend, "episodic", None) is None:
+        if self._mem.backend.episodic is None:
             return []
         return self._mem.messages.get_thread(thread, namespace=ns, limit=10_000)
 
@@ -209,12 +210,14 @@ class Feedback(_Base):
         if "explicit" in changes:
             fields["explicit_reward"] = True
             fields["reward"] = changes["explicit"]
+        dialogue = None
         if messages:
-            fields["corrections"] = count_corrections([m.content for m in messages if m.role == "user" and m.content])
+            dialogue = dialogue_signals([(m.role, m.content) for m in messages if m.content])
+            fields["corrections"] = dialogue.negative
             fields["message_ids"] = tuple(m.id for m in messages)
         result = compute_reward(
             rating=fields.get("rating"), task_completed=fields.get("task_completed"), feedback=fields.get("feedback"),
-            corrections=int(fields.get("corrections") or 0),
+            corrections=int(fields.get("corrections") or 0), dialogue=dialogue,
             explicit=fields["reward"] if fields.get("explicit_reward") else None,
         )  # fmt: skip
         fields["reward"], fields["reward_components"] = result.reward, result.components
@@ -247,7 +250,7 @@ class Feedback(_Base):
 
     def on_conversation_end(self, result: ConversationEnd, namespace: str | None = None) -> ConversationRecord | None:
         """Store the summary ``end_conversation`` made in the thread's record and score it (None: no messages)."""
-        if result.messages == 0 or getattr(self._mem.backend, "feedback", None) is None:
+        if result.messages == 0 or self._mem.backend.feedback is None:
             return None
         changes = {"summary": result.summary} if result.summary and result.summary.strip() else {}
         return self._save(self._ns(namespace), result.thread, changes, user=result.user, agent=result.agent)

@@ -49,14 +49,14 @@ def _line(kind: str, record: ConversationRecord | PromptVersion) -> str:
 
 def export_feedback(mem: Memory, stream: IO[str], flt: Filter, *, memory_only_filters: bool) -> int:
     """Write the namespace's conversation records (and, unscoped, its prompt versions); returns how many lines."""
-    store = getattr(mem.backend, "feedback", None)
+    store = mem.backend.feedback
     if store is None or memory_only_filters or flt.created_after is not None or flt.created_before is not None:
         return 0
     ns = flt.namespace
     written = 0
     if flt.thread is not None:
         found = store.get_record(ns, flt.thread)
-        records = [found] if found is not None else []
+        records: Iterable[ConversationRecord] = [found] if found is not None else []
     else:
         records = store.iter_records(ns)
     for record in records:

@@ -15,7 +15,7 @@ from memory.llms.base import ChatMessage
 
 __all__ = ["PROMPT_VERSION", "TASKS", "render", "repair_message"]
 
-PROMPT_VERSION = "extract-v1/decide-v1/summarize-v1/section-v1/refine-v1/reflect-v1"
+PROMPT_VERSION = "extract-v1/facts-v1/decide-v1/summarize-v1/section-v1/refine-v1/reflect-v1"
 
 _EXTRACT_SYSTEM = """You extract structured memory from text for a long-term memory store.
 Answer with one JSON object and nothing else:
@@ -31,6 +31,41 @@ Example: "Alice moved to Berlin in 2021." ->
  "entities": [{"name": "Alice", "type": "person"}, {"name": "Berlin", "type": "place"},
  {"name": "2021", "type": "date"}],
  "relations": [{"subject": "Alice", "predicate": "moved to", "object": "Berlin"}]}"""
+
+_FACTS_SYSTEM = """You turn one chat message into facts for a long-term memory about the people in the chat.
+Answer with one JSON object and nothing else:
+{"facts": [{"statement": ..., "subject": ..., "predicate": ..., "object": ..., "negated": false, "when": null}],
+ "entities": [{"name": ..., "type": ...}], "correction": null}
+- Only what the message states about a person: where they live, work, study; their job, family, partner,
+  friends, pets; likes and dislikes; plans and goals; health and allergies; events and when they happened.
+- Greetings, thanks, questions, compliments and small talk give no facts: answer {"facts": [], "entities": []}.
+- statement: one short, self-contained sentence in the third person. Replace "I"/"me"/"my" with the
+  SPEAKER's name and "you"/"your" with the LISTENER's name; never write "I" or "you".
+- subject: the person the fact is about (a name). predicate: a short verb phrase in lower case
+  ("lives in", "works at", "works as", "has manager", "has cat", "likes", "is allergic to", "plans to").
+  object: the value ("Porto"), or "" when there is none.
+- negated: true when the message says it is no longer or not true ("I don't eat meat any more").
+- when: the time expression exactly as said ("last week", "in 2019"), or null; leave relative
+  expressions out of the statement.
+- entities: people, places, organisations, dates, things named in the message; type is one of
+  person, place, organisation, date, thing.
+- correction: when the message corrects the speaker's previous message ("sorry, I meant Tuesday"),
+  the corrected value ("Tuesday") and no facts.
+Example: SPEAKER Maya, LISTENER Tom, text "I moved to Porto last week!" ->
+{"facts": [{"statement": "Maya moved to Porto.", "subject": "Maya", "predicate": "moved to",
+ "object": "Porto", "negated": false, "when": "last week"}],
+ "entities": [{"name": "Maya", "type": "person"}, {"name": "Porto", "type": "place"}], "correction": null}"""
+
+
+def _facts_user(inputs: dict[str, Any]) -> str:
+    lines = [f"SPEAKER: {inputs['speaker']}"]
+    if inputs.get("listener"):
+        lines.append(f"LISTENER: {inputs['listener']}")
+    if inputs.get("date"):
+        lines.append(f"DATE: {inputs['date']}")
+    lines.append("Text:\n" + str(inputs["text"]))
+    return "\n".join(lines)
+
 
 _DECIDE_SYSTEM = """You maintain a memory store. Compare a NEW fact with EXISTING memories (numbered) and choose one action:
 - ADD: the new fact is new information.
@@ -128,6 +163,7 @@ def _reflect_user(inputs: dict[str, Any]) -> str:
 
 TASKS = {
     "extract": (_EXTRACT_SYSTEM, _extract_user),
+    "extract_facts": (_FACTS_SYSTEM, _facts_user),
     "decide": (_DECIDE_SYSTEM, _decide_user),
     "summarize_conversation": (_SUMMARIZE_SYSTEM, _summarize_user),
     "summarise_section": (_SECTION_SYSTEM, _section_user),

@@ -11,6 +11,8 @@ __all__ = [
     "RelationOut",
     "ExtractionOut",
     "DecisionOut",
+    "FactOut",
+    "FactsOut",
     "Action",
     "ACTIONS",
     "PromptRefinementOut",
@@ -48,6 +50,27 @@ class ExtractionOut(_Out):
     keywords: list[str] = Field(default_factory=list, max_length=30)
     entities: list[EntityOut] = Field(default_factory=list, max_length=50)
     relations: list[RelationOut] = Field(default_factory=list, max_length=50)
+
+
+class FactOut(_Out):
+    """One canonical fact from a message: a third-person statement and its parts."""
+
+    statement: str = Field(min_length=3, max_length=500, description="self-contained, third person, no 'I'/'you'")
+    subject: str = Field(min_length=1, max_length=200, description="who or what the fact is about (a name)")
+    predicate: str = Field("", max_length=100, description="short verb phrase in lower case, e.g. 'lives in'")
+    object: str = Field("", max_length=200, description="the value, e.g. 'Porto'; empty when there is none")
+    negated: bool = Field(False, description="true when the message says this is no longer / not true")
+    when: str | None = Field(None, max_length=100, description="the time expression as said, e.g. 'last week'")
+
+
+class FactsOut(_Out):
+    """What one message says about the people in it (task ``extract_facts``)."""
+
+    facts: list[FactOut] = Field(default_factory=list, max_length=20)
+    entities: list[EntityOut] = Field(default_factory=list, max_length=50)
+    correction: str | None = Field(
+        None, max_length=200, description="the corrected value when the message corrects the speaker's last fact"
+    )
 
 
 class DecisionOut(_Out):

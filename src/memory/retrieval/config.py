@@ -12,7 +12,9 @@ __all__ = ["RetrievalConfig", "PRESETS", "CHANNELS", "preset"]
 #: Retrieval channels recall knows. ``feedback`` is a second lexical search with the
 #: query expanded by pseudo-relevance feedback from the lexical channel's top hits;
 #: ``graph``: entities in the query → relations → memories (retrieval/graph.py).
-CHANNELS = ("vector", "lexical", "feedback", "graph")
+#: ``context``: the window vectors searched as a channel of their own (the ``vector`` channel then
+#: searches the memories' own vectors).
+CHANNELS = ("vector", "lexical", "feedback", "graph", "context")
 #: Field weights of the lexical channel; window 0.3 measured on LoCoMo dev (docs/retrieval.md).
 DEFAULT_FIELDS: dict[str, float] = {"content": 1.0, "window": 0.3, "time": 1.0}
 #: The lexical channel on the memory's own words only (no window, no time words).

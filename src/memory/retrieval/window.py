@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import numpy.typing as npt
 
 from memory.errors import InvalidInputError
+from memory.retrieval.text import STOPWORDS, words
+from memory.temporal import resolve_time_expressions
 from memory.types import SENSITIVITY_LEVELS, MemoryItem
 
 __all__ = [
@@ -39,6 +41,9 @@ __all__ = [
     "LEXICAL_FIELDS",
     "field_weights",
     "MONTHS",
+    "CONTEXT_WORDS",
+    "context_share",
+    "event_time_words",
     "time_words",
     "window_model",
     "window_neighbours",
@@ -48,6 +53,8 @@ __all__ = [
 
 #: Memories on each side of a memory in its thread that form its context window.
 WINDOW = 2
+#: Content words up to which a memory gets its whole context window (:func:`context_share`).
+CONTEXT_WORDS = 30
 #: Month names as the time words spell them (index 0 is January).
 MONTHS: tuple[str, ...] = (
     "January", "February", "March", "April", "May", "June",
@@ -101,22 +108,71 @@ def window_neighbours(sequence: Sequence[MemoryItem], index: int, size: int = WI
     ]
 
 
-def window_text(item: MemoryItem, neighbours: Sequence[MemoryItem]) -> str:
-    """The lexical window field: the memory's own ``context`` (if any), then its neighbours' contents."""
+def event_time_words(content: str, said_at: datetime) -> str:
+    """Time words of the events ``content`` mentions, resolved against when it was said.
+
+    "Yesterday I went hiking", said on 17 March 2022, gives ``"16 March 2022"``;
+    a week, month or span gives the month and year of its first and last day
+    (``"March 2022"``), a year gives the year. Duplicates are dropped. See
+    :mod:`memory.temporal` for the expressions understood.
+    """
+    moment = said_at.astimezone(UTC) if said_at.tzinfo is not None else said_at
+    out: dict[str, None] = {}
+    for mention in resolve_time_expressions(content, moment):
+        last = mention.end - timedelta(days=1)
+        if mention.granularity == "day" and mention.end - mention.start <= timedelta(days=1):
+            out[f"{mention.start.day} {MONTHS[mention.start.month - 1]} {mention.start.year}"] = None
+        elif mention.granularity == "year":
+            out[str(mention.start.year)] = None
+        else:
+            for moment_ in (mention.start, last):
+                out[f"{MONTHS[moment_.month - 1]} {moment_.year}"] = None
+    return " ".join(out)
+
+
+def context_share(content: str) -> float:
+    """How much a memory's context window counts beside its own text: ``min(1, CONTEXT_WORDS / n)``.
+
+    ``n`` is the number of content words (stopwords left out) of ``content``.
+    A short turn ("Yes, two weekends ago!") is understood through its
+    neighbours and gets the whole window; a turn long enough to stand on its
+    own gets less and less of it, so a long answer is not blurred into the
+    turns around it. Measured in docs/retrieval.md on LoCoMo (short turns) and
+    LongMemEval (long ones).
+    """
+    n = sum(1 for w in words(content) if w not in STOPWORDS)
+    return 1.0 if n <= CONTEXT_WORDS else CONTEXT_WORDS / n
+
+
+def window_text(item: MemoryItem, neighbours: Sequence[MemoryItem], share: float | None = None) -> str:
+    """The lexical window field: the memory's own ``context`` (if any), its neighbours' contents,
+    then the time words of the events it mentions (:func:`event_time_words`).
+
+    The neighbours' contents are left out when the memory stands on its own
+    (:func:`context_share` below one half; pass ``share`` when already computed).
+    """
     parts = [item.context] if item.context else []
-    parts.extend(n.content for n in neighbours)
+    if (context_share(item.content) if share is None else share) >= 0.5:
+        parts.extend(n.content for n in neighbours)
+    events = event_time_words(item.content, item.created_at)
+    if events:
+        parts.append(events)
     return "\n".join(parts)
 
 
 def window_vector(
-    own: npt.NDArray[np.float32], neighbours: Sequence[npt.NDArray[np.float32]]
+    own: npt.NDArray[np.float32], neighbours: Sequence[npt.NDArray[np.float32]], context: float = 1.0
 ) -> npt.NDArray[np.float32]:
-    """``unit(own + unit(own + Σ neighbours))`` for unit vectors; ``own`` when there are no neighbours."""
+    """``unit(own + context · unit(own + Σ neighbours))`` for unit vectors; ``own`` when there are no neighbours.
+
+    ``context`` (0..1) is how much the window counts beside the memory's own
+    vector (:func:`context_share`); 0 gives the own vector.
+    """
     own = np.asarray(own, dtype=np.float32)
-    if not neighbours:
+    if not neighbours or context <= 0:
         return own.copy()
     mean = own + np.sum(np.stack([np.asarray(n, dtype=np.float32) for n in neighbours]), axis=0)
     norm = float(np.linalg.norm(mean))
-    combined = own + (mean / norm if norm > 0 else mean)
+    combined = own + context * (mean / norm if norm > 0 else mean)
     norm = float(np.linalg.norm(combined))
     return (combined / norm if norm > 0 else own).astype(np.float32)

@@ -628,6 +628,24 @@ class TiersRetrieveIn(_In):
     clearance: Clearance = _CLEARANCE
 
 
+class TiersSystemListIn(_In):
+    """List the namespace's shared system memory (what the tiers promoted for every agent)."""
+
+    source_agent: str | None = Field(None, description="Only entries this agent contributed.", max_length=256)
+
+
+class TiersSystemOut(_Out):
+    """System memory entries, most important first (vectors left out)."""
+
+    entries: list[dict[str, Any]]
+
+
+class TiersWithdrawIn(_In):
+    """System memory entries to take back (every agent stops seeing them)."""
+
+    id: str = Field(..., description="The system entry id (from tiers_system).", min_length=1, max_length=256)
+
+
 # -- feedback and prompt versions (issue 9) ----------------------------------------
 
 

@@ -461,23 +461,13 @@ register(Operation(
 
 
 def _link(mem: Memory, a: m.LinkIn, call: Call) -> Any:
-    for memory_id in (a.id, a.target):  # secrets stay invisible: linking one must not reveal it exists
-        mem.get(memory_id, namespace=call.namespace, clearance=call.caller.clearance)
-    return mem.link(a.id, a.target, a.type, namespace=call.namespace)
+    return mem.link(a.id, a.target, a.type, namespace=call.namespace, clearance=call.caller.clearance)
 
 
 def _query_graph(mem: Memory, a: m.QueryGraphIn, call: Call) -> m.GraphOut:
-    options = _fields(a, "depth", "predicates", "entity_types", "include_invalid", "limit")
+    options = _fields(a, "depth", "predicates", "entity_types", "include_invalid", "limit", "clearance")
     found = mem.graph.query_graph(a.start, namespace=call.namespace, **options)
-    relations = mem.graph.visible(found.relations, namespace=call.namespace, clearance=a.clearance)
-    ends = {e for r in relations for e in (r.subject_id, r.object_id)}
-    entities = [e for i, e in enumerate(found.entities) if e.id in ends or (i == 0 and a.start is not None)]
-    sources: set[str] = set()
-    if found.memory_ids:
-        flt = mem.filter(call.namespace, clearance=a.clearance, include_invalid=True)
-        sources = set(mem.backend.find_ids(flt.model_copy(update={"ids": tuple(found.memory_ids)})))
-    memory_ids = [i for i in dict.fromkeys(s for r in relations for s in r.source_ids) if i in sources]
-    return m.GraphOut(entities=entities, relations=relations, memory_ids=memory_ids)
+    return m.GraphOut(entities=found.entities, relations=found.relations, memory_ids=found.memory_ids)
 
 
 def _facts_about(mem: Memory, a: m.FactsAboutIn, call: Call) -> m.FactsOut:
@@ -569,6 +559,29 @@ register(Operation(
 ))  # fmt: skip
 
 
+def _tiers_system(mem: Memory, a: m.TiersSystemListIn, call: Call) -> m.TiersSystemOut:
+    entries = mem.tiers.system(namespace=call.namespace, source_agent=a.source_agent)
+    return m.TiersSystemOut(entries=[e.model_dump(mode="json", exclude={"vector"}) for e in entries])
+
+
+def _tiers_withdraw(mem: Memory, a: m.TiersWithdrawIn, call: Call) -> m.DeletedOut:
+    return m.DeletedOut(deleted=mem.tiers.withdraw(a.id, namespace=call.namespace))
+
+
+register(Operation(
+    name="tiers_system",
+    description="List the shared system memory of the namespace: what the tiers promoted for every agent.",
+    params=m.TiersSystemListIn, result=m.TiersSystemOut, run=_tiers_system, tags=("tiers",),
+    rest=Rest("GET", "/tiers/system"),
+))  # fmt: skip
+register(Operation(
+    name="tiers_withdraw",
+    description="Take an entry out of the shared system memory (every agent of the namespace stops seeing it).",
+    params=m.TiersWithdrawIn, result=m.DeletedOut, run=_tiers_withdraw, write=True, destructive=True,
+    tags=("tiers",), rest=Rest("DELETE", "/tiers/system/{id}"),
+))  # fmt: skip
+
+
 # -- feedback and prompt versions (issue 9) ---------------------------------------------
 
 
@@ -609,3 +622,6 @@ RESOURCES.extend([
     ResourceSpec("memory://{namespace}/entities/{entity}", "facts_about", "entity-facts",
                  "What the knowledge graph knows about an entity: its facts (JSON)."),
 ])  # fmt: skip
+
+# The web inspector's operations (issue 21) live in their own module; importing it registers them.
+from memory.server import ops_inspect as _ops_inspect  # noqa: E402,F401

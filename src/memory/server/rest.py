@@ -334,5 +334,8 @@ def create_app(mem: Memory, auth: Authenticator, settings: ServerSettings | None
             allow_methods=["GET", "POST", "PATCH", "DELETE"],
             allow_headers=["Authorization", "X-API-Key", "Content-Type"],
         )
+    from memory.server.ui import mount_ui  # the web inspector at /ui (issue 21)
+
+    mount_ui(app, keys_required=auth.require_keys)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     return app

@@ -3,19 +3,25 @@
 Flow (MemoryOS, DESIGN §7): :meth:`Tiers.add_page` appends a page to the STM
 queue of (agent, user) — and, unless ``record=False``, its query and
 response to the episodic message store, so pages are never lost when a
-segment is evicted. When the queue holds more than ``stm_capacity`` pages,
+segment is evicted; :meth:`Tiers.observe_messages` does it by itself for
+agents with ``auto_pages`` (every user+assistant pair appended to the
+message store). When the queue holds more than ``stm_capacity`` pages,
 :meth:`Tiers.consolidate` (inline by default, or from the worker job
-``tiers``) moves the oldest pages to MTM: each joins the segment with the
-best Fscore ≥ ``fscore_threshold`` or starts a new one; joined segments get
-a refreshed summary, keywords and embedding (unit mean of their pages).
-Segments over ``mtm_capacity`` are evicted coldest first. Segments whose
-heat reaches ``heat_threshold`` have their unanalysed pages analysed into
-persona updates (user persona, other object personas, agent persona,
-shared-knowledge candidates) and their visit and interaction counters reset
-(MemoryOS). Candidates whose importance reaches
-``system_importance_threshold`` enter the namespace's system memory, which
-keeps ``system_capacity`` entries by importance. One pass for one (agent,
-user) is written in one transaction.
+``tiers``) moves the oldest pages to MTM: as MemoryOS does, each page's topic
+summary and keywords are matched against every segment's summary and
+keywords (Fscore = cos of the summary embeddings + keyword Jaccard, or the
+configured ``fscore_function``); the page joins the best segment at or above
+``fscore_threshold`` — whose summary, keywords and embedding are redone at
+once — or starts a new one. Segments over ``mtm_capacity`` are evicted
+coldest first. Segments whose heat reaches ``heat_threshold`` have their
+unanalysed pages analysed into persona updates (user persona, other object
+personas, agent persona, shared-knowledge candidates) and their visit and
+interaction counters reset (MemoryOS). Candidates whose importance reaches
+``system_importance_threshold`` and that are not about a particular person
+(:mod:`memory.tiers.privacy`, unless the policy ``system_promotion`` is
+``any``; never from private pages) enter the namespace's system memory,
+which keeps ``system_capacity`` entries by importance. One pass for one
+(agent, user) is written in one transaction.
 """
 
 from __future__ import annotations
@@ -26,8 +32,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from memory.backends.tiers import TierChanges, TierStore
 from memory.errors import EmbedderError, InvalidInputError, StoreUnavailableError
 from memory.extraction.heuristic import keywords, normalise_name
@@ -35,7 +39,9 @@ from memory.ids import new_id
 from memory.records import check_name
 from memory.tiers import analysis
 from memory.tiers.config import agent_type_of, resolve_config, store_config
-from memory.tiers.formulas import heat, jaccard, mean_vector, recency
+from memory.tiers.privacy import likely_person, personal_reason
+from memory.tiers.ranking import rank_system, relevant_personas
+from memory.tiers.scoring import default_fscore, fscore_of, heat_of, rank_pages, topic_text
 from memory.tiers.types import (
     AgentPersona,
     ConsolidationReport,
@@ -56,31 +62,23 @@ if TYPE_CHECKING:
 
 __all__ = ["Tiers", "segment_heat", "similarity"]
 
+_ENTRY_CACHE = 20_000
+
 
 def similarity(
     vector_a: Sequence[float], keywords_a: Sequence[str], vector_b: Sequence[float], keywords_b: Sequence[str]
 ) -> float:
     """Fscore (:func:`memory.tiers.formulas.fscore`, cosine in numpy) that tolerates missing or
     mismatched vectors: then only the keyword Jaccard counts."""
-    cos = 0.0
-    if vector_a and len(vector_a) == len(vector_b):
-        a = np.asarray(vector_a, dtype=np.float64)
-        b = np.asarray(vector_b, dtype=np.float64)
-        norms = float(np.linalg.norm(a) * np.linalg.norm(b))
-        cos = float(a @ b) / norms if norms else 0.0
-    return cos + jaccard(keywords_a, keywords_b)
+    return default_fscore(vector_a, keywords_a, vector_b, keywords_b)
 
 
 def segment_heat(segment: Segment, config: TierConfig, now: datetime) -> float:
-    """Heat of ``segment`` at ``now`` under ``config``."""
-    return heat(
-        segment.visits,
-        segment.interactions,
-        recency(segment.last_accessed, now, config.recency_mu),
-        alpha=config.heat_alpha,
-        beta=config.heat_beta,
-        gamma=config.heat_gamma,
-    )
+    """Heat of ``segment`` at ``now`` under ``config`` (its ``heat_function``, else the seed's formula)."""
+    return heat_of(
+        config.heat_function, segment.visits, segment.interactions, segment.last_accessed, now,
+        mu=config.recency_mu, alpha=config.heat_alpha, beta=config.heat_beta, gamma=config.heat_gamma,
+    )  # fmt: skip
 
 
 def _queue(old: Sequence[str], new: Sequence[str], capacity: int) -> tuple[tuple[str, ...], int]:
@@ -103,17 +101,18 @@ class Tiers:
         """Bind to ``mem`` (backend, embedder, LLM, clock, namespace)."""
         self._mem = mem
         self._lock = threading.RLock()
+        self._entry_vectors: dict[str, tuple[float, ...]] = {}
 
     # -- plumbing ----------------------------------------------------------
     @property
     def store(self) -> TierStore:
         """The backend's tier store. Raises StoreUnavailableError when the backend has none."""
-        store = getattr(self._mem.backend, "tiers", None)
+        store = self._mem.backend.tiers
         if store is None:
             raise StoreUnavailableError(
                 f"the {self._mem.backend.name} backend has no tier store; use sqlite, postgres or inmemory for tiers"
             )
-        return store  # type: ignore[no-any-return]
+        return store
 
     def _ns(self, namespace: str | None) -> str:
         return check_name(namespace, "namespace") or self._mem.namespace
@@ -128,6 +127,17 @@ class Tiers:
             return [() for _ in texts]
         return [tuple(float(x) for x in row) for row in rows]
 
+    def _embed_entries(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
+        """Vectors of persona and system entries, cached in process (entries change rarely, queries often)."""
+        missing = sorted({t for t in texts if t not in self._entry_vectors})
+        if missing:
+            if len(self._entry_vectors) + len(missing) > _ENTRY_CACHE:
+                self._entry_vectors.clear()
+            for text, vector in zip(missing, self._embed(missing), strict=True):
+                if vector:
+                    self._entry_vectors[text] = vector
+        return [self._entry_vectors.get(t, ()) for t in texts]
+
     # -- configuration -----------------------------------------------------
     def config(
         self, agent: str | None = None, *, agent_type: str | None = None, namespace: str | None = None
@@ -138,16 +148,27 @@ class Tiers:
         return resolve_config(self.store, self._ns(namespace), agent, agent_type)
 
     def configure(
-        self, *, agent: str | None = None, agent_type: str | None = None, namespace: str | None = None, **values: Any
+        self,
+        *,
+        agent: str | None = None,
+        agent_type: str | None = None,
+        namespace: str | None = None,
+        namespace_wide: bool = False,
+        **values: Any,
     ) -> TierConfig:
-        """Store overrides for ``agent`` (optionally assigning it ``agent_type``) or for ``agent_type``.
+        """Store overrides for ``agent`` (optionally assigning it ``agent_type``), for ``agent_type``, or —
+        ``namespace_wide=True`` — for every agent of the namespace (e.g. the ``system_promotion`` policy).
 
-        Returns the effective configuration. Raises InvalidInputError for an
-        unknown setting or a bad value (nothing is stored then).
+        Resolution: defaults < namespace < agent type < agent. Returns the
+        effective configuration. Raises InvalidInputError for an unknown
+        setting or a bad value (nothing is stored then).
         """
         check_name(agent, "agent")
         check_name(agent_type, "agent_type")
-        return store_config(self.store, self._ns(namespace), agent=agent, agent_type=agent_type, values=values)
+        if namespace_wide and (agent is not None or agent_type is not None):
+            raise InvalidInputError("namespace_wide configures every agent: leave out agent and agent_type")
+        return store_config(self.store, self._ns(namespace), agent=agent, agent_type=agent_type, values=values,
+                            namespace_wide=namespace_wide)  # fmt: skip
 
     # -- writing -----------------------------------------------------------
     def add_page(
@@ -164,6 +185,7 @@ class Tiers:
         record: bool = True,
         consolidate: bool = True,
         sensitivity: str = "normal",
+        message_ids: Sequence[str] = (),
     ) -> DialoguePage:
         """Append one exchange to the STM queue of (agent, user) and return the stored page.
 
@@ -192,11 +214,11 @@ class Tiers:
         with self._lock:
             stm = store.stm(ns, agent_name, user_name)
             text = f"{query}\n{response}".strip()
-            words = keywords(text, config.segment_keywords)
+            words = keywords(topic_text(text), config.segment_keywords)
             # a secret page never feeds the meta-chain of another page
             previous = next((p for p in reversed(stm) if p.sensitivity != "secret"), None)
             chain, _ = analysis.meta_chain(self._mem.llm, previous, text, words)
-            message_ids: tuple[str, ...] = ()
+            message_ids = tuple(message_ids)
             if record:
                 thread_name = thread or f"tiers-{agent_name}-{user_name}"
                 entries = [{"thread": thread_name, "content": query, "role": "user"}] if query.strip() else []
@@ -205,7 +227,7 @@ class Tiers:
                 stored = self._mem.messages.append_many(
                     entries, namespace=ns, user=user_name, agent=agent_name, sensitivity=sensitivity
                 )
-                message_ids = tuple(m.id for m in stored)
+                message_ids += tuple(m.id for m in stored)
             page = DialoguePage(
                 id=new_id(), namespace=ns, agent=agent_name, user=user_name, query=query, response=response,
                 created_at=now, meta_chain=chain, keywords=tuple(words), vector=self._embed([text])[0],
@@ -216,6 +238,44 @@ class Tiers:
             if consolidate and len(stm) + 1 > config.stm_capacity:
                 self._consolidate_owner(ns, agent_name, user_name)
         return page
+
+    def observe_messages(self, messages: Sequence[Any]) -> builtins.list[DialoguePage]:
+        """Pages from messages just stored, for agents whose tiers are on (``auto_pages``); returns them.
+
+        An assistant message of an agent, with the user message it answers
+        (the latest user message before it in its thread, with no assistant
+        message between), becomes one page of (agent, user) — recorded already,
+        so ``record=False``; the page keeps both message ids and the stricter
+        sensitivity. Messages of agents without ``auto_pages`` cost one
+        configuration read. Failures here never fail the append (logged).
+        """
+        pages: list[DialoguePage] = []
+        enabled: dict[tuple[str, str], bool] = {}
+        for message in messages:
+            if message.role != "assistant" or not message.agent or not (message.content or "").strip():
+                continue
+            key = (message.namespace, message.agent)
+            if key not in enabled:
+                enabled[key] = resolve_config(self.store, message.namespace, message.agent).auto_pages
+            if not enabled[key]:
+                continue
+            before = [
+                m for m in self._mem.messages.recent(message.thread, 6, namespace=message.namespace, clearance="secret")
+                if m.turn < message.turn
+            ]  # fmt: skip
+            asked = before[-1] if before and before[-1].role == "user" else None
+            user = message.user or (asked.user if asked is not None else None)
+            if asked is None or not user or not (asked.content or "").strip():
+                continue
+            strict = max((asked.sensitivity, message.sensitivity), key=lambda s: SENSITIVITY_LEVELS[s])
+            pages.append(
+                self.add_page(
+                    asked.content or "", message.content or "", agent=message.agent, user=user,
+                    namespace=message.namespace, thread=message.thread, created_at=message.created_at, record=False,
+                    sensitivity=strict, message_ids=(asked.id, message.id),
+                )
+            )  # fmt: skip
+        return pages
 
     def consolidate(
         self, *, agent: str | None = None, user: str | None = None, namespace: str | None = None
@@ -249,39 +309,39 @@ class Tiers:
             if missing:
                 vectors = dict(zip((p.id for p in missing), self._embed([p.text for p in missing]), strict=True))
                 overflow = [p.model_copy(update={"vector": vectors.get(p.id, p.vector)}) for p in overflow]
-            for page in overflow:
-                scored = [
-                    (similarity(s.vector, s.keywords, page.vector, page.keywords), s.id) for s in segments.values()
-                ]
+            fscore = fscore_of(config.fscore_function)
+            # MemoryOS matches a page's topic summary + keywords against each segment's summary + keywords
+            topics = [analysis.summarize(llm, [p], config.segment_keywords) for p in overflow]
+            counts["llm_fallbacks"] += sum(int(t[2] and getattr(llm, "provider", "") != "heuristic") for t in topics)
+            topic_vectors = self._embed([t[0] for t in topics])
+            for page, (summary, words, _), topic_vector in zip(overflow, topics, topic_vectors, strict=True):
+                scored = [(fscore(s.vector, s.keywords, topic_vector, words), s.id) for s in segments.values()]
                 best = max(scored, key=lambda x: (x[0], x[1])) if scored else None
                 if best is not None and best[0] >= config.fscore_threshold:
                     seg = segments[best[1]]
                     pages = (*seg.pages, page)
+                    # the segment's summary, keywords and embedding are kept current as pages join
+                    new_summary, new_words, fell_back = analysis.summarize(llm, pages, config.segment_keywords)
+                    counts["llm_fallbacks"] += int(fell_back and getattr(llm, "provider", "") != "heuristic")
+                    new_vector = self._embed([new_summary])[0] or seg.vector
                     segments[seg.id] = seg.model_copy(
                         update={
-                            "pages": pages,
-                            "interactions": seg.interactions + 1,
-                            "last_accessed": now,
-                            "keywords": tuple(keywords(" ".join(p.text for p in pages), config.segment_keywords)),
-                            "vector": tuple(mean_vector([p.vector for p in pages if p.vector])),
+                            "pages": pages, "interactions": seg.interactions + 1, "last_accessed": now,
+                            "summary": new_summary, "keywords": tuple(new_words), "vector": new_vector,
                         }
-                    )
+                    )  # fmt: skip
                     counts["segments_joined"] += 1
                 else:
                     seg = Segment(
-                        id=new_id(), namespace=ns, agent=agent, user=user, summary="", keywords=page.keywords,
-                        vector=page.vector, pages=(page,), visits=0, interactions=1, created_at=now, last_accessed=now,
+                        id=new_id(), namespace=ns, agent=agent, user=user, summary=summary, keywords=tuple(words),
+                        vector=topic_vector, pages=(page,), visits=0, interactions=1, created_at=now,
+                        last_accessed=now,
                     )  # fmt: skip
                     segments[seg.id] = seg
                     counts["segments_created"] += 1
                 dirty.add(seg.id)
                 counts["pages_moved"] += 1
             changes.delete_pages.extend(overflow)
-            for seg_id in sorted(dirty):
-                seg = segments[seg_id]
-                summary, words, fell_back = analysis.summarize(llm, seg.pages, config.segment_keywords)
-                counts["llm_fallbacks"] += int(fell_back and getattr(llm, "provider", "") != "heuristic")
-                segments[seg_id] = seg.model_copy(update={"summary": summary, "keywords": tuple(words)})
             # Evict the coldest segments over capacity (their pages stay in the episodic store).
             excess = len(segments) - config.mtm_capacity
             if excess > 0:
@@ -359,20 +419,47 @@ class Tiers:
                 )  # fmt: skip
             )
             counts["persona_updates"] += added
-        self._promote(ns, agent, update.shared, config, now, changes, counts)
+        people = {user} | {o.identifier for o in update.objects if o.type == "person" and likely_person(o.identifier)}
+        people |= {
+            p.identifier
+            for p in store.object_personas(ns, agent)
+            if p.type == "user" or (p.type == "person" and likely_person(p.identifier))
+        }
+        private = [p.text for p in pages if p.sensitivity != "normal"]
+        self._promote(ns, agent, user, update.shared, config, now, changes, counts, people=people, private=private)
 
     def _promote(
         self,
         ns: str,
         agent: str,
+        user: str,
         shared: Sequence[analysis.SharedFact],
         config: TierConfig,
         now: datetime,
         changes: TierChanges,
         counts: dict[str, int],
+        *,
+        people: set[str],
+        private: Sequence[str],
     ) -> None:
-        """Shared facts at or above the importance threshold join system memory; evict by importance at capacity."""
-        chosen = [f for f in shared if f.importance >= config.system_importance_threshold]
+        """Shared facts at or above the importance threshold join system memory; evict by importance at capacity.
+
+        A fact about a particular person (:mod:`memory.tiers.privacy`) is refused unless the policy
+        ``system_promotion`` is ``any``; a fact drawn from a private page is always refused.
+        """
+        chosen = []
+        for fact in shared:
+            if fact.importance < config.system_importance_threshold:
+                continue
+            words = set(normalise_name(fact.content).split())
+            from_private = any(
+                words and len(words & set(normalise_name(text).split())) / len(words) >= 0.6 for text in private
+            )
+            personal = config.system_promotion != "any" and personal_reason(fact.content, user=user, people=people)
+            if from_private or personal:
+                counts["system_refused"] += 1
+                continue
+            chosen.append(fact)
         if not chosen:
             return
         entries = {normalise_name(e.content): e for e in self.store.system_entries(ns)}
@@ -417,7 +504,9 @@ class Tiers:
         top_k: int | None = None,
         clearance: str = "private",
     ) -> TierContext:
-        """All STM pages + the top-m segments by Fscore with the query → top-k pages + personas + system memory.
+        """All STM pages + the top-m segments by Fscore with the query (with the configured top-m: widened to
+        ``candidate_pages`` pages)
+        → top-k pages by cosine + BM25 + personas and system memory ranked by relevance.
 
         Visiting a segment counts: its visit counter and last access are
         updated (its heat rises). Pages above ``clearance`` (normal | private
@@ -439,39 +528,40 @@ class Tiers:
         config = resolve_config(store, ns, agent_name)
         now = self._mem.now()
         q_vector = self._embed([query])[0]
-        q_words = keywords(query, config.segment_keywords)
+        q_words = keywords(topic_text(query), config.segment_keywords)
+        fscore = fscore_of(config.fscore_function)
         with self._lock:
             stm = store.stm(ns, agent_name, user_name)
             segments = store.segments(ns, agent_name, user_name)
-            scored = sorted(
-                ((similarity(s.vector, s.keywords, q_vector, q_words), s) for s in segments),
+            ranked = sorted(
+                ((fscore(s.vector, s.keywords, q_vector, q_words), s) for s in segments),
                 key=lambda x: (-x[0], x[1].id),
-            )[: top_m or config.top_m_segments]
+            )
+            scored = ranked[: top_m or config.top_m_segments]
+            pool = sum(len(s.pages) for _, s in scored)
+            for extra in ranked[len(scored) :]:  # widen until the segments hold enough pages to choose from
+                if top_m is not None or pool >= config.candidate_pages:
+                    break
+                scored.append(extra)
+                pool += len(extra[1].pages)
             visited = [
                 (score, s.model_copy(update={"visits": s.visits + 1, "last_accessed": now})) for score, s in scored
             ]
             if visited:
                 store.write(ns, TierChanges(segments=[s for _, s in visited]))
+        candidates = [(p, s.id) for _, s in visited for p in s.pages if SENSITIVITY_LEVELS[p.sensitivity] <= allowed]
         page_hits = sorted(
             (
-                PageHit(page=p, segment_id=s.id, score=similarity(p.vector, p.keywords, q_vector, q_words))
-                for _, s in visited
-                for p in s.pages
-                if SENSITIVITY_LEVELS[p.sensitivity] <= allowed
+                PageHit(page=p, segment_id=seg_id, score=round(score, 6))
+                for (p, seg_id), score in zip(candidates, rank_pages(query, q_vector, [p for p, _ in candidates]),
+                                              strict=True)
             ),
             key=lambda h: (-h.score, h.page.id),
-        )[: top_k or config.top_k_pages]
-        lowered = query.lower()
-        objects = tuple(
-            o
-            for o in store.object_personas(ns, agent_name)
-            if o.type != "user" and normalise_name(o.identifier) and normalise_name(o.identifier) in lowered
-        )[:5]
-        system = store.system_entries(ns)
-        ranked_system = sorted(
-            system,
-            key=lambda e: (-(similarity(e.vector, keywords(e.content), q_vector, q_words) + 0.1 * e.importance), e.id),
-        )[: config.system_top_k]
+        )[: top_k or config.top_k_pages]  # fmt: skip
+        user_persona, objects = relevant_personas(
+            store.object_personas(ns, agent_name), user_name, query, q_vector, q_words, config, self._embed_entries
+        )
+        ranked_system = rank_system(store.system_entries(ns), q_vector, q_words, config, self._embed_entries)
         return TierContext(
             query=query,
             agent=agent_name,
@@ -490,7 +580,7 @@ class Tiers:
                 for hidden in [any(SENSITIVITY_LEVELS[p.sensitivity] > allowed for p in s.pages)]
             ),  # fmt: skip
             pages=tuple(page_hits),
-            user_persona=store.object_persona(ns, agent_name, "user", user_name),
+            user_persona=user_persona,
             objects=objects,
             agent_persona=store.agent_persona(ns, agent_name),
             system=tuple(ranked_system),
@@ -545,6 +635,28 @@ class Tiers:
             if changes:
                 store.write(ns, changes)
         return len(changes.delete_pages) + len(changes.delete_segments) + len(changes.delete_objects)
+
+    def system(self, *, namespace: str | None = None, source_agent: str | None = None) -> builtins.list[SystemEntry]:
+        """The namespace's system memory (what was promoted and is shared by every agent), most important first."""
+        check_name(source_agent, "agent")
+        entries = self.store.system_entries(self._ns(namespace))
+        chosen = [e for e in entries if source_agent is None or e.source_agent == source_agent]
+        return sorted(chosen, key=lambda e: (-e.importance, e.created_at, e.id))
+
+    def withdraw(self, ids: str | Sequence[str], *, namespace: str | None = None) -> int:
+        """Take entries out of system memory by id (every agent stops seeing them); returns how many went.
+
+        Unknown ids are skipped. Raises InvalidInputError for a bad id.
+        """
+        wanted = [ids] if isinstance(ids, str) else list(ids)
+        if not wanted or not all(isinstance(i, str) and i.strip() for i in wanted):
+            raise InvalidInputError("withdraw needs one or more system entry ids (non-empty strings)")
+        ns = self._ns(namespace)
+        with self._lock:
+            gone = [e for e in self.store.system_entries(ns) if e.id in set(wanted)]
+            if gone:
+                self.store.write(ns, TierChanges(delete_system=gone))
+        return len(gone)
 
     def owners(self, namespace: str | None = None) -> builtins.list[tuple[str, str]]:
         """(agent, user) pairs with STM pages or segments in the namespace."""

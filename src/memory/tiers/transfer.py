@@ -56,7 +56,7 @@ def _line(kind: str, record: Any) -> str:
 
 def export_tiers(mem: Memory, stream: IO[str], flt: Filter, *, memory_only_filters: bool) -> int:
     """Write the namespace's tier records within ``flt``'s scope; returns how many lines."""
-    store = getattr(mem.backend, "tiers", None)
+    store = mem.backend.tiers
     if store is None or memory_only_filters or flt.thread is not None:
         return 0
     if flt.created_after is not None or flt.created_before is not None:

@@ -32,6 +32,7 @@ __all__ = [
     "ConsolidationReport",
     "TierSnapshot",
     "CONFIG_FIELDS",
+    "page_text",
 ]
 
 
@@ -87,8 +88,18 @@ class TierConfig(_Frozen):
     queues hold ``kb_capacity`` knowledge entries (seed: 100) and
     ``traits_capacity`` traits. Retrieval takes ``top_m_segments`` segments
     and ``top_k_pages`` pages from them, plus ``system_top_k`` system
-    entries. System memory keeps ``system_capacity`` entries per namespace;
-    knowledge is promoted when its importance ≥ ``system_importance_threshold``.
+    entries and ``lpm_top_k`` persona entries (knowledge, traits, profile
+    fields), each ranked by relevance to the query. System memory keeps
+    ``system_capacity`` entries per namespace; knowledge is promoted when its
+    importance ≥ ``system_importance_threshold`` and — with
+    ``system_promotion`` ``general`` (the default) — it is not about a
+    particular person (:mod:`memory.tiers.privacy`); ``any`` is the explicit
+    per-namespace policy that allows personal facts (set it on the agent type
+    or agent). ``auto_pages`` turns the agent's tiers on by themselves: every
+    user message followed by an assistant message of the agent
+    (``mem.messages.append``, :class:`~memory.agent.MemoryAgent`, the servers)
+    becomes a page. ``fscore_function`` and ``heat_function`` replace the seed's
+    formulas with a ``"module:function"`` callable (:mod:`memory.tiers.scoring`).
     """
 
     stm_capacity: int = Field(7, ge=1, le=10_000)
@@ -104,9 +115,15 @@ class TierConfig(_Frozen):
     segment_keywords: int = Field(10, ge=1, le=100)
     top_m_segments: int = Field(5, ge=1, le=1000)
     top_k_pages: int = Field(7, ge=1, le=1000)
+    candidate_pages: int = Field(60, ge=0, le=100_000)
     system_capacity: int = Field(100, ge=1, le=1_000_000)
     system_importance_threshold: float = Field(0.6, ge=0.0, le=1.0)
     system_top_k: int = Field(5, ge=0, le=1000)
+    lpm_top_k: int = Field(10, ge=0, le=1000)
+    auto_pages: bool = False
+    system_promotion: Literal["general", "any"] = "general"
+    fscore_function: str | None = Field(None, max_length=300)
+    heat_function: str | None = Field(None, max_length=300)
 
 
 #: Names of the configurable constants.
@@ -236,69 +253,96 @@ class TierContext(_Frozen):
 
     def records(self) -> list[TierRecord]:
         """The result as records, most durable first: user persona, object personas, agent persona,
-        system memory, relevant MTM pages (with their scores), recent STM pages (oldest first)."""
+        system memory, relevant MTM pages (with their scores), recent STM pages (oldest first).
+
+        Pages are rendered as MemoryOS's prompt does: the exchange, its time and
+        its meta-chain ("Conversation chain overview"); persona and system
+        entries carry the time they were recorded."""
         out: list[TierRecord] = []
-
-        def persona_lines(profile: dict[str, str], traits: Sequence[str], knowledge: Sequence[str]) -> str:
-            lines = [f"- {k}: {v}" for k, v in sorted(profile.items())]
-            return "\n".join(lines + [f"- {t}" for t in traits] + [f"- {k}" for k in knowledge])
-
         for persona in ((self.user_persona,) if self.user_persona else ()) + self.objects:
-            text = persona_lines(persona.profile, persona.traits, persona.knowledge)
+            text = _persona_text(persona.profile, persona.traits, persona.knowledge, persona.updated_at)
             if text:
                 out.append(TierRecord(id=f"persona:{persona.type}:{persona.identifier}", tier="lpm",
                                       label=f"About {persona.identifier} ({persona.type})", content=text,
                                       created_at=persona.updated_at))  # fmt: skip
         if self.agent_persona is not None:
-            text = persona_lines(self.agent_persona.profile, self.agent_persona.traits, ())
+            a = self.agent_persona
+            text = _persona_text(a.profile, a.traits, (), a.updated_at)
             if text:
                 out.append(TierRecord(id=f"agent:{self.agent}", tier="lpm", label=f"Agent {self.agent}",
-                                      content=text, created_at=self.agent_persona.updated_at))  # fmt: skip
+                                      content=text, created_at=a.updated_at))  # fmt: skip
         for entry in self.system:
             out.append(
                 TierRecord(
                     id=f"system:{entry.id}",
                     tier="system",
                     label="Shared knowledge",
-                    content=entry.content,
+                    content=f"{entry.content} (Recorded: {_stamp(entry.created_at)})",
                     score=entry.importance,
                     created_at=entry.created_at,
                 )
             )
         for hit in self.pages:
             out.append(TierRecord(id=f"page:{hit.page.id}", tier="mtm", label="Relevant past exchange",
-                                  content=hit.page.text, score=max(0.0, min(1.0, hit.score / 2)),
+                                  content=page_text(hit.page), score=max(0.0, min(1.0, hit.score / 2)),
                                   created_at=hit.page.created_at, sensitivity=hit.page.sensitivity))  # fmt: skip
         for page in self.stm:
-            out.append(TierRecord(id=f"page:{page.id}", tier="stm", label="Recent exchange", content=page.text,
+            out.append(TierRecord(id=f"page:{page.id}", tier="stm", label="Recent exchange", content=page_text(page),
                                   created_at=page.created_at, sensitivity=page.sensitivity))  # fmt: skip
         return out
 
     def to_text(self) -> str:
-        """A plain-text rendering (sections: persona, system knowledge, relevant pages, recent pages)."""
-        lines: list[str] = []
-        if self.user_persona is not None:
-            p = self.user_persona
-            lines.append(f"## About {p.identifier}")
-            lines += [f"- {k}: {v}" for k, v in sorted(p.profile.items())]
-            lines += [f"- {t}" for t in p.traits] + [f"- {k}" for k in p.knowledge]
-        for obj in self.objects:
-            lines.append(f"## {obj.type} {obj.identifier}")
-            lines += [f"- {k}" for k in obj.knowledge]
-        if self.agent_persona is not None and (self.agent_persona.traits or self.agent_persona.profile):
-            lines.append(f"## Agent {self.agent}")
-            lines += [f"- {k}: {v}" for k, v in sorted(self.agent_persona.profile.items())]
-            lines += [f"- {t}" for t in self.agent_persona.traits]
-        if self.system:
-            lines.append("## Shared knowledge")
-            lines += [f"- {e.content}" for e in self.system]
-        if self.pages:
-            lines.append("## Relevant past exchanges")
-            lines += [f"- {h.page.query} / {h.page.response}".rstrip(" /") for h in self.pages]
+        """A plain-text rendering in MemoryOS's order: recent exchanges (<CONTEXT>), relevant past exchanges with
+        time and meta-chain (<MEMORY>), what is known about the user and others (<USER TRAITS>), the agent, and
+        shared knowledge."""
+        blocks: list[str] = []
         if self.stm:
-            lines.append("## Recent exchanges")
-            lines += [f"- {p.query} / {p.response}".rstrip(" /") for p in self.stm]
-        return "\n".join(lines)
+            blocks.append("## Recent exchanges\n" + "\n".join(page_text(p) for p in self.stm))
+        if self.pages:
+            blocks.append("## Relevant past exchanges\n" + "\n\n".join(page_text(h.page) for h in self.pages))
+        for persona in ((self.user_persona,) if self.user_persona else ()) + self.objects:
+            text = _persona_text(persona.profile, persona.traits, persona.knowledge, persona.updated_at)
+            if text:
+                blocks.append(f"## About {persona.identifier} ({persona.type})\n{text}")
+        if self.agent_persona is not None:
+            a = self.agent_persona
+            text = _persona_text(a.profile, a.traits, (), a.updated_at)
+            if text:
+                blocks.append(f"## Agent {self.agent}\n{text}")
+        if self.system:
+            blocks.append(
+                "## Shared knowledge\n"
+                + "\n".join(f"- {e.content} (Recorded: {_stamp(e.created_at)})" for e in self.system)
+            )
+        return "\n\n".join(blocks)
+
+
+def _stamp(at: datetime) -> str:
+    return at.strftime("%Y-%m-%d %H:%M")
+
+
+def page_text(page: DialoguePage) -> str:
+    """One page as MemoryOS renders it: ``User: …`` / ``Assistant: …`` / ``Time: …`` / ``Conversation chain
+    overview: …`` (the meta-chain, when there is one)."""
+    lines = []
+    if page.query.strip():
+        lines.append(f"User: {page.query.strip()}")
+    if page.response.strip():
+        lines.append(f"Assistant: {page.response.strip()}")
+    lines.append(f"Time: {_stamp(page.created_at)}")
+    if page.meta_chain.strip():
+        lines.append(f"Conversation chain overview: {page.meta_chain.strip()}")
+    return "\n".join(lines)
+
+
+def _persona_text(
+    profile: dict[str, str], traits: Sequence[str], knowledge: Sequence[str], updated_at: datetime
+) -> str:
+    lines = [f"- {k}: {v}" for k, v in sorted(profile.items())]
+    lines += [f"- {t}" for t in traits] + [f"- {k}" for k in knowledge]
+    if not lines:
+        return ""
+    return "\n".join(lines) + f"\n(Recorded: up to {_stamp(updated_at)})"
 
 
 class ConsolidationReport(_Frozen):
@@ -311,6 +355,7 @@ class ConsolidationReport(_Frozen):
     segments_analysed: int = 0
     persona_updates: int = 0
     system_promoted: int = 0
+    system_refused: int = 0
     system_evicted: int = 0
     llm_fallbacks: int = 0
 

@@ -1,7 +1,7 @@
 """The PostgreSQL backend: pgvector HNSW, tsvector/GIN BM25, a pool, SKIP LOCKED job claims.
 
 ``postgresql://user@host/db`` opens it through the backend registry (install
-``memory[postgres]``). Needs PostgreSQL >= 15 with pgvector >= 0.5.
+``llm-agent-memory[postgres]``). Needs PostgreSQL >= 15 with pgvector >= 0.5.
 """
 
 from __future__ import annotations

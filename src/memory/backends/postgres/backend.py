@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memory.backends.base import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
+from memory.backends.feedback_sql import SQLFeedbackStore
+from memory.backends.keys import SQLKeyStore
 from memory.backends.postgres.codec import (
     INSERT_COLUMNS,
     ITEM_COLUMNS,
@@ -48,7 +50,7 @@ from memory.backends.postgres.connection import (
     redact,
     session_options,
 )
-from memory.backends.postgres.feedback import PostgresFeedbackStore
+from memory.backends.postgres.dialect import postgres_dialect
 from memory.backends.postgres.migrations import HNSW_MAX_DIM, apply_migrations, create_space_table, space_table
 from memory.backends.postgres.queries import (
     HYBRID_SEARCH_V1_KEY,
@@ -58,7 +60,7 @@ from memory.backends.postgres.queries import (
     hybrid_search_v1_vector,
 )
 from memory.backends.postgres.sql import check_claim, compile_filter, storable, text_list
-from memory.backends.postgres.tiers import PostgresTierStore
+from memory.backends.tiers import SQLTierStore
 from memory.errors import (
     ConfigError,
     EmbeddingMismatchError,
@@ -74,7 +76,6 @@ from memory.types import LedgerEntry, MemoryItem
 if TYPE_CHECKING:
     from memory.backends.postgres.episodic import PostgresEpisodicStore
     from memory.backends.postgres.graph import PostgresGraph
-    from memory.backends.postgres.keys import PostgresKeyStore
 
 __all__ = ["PostgresBackend"]
 
@@ -130,6 +131,8 @@ class PostgresBackend:
     name = "postgres"
     #: Reads run on separate pooled connections, so recall may run its channels side by side.
     concurrent_reads = True
+    #: A server, not a file.
+    path = None
 
     def __init__(
         self,
@@ -174,8 +177,10 @@ class PostgresBackend:
         self._pool: Any = None
         self._episodic: PostgresEpisodicStore | None = None
         self._graph: PostgresGraph | None = None
-        self.tiers = PostgresTierStore(self)
-        self.feedback = PostgresFeedbackStore(self)
+        #: What the stores written once over SQLite and PostgreSQL ask of this engine.
+        self.dialect = postgres_dialect(self._read, self._tx)
+        self.tiers = SQLTierStore(self.dialect)
+        self.feedback = SQLFeedbackStore(self.dialect)
         kwargs: dict[str, Any] = {
             "options": session_options(schema, ef_search=ef_search),
             "connect_timeout": max(1, int(connect_timeout)),
@@ -952,11 +957,14 @@ class PostgresBackend:
                 self._graph = PostgresGraph(self)
             return self._graph
 
-    def key_store(self) -> PostgresKeyStore:
-        """The API key store in this schema (see :mod:`memory.backends.keys`)."""
-        from memory.backends.postgres.keys import PostgresKeyStore
+    @property
+    def windows(self) -> PostgresBackend:
+        """This backend stores context windows itself (see :class:`~memory.backends.base.WindowIndex`)."""
+        return self
 
-        return PostgresKeyStore(self)
+    def key_store(self) -> SQLKeyStore:
+        """The API key store in this schema, on this backend's pool (see :mod:`memory.backends.keys`)."""
+        return SQLKeyStore(self.dialect)
 
     # -- administration ----------------------------------------------------
     def server_info(self) -> dict[str, Any]:
@@ -1019,11 +1027,12 @@ class PostgresBackend:
             return f"failed: {str(exc).strip()}"
         return "ok"
 
-    def drop_vector_indexes(self) -> None:
-        """Drop every vector space's HNSW index (before a bulk load; searches scan exactly meanwhile)."""
+    def drop_vector_indexes(self) -> bool:
+        """Drop every vector space's HNSW index (before a bulk load; searches scan exactly meanwhile); True."""
         with self._tx() as conn:
             for space in self._all_spaces(conn):
                 conn.execute(f"DROP INDEX IF EXISTS {space.table}_hnsw")
+        return True
 
     def build_vector_indexes(self, maintenance_work_mem: str = "1GB") -> float:
         """(Re)build the HNSW index of every vector space that lacks one; returns the seconds it took.

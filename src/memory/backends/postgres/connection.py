@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from memory.backends import redact as redact_url
 from memory.errors import ConfigError, Error, InvalidInputError, SchemaError, StorageError
 
 __all__ = [
@@ -35,15 +36,14 @@ def load_driver() -> Any:
         import psycopg_pool  # noqa: F401
     except ImportError as exc:
         raise ConfigError(
-            "the postgres backend needs psycopg 3 and psycopg-pool: pip install 'memory[postgres]'"
+            "the postgres backend needs psycopg 3 and psycopg-pool: pip install 'llm-agent-memory[postgres]'"
         ) from exc
     return psycopg
 
 
 def redact(dsn: str) -> str:
     """``dsn`` with any password replaced by ``***`` (for messages)."""
-    dsn = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", dsn)
-    return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn)
+    return redact_url(dsn)
 
 
 def session_options(schema: str | None, *, ef_search: int = 100, iterative_scan: bool = False) -> str:

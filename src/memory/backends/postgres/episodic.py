@@ -25,10 +25,9 @@ import numpy as np
 from memory.backends.base import ChannelHit, Vector
 from memory.backends.episodic import MESSAGE_STATUSES
 from memory.backends.postgres.codec import doc_len, parse_vector, vector_text
-from memory.backends.postgres.migrations import HNSW_MAX_DIM
 from memory.backends.postgres.queries import LEXICAL_COUNTING_DF
 from memory.backends.postgres.schema_episodic import create_message_space_table, message_space_table
-from memory.backends.postgres.sql import check_claim, storable, text_list
+from memory.backends.postgres.sql import HNSW_MAX_DIM, check_claim, storable, text_list
 from memory.episodic.types import Block, BlockChange, JobState, MediaRef, Message, MessageQuery, ThreadInfo
 from memory.errors import InvalidInputError, InvalidVectorError
 from memory.types import SENSITIVITY_LEVELS
@@ -639,6 +638,19 @@ class PostgresEpisodicStore:
                 [namespace, thread, *cold_params],
             )
             return len(rows) + max(int(cur.rowcount), 0)
+
+    def delete_message(self, namespace: str, message_id: str) -> bool:
+        """Delete one message (hot or archived) by id."""
+        if not storable(namespace) or not storable(message_id):
+            return False
+        with self._b._tx() as conn:
+            rows = conn.execute(
+                "DELETE FROM messages m WHERE m.namespace = %s AND m.id = %s RETURNING m.namespace, m.doc_len",
+                (namespace, message_id),
+            ).fetchall()
+            self._bump_stats(conn, self._removed(rows))
+            cur = conn.execute("DELETE FROM message_archive WHERE namespace = %s AND id = %s", (namespace, message_id))
+            return bool(rows) or int(cur.rowcount) > 0
 
     def iter_archived(self, namespace: str, thread: str | None = None) -> Iterator[Message]:
         """Archived messages by (thread, turn), read in keyset batches."""

@@ -19,8 +19,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memory.backends.base import Vector
-from memory.backends.graph import Entity, GraphDump, MemoryLink, Mention, Relation, check_dump
-from memory.backends.inmemory_graph import _cosine_rank, relation_text
+from memory.backends.graph import (
+    Entity,
+    GraphDump,
+    MemoryLink,
+    Mention,
+    Relation,
+    check_dump,
+    cosine_rank,
+    relation_text,
+)
 from memory.backends.postgres.sql import storable, text_list
 from memory.errors import ConfigError, InvalidInputError, NotFoundError
 from memory.extraction.heuristic import normalise_name
@@ -213,7 +221,7 @@ class PostgresGraph:
                 "AND embedding IS NOT NULL",
                 (namespace, model),
             ).fetchall()
-        ranked = _cosine_rank({r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}, vector, k)
+        ranked = cosine_rank({r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}, vector, k)
         entities = {e.id: e for e in self.get_entities(namespace, [i for i, _ in ranked])}
         return [(entities[i], s) for i, s in ranked if i in entities]
 
@@ -307,7 +315,7 @@ class PostgresGraph:
                 "AND embedding IS NOT NULL" + live,
                 (namespace, model),
             ).fetchall()
-            ranked = _cosine_rank({r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}, vector, k)
+            ranked = cosine_rank({r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}, vector, k)
             found = {
                 row[0]: _relation(row)
                 for row in conn.execute(

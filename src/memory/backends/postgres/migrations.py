@@ -42,9 +42,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.backends.postgres.keys import API_KEYS_STATEMENTS
 from memory.backends.postgres.schema_episodic import EPISODIC_STATEMENTS
 from memory.backends.postgres.schema_graph import GRAPH_STATEMENTS
+from memory.backends.postgres.sql import HNSW_MAX_DIM
 from memory.errors import ConfigError, SchemaError
 from memory.retrieval.window import MONTHS
 
@@ -58,8 +58,6 @@ __all__ = [
     "HNSW_MAX_DIM",
 ]
 
-#: pgvector's HNSW index holds ``vector`` columns of at most 2000 dimensions.
-HNSW_MAX_DIM = 2000
 #: Key of the advisory lock that serialises migrations (any constant bigint).
 _MIGRATION_LOCK = 7_361_120_100
 #: Whether a table exists in the store's own schema (the first on the search path), not elsewhere.
@@ -263,6 +261,22 @@ _FEEDBACK = [
     )""",
     "CREATE UNIQUE INDEX prompt_versions_active ON prompt_versions (namespace, name) WHERE status = 'active'",
 ]
+
+#: API keys (hashes only; see memory.keys). Keys are not namespaced (one key may cover
+#: several namespaces, or ``*``): keyed by the key id alone; on Citus a reference table.
+API_KEYS_STATEMENTS: list[str] = [
+    """CREATE TABLE api_keys (
+        id text PRIMARY KEY,
+        name text NOT NULL,
+        token_hash text NOT NULL,
+        namespaces jsonb NOT NULL,
+        read_only boolean NOT NULL DEFAULT false,
+        secrets boolean NOT NULL DEFAULT false,
+        created_at timestamptz NOT NULL,
+        revoked_at timestamptz
+    )""",
+]
+
 
 #: Every migration this code knows, in the order they are applied.
 MIGRATIONS: tuple[Migration, ...] = (

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from memory.backends.postgres.sql import HNSW_MAX_DIM
+
 __all__ = ["EPISODIC_STATEMENTS", "message_space_table", "create_message_space_table"]
 
 EPISODIC_STATEMENTS: list[str] = [
@@ -114,7 +116,6 @@ def message_space_table(space_id: int) -> str:
 
 def create_message_space_table(conn: Any, space_id: int, dim: int) -> None:
     """Create one space's message vector table and its HNSW index (inside the caller's transaction)."""
-    from memory.backends.postgres.migrations import HNSW_MAX_DIM
 
     table = message_space_table(space_id)
     conn.execute(

@@ -15,9 +15,12 @@ from memory.errors import InvalidInputError
 from memory.filters import Filter
 from memory.types import SENSITIVITY_LEVELS
 
-__all__ = ["check_claim", "compile_filter", "storable", "text_list"]
+__all__ = ["HNSW_MAX_DIM", "check_claim", "compile_filter", "storable", "text_list"]
 
 _FALSE = "false"
+
+#: pgvector's HNSW index holds ``vector`` columns of at most 2000 dimensions (larger: exact scans).
+HNSW_MAX_DIM = 2000
 
 
 def storable(value: str) -> bool:

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memory.backends.base import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
+from memory.backends.feedback_sql import SQLFeedbackStore
+from memory.backends.keys import SQLKeyStore
 from memory.backends.sqlite import vectors
 from memory.backends.sqlite.codec import (
     ITEM_COLUMNS,
@@ -33,12 +35,18 @@ from memory.backends.sqlite.codec import (
     row_to_item,
     row_to_ledger,
 )
-from memory.backends.sqlite.connection import DEFAULT_BUSY_TIMEOUT, connect, driver_errors, load_driver
-from memory.backends.sqlite.feedback import SQLiteFeedbackStore
+from memory.backends.sqlite.connection import (
+    DEFAULT_BUSY_TIMEOUT,
+    OwnConnection,
+    connect,
+    driver_errors,
+    load_driver,
+)
+from memory.backends.sqlite.dialect import sqlite_dialect
 from memory.backends.sqlite.graph import SQLiteGraph
 from memory.backends.sqlite.migrations import apply_migrations, create_space_tables, space_tables
 from memory.backends.sqlite.sql import compile_filter, json_list, scope_of, storable
-from memory.backends.sqlite.tiers import SQLiteTierStore
+from memory.backends.tiers import SQLTierStore
 from memory.errors import (
     EmbeddingMismatchError,
     InvalidInputError,
@@ -70,6 +78,8 @@ class SQLiteBackend:
     """Memory store in one SQLite file; safe for several threads and processes."""
 
     name = "sqlite"
+    #: One connection under one lock: reads do not run in parallel.
+    concurrent_reads = False
 
     def __init__(
         self,
@@ -103,8 +113,10 @@ class SQLiteBackend:
         self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout)
         self._added_since_optimize = 0
         self.graph = SQLiteGraph(self)
-        self.tiers = SQLiteTierStore(self)
-        self.feedback = SQLiteFeedbackStore(self)
+        #: What the stores written once over SQLite and PostgreSQL ask of this engine.
+        self.dialect = sqlite_dialect(self._read, self._write)
+        self.tiers = SQLTierStore(self.dialect)
+        self.feedback = SQLFeedbackStore(self.dialect)
         self._episodic: SQLiteEpisodicStore | None = None
         try:
             with self._errors():
@@ -171,6 +183,28 @@ class SQLiteBackend:
                 conn.execute("PRAGMA optimize = 0x10002")
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         return time.perf_counter() - started
+
+    @property
+    def windows(self) -> SQLiteBackend:
+        """This backend stores context windows itself (see :class:`~memory.backends.base.WindowIndex`)."""
+        return self
+
+    def key_store(self) -> SQLKeyStore:
+        """The API key store in this file, on a connection of its own (the caller closes it)."""
+        own = OwnConnection(self.path, self._busy_timeout)
+        return SQLKeyStore(sqlite_dialect(own.read, own.write), close=own.close)
+
+    def server_info(self) -> None:
+        """No server: None."""
+        return None
+
+    def drop_vector_indexes(self) -> bool:
+        """SQLite keeps no approximate index to rebuild after a bulk load: False."""
+        return False
+
+    def build_vector_indexes(self, maintenance_work_mem: str = "1GB") -> float:
+        """Nothing to build: 0 seconds."""
+        return 0.0
 
     def close(self) -> None:
         """Close the connection. Idempotent; later calls raise StorageError."""
@@ -264,18 +298,29 @@ class SQLiteBackend:
 
     # -- writes ------------------------------------------------------------
     @staticmethod
-    def _live_duplicate(conn: Any, item: MemoryItem) -> str | None:
-        if item.sensitivity == "secret":
-            return None  # secrets never dedup: the answer would tell a writer that the secret exists
-        created = to_epoch(item.created_at)
-        row = conn.execute(
-            "SELECT id FROM items WHERE namespace = ? AND content_hash = ? AND user IS ? AND agent IS ? "
-            "AND thread IS ? AND sensitivity <> 'secret' "
-            "AND (expires_at IS NULL OR expires_at > ?) AND (valid_to IS NULL OR valid_to > ?) "
-            "ORDER BY rid LIMIT 1",
-            (item.namespace, item.content_hash, item.user, item.agent, item.thread, created, created),
-        ).fetchone()
-        return None if row is None else str(row[0])
+    def _duplicate_candidates(
+        conn: Any, items: Sequence[MemoryItem]
+    ) -> dict[tuple[str, str | None, str | None, str | None, str], list[tuple[str, float | None, float | None]]]:
+        """Stored non-secret items sharing a content hash with ``items``, by scope key, oldest first.
+
+        One query per namespace. Secrets are never dedup targets (see :meth:`add`).
+        """
+        out: dict[
+            tuple[str, str | None, str | None, str | None, str], list[tuple[str, float | None, float | None]]
+        ] = {}
+        by_ns: dict[str, set[str]] = {}
+        for item in items:
+            by_ns.setdefault(item.namespace, set()).add(item.content_hash)
+        for namespace, hashes in by_ns.items():
+            for row in conn.execute(
+                "SELECT id, user, agent, thread, content_hash, expires_at, valid_to FROM items "
+                "WHERE namespace = ? AND content_hash IN (SELECT value FROM json_each(?)) "
+                "AND sensitivity <> 'secret' ORDER BY rid",
+                (namespace, json_list(sorted(hashes))),
+            ):
+                key = (namespace, row[1], row[2], row[3], str(row[4]))
+                out.setdefault(key, []).append((str(row[0]), row[5], row[6]))
+        return out
 
     @staticmethod
     def _write_tags(conn: Any, rid: int, item: MemoryItem) -> None:
@@ -296,36 +341,74 @@ class SQLiteBackend:
         if not records:
             return []
         with self._write() as conn:
+            # Batched: a bounded number of statements per batch (id check, duplicate lookup, one
+            # executemany each for items, tags, ledger and vectors), not several per record.
             results: list[AddResult] = []
             staged: dict[tuple[str, str | None, str | None, str | None, str], str] = {}
             seen_ids: set[str] = set()
-            new_vectors: dict[tuple[vectors.Space, str], list[tuple[int, Vector]]] = {}
+            for record in records:
+                if record.item.id in seen_ids:
+                    raise InvalidInputError(f"id {record.item.id} already exists")
+                seen_ids.add(record.item.id)
+            taken = conn.execute(
+                "SELECT i.id FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value LIMIT 1",
+                (json_list(sorted(seen_ids)),),
+            ).fetchone()
+            if taken is not None:
+                raise InvalidInputError(f"id {taken[0]} already exists")
+            stored = self._duplicate_candidates(conn, [r.item for r in records])
+            spaces: dict[str | None, vectors.Space] = {}
+            new_vectors: dict[tuple[vectors.Space, str], list[tuple[str, Vector]]] = {}
+            inserted: list[NewRecord] = []
             for record in records:
                 item = record.item
-                space: vectors.Space | None = None
-                vector: Vector | None = None
                 if record.vector is not None:
-                    space = self._require_space(conn, item.embedding_model)
-                    vector = self._checked_vector(space, record.vector)
-                if item.id in seen_ids or conn.execute("SELECT 1 FROM items WHERE id = ?", (item.id,)).fetchone():
-                    raise InvalidInputError(f"id {item.id} already exists")
-                seen_ids.add(item.id)
+                    if item.embedding_model not in spaces:
+                        spaces[item.embedding_model] = self._require_space(conn, item.embedding_model)
+                    space = spaces[item.embedding_model]
+                    new_vectors.setdefault((space, item.namespace), []).append(
+                        (item.id, self._checked_vector(space, record.vector))
+                    )
                 key = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
-                existing = None if item.sensitivity == "secret" else staged.get(key) or self._live_duplicate(conn, item)
+                created = to_epoch(item.created_at)
+                # Secrets never dedup, either way: the answer would tell a writer that the secret exists.
+                existing = (
+                    None
+                    if item.sensitivity == "secret"
+                    else staged.get(key)
+                    or next(
+                        (
+                            found
+                            for found, expires, valid_to in stored.get(key, ())
+                            if (expires is None or expires > created) and (valid_to is None or valid_to > created)
+                        ),
+                        None,
+                    )
+                )
                 if existing is not None:
                     results.append(AddResult(existing, False))
                     continue
-                rid = int(conn.execute(_INSERT_ITEM, item_values(item)).lastrowid)
-                self._write_tags(conn, rid, item)
-                if space is not None and vector is not None:
-                    new_vectors.setdefault((space, item.namespace), []).append((rid, vector))
-                conn.execute(_INSERT_LEDGER, ledger_values(record.ledger))
+                inserted.append(record)
                 if item.sensitivity != "secret":
                     staged[key] = item.id
                 results.append(AddResult(item.id, True))
+            conn.executemany(_INSERT_ITEM, [item_values(r.item) for r in inserted])
+            rid_of = {
+                str(row[0]): int(row[1])
+                for row in conn.execute(
+                    "SELECT i.id, i.rid FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value",
+                    (json_list([r.item.id for r in inserted]),),
+                )
+            }
+            conn.executemany(
+                "INSERT OR IGNORE INTO item_tags (namespace, tag, rid) VALUES (?, ?, ?)",
+                [(r.item.namespace, tag, rid_of[r.item.id]) for r in inserted for tag in r.item.tags],
+            )
+            conn.executemany(_INSERT_LEDGER, [ledger_values(r.ledger) for r in inserted])
             for (space, namespace), rows in new_vectors.items():
-                vectors.write_new_vectors(conn, space, namespace, rows)
-            self._added_since_optimize += sum(r.created for r in results)
+                kept = [(rid_of[item_id], vector) for item_id, vector in rows if item_id in rid_of]
+                vectors.write_new_vectors(conn, space, namespace, kept)
+            self._added_since_optimize += len(inserted)
         if self._added_since_optimize >= _OPTIMIZE_EVERY:
             self._optimize()
         return results
@@ -415,22 +498,33 @@ class SQLiteBackend:
                 (item_id, text, None if vector is None or space is None else self._checked_vector(space, vector))
                 for item_id, text, vector in updates
             ]
-            count = 0
-            for item_id, text, vector in checked:
-                row = conn.execute(
-                    "SELECT rid, index_window FROM items WHERE id = ? AND namespace = ?", (item_id, namespace)
-                ).fetchone()
-                if row is None:
-                    continue
-                rid = int(row[0])
-                if row[1] != text:
-                    conn.execute("UPDATE items SET index_window = ? WHERE rid = ?", (text, rid))
-                if space is not None and vector is not None:
-                    vectors.write_vector(conn, space, namespace, rid, vector)  # replaces the old one
-                elif space is not None:
-                    vectors.delete_vectors(conn, space, namespace, [rid])
-                count += 1
-            return count
+            # Batched: one lookup, one UPDATE per changed text (executemany), one DELETE and one
+            # INSERT of all vectors with one counter update, whatever the number of windows.
+            wanted = sorted({item_id for item_id, _, _ in checked})
+            current = {
+                str(r[0]): (int(r[1]), str(r[2]))
+                for r in conn.execute(
+                    "SELECT i.id, i.rid, i.index_window FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value "
+                    "WHERE i.namespace = ?",
+                    (json_list(wanted), namespace),
+                )
+            }
+            found = [(current[i][0], i, text, vector) for i, text, vector in checked if i in current]
+            changed: dict[int, str] = {}
+            for rid, item_id, text, _ in found:
+                if current[item_id][1] != text:
+                    changed[rid] = text
+            if changed:
+                conn.executemany(
+                    "UPDATE items SET index_window = ? WHERE rid = ?", [(t, r) for r, t in changed.items()]
+                )
+            if space is not None:
+                latest = {rid: vector for rid, _, _, vector in found}  # the last update of an item wins
+                vectors.delete_vectors(conn, space, namespace, sorted(latest))
+                vectors.write_new_vectors(
+                    conn, space, namespace, [(rid, v) for rid, v in latest.items() if v is not None]
+                )
+            return len(found)
 
     def mark_embedding(self, namespace: str, ids: Sequence[str], status: str, error: str | None) -> int:
         """Set embedding_status (and error) on items of ``namespace``; returns rows updated."""

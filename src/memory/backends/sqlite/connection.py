@@ -12,6 +12,7 @@ is loaded into every connection for ``vec_distance_cosine``.
 from __future__ import annotations
 
 import importlib
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ from typing import Any
 
 from memory.errors import ConfigError, Error, InvalidInputError, SchemaError, StorageError
 
-__all__ = ["load_driver", "connect", "driver_errors", "DEFAULT_BUSY_TIMEOUT", "MIN_SQLITE_VERSION"]
+__all__ = ["load_driver", "connect", "driver_errors", "OwnConnection", "DEFAULT_BUSY_TIMEOUT", "MIN_SQLITE_VERSION"]
 
 #: Seconds a writer waits for another process's write lock before failing.
 DEFAULT_BUSY_TIMEOUT = 30.0
@@ -163,3 +164,39 @@ def driver_errors(driver: ModuleType, path: Path | str, busy_timeout: float = DE
         raise StorageError(f"SQLite error on {path}: {message}") from exc
     except driver.Error as exc:
         raise StorageError(f"SQLite error on {path}: {exc}") from exc
+
+
+class OwnConnection:
+    """A connection of its own to a store file (e.g. for API keys, so they never wait on the backend's lock)."""
+
+    def __init__(self, path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+        """Connect to ``path``. Raises StorageError."""
+        self.path = path
+        self._driver = load_driver()
+        self._busy_timeout = busy_timeout
+        self._conn = connect(path, busy_timeout=busy_timeout)
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def read(self) -> Iterator[Any]:
+        """The connection, for reads, under the lock and the error mapping."""
+        with self._lock, driver_errors(self._driver, self.path, self._busy_timeout):
+            yield self._conn
+
+    @contextmanager
+    def write(self) -> Iterator[Any]:
+        """One immediate transaction: committed when the block succeeds, rolled back otherwise."""
+        with self._lock, driver_errors(self._driver, self.path, self._busy_timeout):
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._conn.close()

@@ -532,6 +532,23 @@ class SQLiteEpisodicStore(BlocksAndJobsMixin):
                 )
             return count
 
+    def delete_message(self, namespace: str, message_id: str) -> bool:
+        """Delete one message (hot or archived) by id."""
+        with self._b._write() as conn:
+            rids = [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT rid FROM messages WHERE namespace = ? AND id = ?", (namespace, message_id)
+                ).fetchall()
+            ]
+            count = self._delete_rids(conn, namespace, rids)
+            count += int(
+                conn.execute(
+                    "DELETE FROM message_archive WHERE namespace = ? AND id = ?", (namespace, message_id)
+                ).rowcount
+            )
+            return count > 0
+
     def iter_archived(self, namespace: str, thread: str | None = None) -> Iterator[Message]:
         """Archived messages by (thread, turn), read in batches."""
         after: tuple[str, int] = ("", -1)

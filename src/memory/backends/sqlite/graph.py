@@ -18,8 +18,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memory.backends.base import Vector
-from memory.backends.graph import Entity, GraphDump, MemoryLink, Mention, Relation, check_dump
-from memory.backends.inmemory_graph import _cosine_rank, relation_text
+from memory.backends.graph import (
+    Entity,
+    GraphDump,
+    MemoryLink,
+    Mention,
+    Relation,
+    check_dump,
+    cosine_rank,
+    relation_text,
+)
 from memory.backends.sqlite.sql import json_list
 from memory.errors import ConfigError, InvalidInputError, NotFoundError
 from memory.extraction.heuristic import normalise_name
@@ -183,7 +191,7 @@ class SQLiteGraph:
                 "SELECT id, embedding FROM graph_entities WHERE namespace = ? AND model = ? AND embedding IS NOT NULL",
                 (namespace, model),
             ).fetchall()
-        ranked = _cosine_rank({r[0]: np.frombuffer(r[1], dtype=np.float32) for r in rows}, vector, k)
+        ranked = cosine_rank({r[0]: np.frombuffer(r[1], dtype=np.float32) for r in rows}, vector, k)
         entities = {e.id: e for e in self.get_entities(namespace, [i for i, _ in ranked])}
         return [(entities[i], s) for i, s in ranked if i in entities]
 
@@ -262,7 +270,7 @@ class SQLiteGraph:
                 + live,
                 (namespace, model),
             ).fetchall()
-            ranked = _cosine_rank({r[0]: np.frombuffer(r[1], dtype=np.float32) for r in rows}, vector, k)
+            ranked = cosine_rank({r[0]: np.frombuffer(r[1], dtype=np.float32) for r in rows}, vector, k)
             found = {
                 row[0]: _relation(row)
                 for row in conn.execute(f"{_RELATION} WHERE r.id IN {_IDS}", (json_list([i for i, _ in ranked]),))

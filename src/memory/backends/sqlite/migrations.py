@@ -23,7 +23,7 @@ Schema (times are REAL epoch seconds, UTC; list/dict fields are JSON text):
 * ``meta`` — key/value facts about the store.
 * ``graph_*`` — entities (+ normalised name/alias keys), relations (+ their source
   memories), mentions and memory links; see :mod:`memory.backends.graph`.
-* ``api_keys`` — hashed API keys of the servers (see :mod:`memory.backends.sqlite.keys`).
+* ``api_keys`` — hashed API keys of the servers (see :mod:`memory.backends.keys`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.backends.sqlite.keys import API_KEYS_MIGRATION
 from memory.errors import SchemaError
 from memory.retrieval.window import MONTHS
 
@@ -402,6 +401,21 @@ _FEEDBACK = [
     "CREATE UNIQUE INDEX prompt_versions_active ON prompt_versions (namespace, name) WHERE status = 'active'",
 ]
 
+#: API keys (hashes only; see memory.keys): one table for the whole file, keyed by the key id.
+API_KEYS_MIGRATION = [
+    """CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        token_hash TEXT NOT NULL,
+        namespaces TEXT NOT NULL,
+        read_only INTEGER NOT NULL DEFAULT 0,
+        secrets INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        revoked_at REAL
+    )""",
+]
+
+
 #: Every migration this code knows, in the order they are applied.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_items", _ITEMS),
@@ -464,7 +478,10 @@ def apply_migrations(conn: Any, migrations: Sequence[Migration] = MIGRATIONS) ->
     re-checks the record inside its immediate transaction. Raises SchemaError
     for a database from a newer version, or one that is not a memory store.
     """
-    _check_known(applied_migrations(conn), migrations)
+    already = applied_migrations(conn)
+    _check_known(already, migrations)
+    if {m.name for m in migrations} <= set(already):
+        return []  # an up-to-date store: no write transaction at all
     applied_now: list[str] = []
     for migration in migrations:
         conn.execute("BEGIN IMMEDIATE")

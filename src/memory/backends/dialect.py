@@ -1,0 +1,103 @@
+"""What differs between the SQL engines, for the stores written once over both.
+
+A store written against :class:`Dialect` holds its SQL once, with ``?``
+placeholders, and asks the dialect for the rest: its engine's placeholder,
+transactions (:attr:`Dialect.read` / :attr:`Dialect.write`), which strings
+the engine can store, how to bind a list to ``IN``, JSON and timestamp
+values, and a lock that serialises numbering inside a transaction.
+
+Each engine builds its dialect in its own package
+(:func:`memory.backends.sqlite.dialect.sqlite_dialect`,
+:func:`memory.backends.postgres.dialect.postgres_dialect`); stores never
+import an engine module.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from memory.ids import from_epoch, to_epoch
+
+__all__ = ["Dialect"]
+
+
+def _utf8(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One engine's answers to what the shared SQL cannot say the same way."""
+
+    #: ``"sqlite"`` or ``"postgres"`` (for messages only: stores never branch on it).
+    name: str
+    #: A context manager yielding a connection for reads.
+    read: Callable[[], AbstractContextManager[Any]]
+    #: A context manager yielding a connection inside one write transaction (committed on success).
+    write: Callable[[], AbstractContextManager[Any]]
+    #: The engine's parameter placeholder (``?`` or ``%s``).
+    mark: str = "?"
+    #: True when text cannot hold NUL characters (PostgreSQL).
+    rejects_nul: bool = False
+    #: True when JSON columns take and return structured values (jsonb), False for JSON text.
+    native_json: bool = False
+    #: True when time columns are timestamps (timestamptz), False for epoch seconds.
+    native_time: bool = False
+    #: Takes a transaction-scoped lock named by a string (None: the write transaction already serialises).
+    xact_lock: Callable[[Any, str], None] | None = None
+    #: Wraps a structured value for a JSON parameter (jsonb adapter), when ``native_json``.
+    json_adapter: Callable[[Any], Any] | None = None
+
+    def sql(self, text: str) -> str:
+        """``text`` (written with ``?``) in this engine's placeholders."""
+        return text if self.mark == "?" else text.replace("?", self.mark)
+
+    def storable(self, *values: str | None) -> bool:
+        """True when the engine can store every given string (None counts as storable)."""
+        return all(v is None or (_utf8(v) and not (self.rejects_nul and "\x00" in v)) for v in values)
+
+    def rows(self, conn: Any, text: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Every row of the query ``text`` (written with ``?``) as tuples."""
+        return [tuple(r) for r in conn.execute(self.sql(text), tuple(params)).fetchall()]
+
+    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """A ``column IN (...)`` condition over ``values`` and its parameters (never an empty ``IN``)."""
+        if not values:
+            return "1 = 0", []
+        return f"{column} IN ({', '.join('?' for _ in values)})", list(values)
+
+    def lock(self, conn: Any, key: str) -> None:
+        """Serialise writers of ``key`` until the transaction ends (a no-op where writes already are)."""
+        if self.xact_lock is not None:
+            self.xact_lock(conn, key)
+
+    def json_param(self, value: Any) -> Any:
+        """``value`` bound for a JSON column."""
+        if self.native_json and self.json_adapter is not None:
+            return self.json_adapter(value)
+        return json.dumps(value)
+
+    def json_value(self, raw: Any) -> Any:
+        """A JSON column's value as Python data."""
+        return json.loads(raw) if isinstance(raw, (str, bytes)) else raw
+
+    def time_param(self, value: datetime | None) -> Any:
+        """``value`` bound for a time column (None stays NULL)."""
+        if value is None or self.native_time:
+            return value
+        return to_epoch(value)
+
+    def time_value(self, raw: Any) -> datetime | None:
+        """A time column's value as an aware datetime (NULL: None)."""
+        if raw is None or isinstance(raw, datetime):
+            return raw
+        return from_epoch(float(raw))

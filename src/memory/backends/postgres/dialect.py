@@ -1,0 +1,31 @@
+"""The PostgreSQL :class:`~memory.backends.dialect.Dialect`: ``%s`` placeholders, jsonb, timestamptz.
+
+Text cannot hold NUL characters; a transaction-scoped advisory lock named by
+a string serialises numbering (prompt versions) across processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from memory.backends.dialect import Dialect
+
+__all__ = ["postgres_dialect"]
+
+
+def _advisory_lock(conn: Any, key: str) -> None:
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7361))", (key,))
+
+
+def postgres_dialect(
+    read: Callable[[], AbstractContextManager[Any]], write: Callable[[], AbstractContextManager[Any]]
+) -> Dialect:
+    """The dialect of a psycopg pool whose reads and write transactions ``read``/``write`` open."""
+    from psycopg.types.json import Jsonb
+
+    return Dialect(
+        name="postgres", read=read, write=write, mark="%s", rejects_nul=True, native_json=True, native_time=True,
+        xact_lock=_advisory_lock, json_adapter=Jsonb,
+    )  # fmt: skip

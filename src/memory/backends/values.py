@@ -1,0 +1,62 @@
+"""The values the storage contract passes around: vectors, records to add, channel hits, orders.
+
+Kept apart from :mod:`memory.backends.base` so the store contracts
+(graph, episodic) and the Backend protocol that types them import these
+values without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from memory.types import LedgerEntry, MemoryItem
+
+__all__ = ["Vector", "NewRecord", "AddResult", "ChannelHit", "VectorSpace", "ListOrder"]
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class NewRecord:
+    """An item to insert, its vector (None when not embedded) and its ledger entry."""
+
+    item: MemoryItem
+    vector: Vector | None
+    ledger: LedgerEntry
+
+
+@dataclass(frozen=True, slots=True)
+class AddResult:
+    """Outcome of one insert: the id stored, and whether a new row was created."""
+
+    id: str
+    created: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelHit:
+    """A candidate from one channel: item id and channel score (higher is better)."""
+
+    id: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class VectorSpace:
+    """An embedding model registered in a store, with its dimension."""
+
+    model: str
+    dim: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListOrder:
+    """Sort order of a listing: newest first by default; keyset cursor after (created_at, id)."""
+
+    newest_first: bool = True
+    after_created_at: datetime | None = None
+    after_id: str | None = None

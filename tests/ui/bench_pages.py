@@ -1,0 +1,136 @@
+"""Page timings of the inspector on a large SQLite store (not a test: run by hand, see README).
+
+    nice -n 5 .venv/bin/python tests/ui/bench_pages.py --items 100000 --runs 5
+
+Builds (once, reused) a store of N memories with the hashing embedder plus the seed of the
+browser tests, starts a real `memory serve`, and measures in headless Chromium, per page:
+``load`` = a fresh tab opening the page by URL until it has rendered (HTML, JS modules, every
+API call, drawing) and ``nav`` = moving to it from another page inside the app. Prints a table
+(median and max in ms) and writes it to docs/ui/timings.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from ui_helpers import CHROMIUM, CHROMIUM_ARGS, SHOTS, make_keys, start_serve, stop  # noqa: E402
+from ui_seed import seed  # noqa: E402
+
+from memory import Memory  # noqa: E402
+
+WORDS = (
+    "alice bob carol dave tea coffee berlin paris lisbon project release roadmap meeting dentist tram "
+    "holiday budget invoice design review deploy server database garden bicycle piano novel recipe"
+).split()
+
+
+def build(db: str, items: int) -> dict[str, str]:
+    with Memory(db, embedder="hashing", namespace="a") as mem:
+        have = mem.stats().total
+        if have < items:
+            batch = []
+            for i in range(have, items):
+                words = " ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 7, 11, 13))
+                batch.append({"content": f"Note {i}: {words}.", "user": f"user{i % 50}", "kind": "fact",
+                              "tags": [WORDS[i % len(WORDS)]]})  # fmt: skip
+                if len(batch) == 1000:
+                    mem.remember_batch(batch)
+                    batch = []
+            if batch:
+                mem.remember_batch(batch)
+            ids = seed(mem, "a")
+            keys = make_keys(mem)
+            Path(db.removeprefix("sqlite:///") + ".json").write_text(json.dumps({"ids": ids, "keys": keys}))
+    return json.loads(Path(db.removeprefix("sqlite:///") + ".json").read_text())  # type: ignore[no-any-return]
+
+
+ROUTES = {
+    "memories (list)": "#/memories",
+    "memories (search)": "#/memories?q=where+does+alice+live",
+    "memories (filtered)": "#/memories?user=user7&tags=tea",
+    "memories (page 2)": None,  # filled in: the second page's cursor
+    "memory": None,
+    "conversations": "#/thread/t-berlin",
+    "graph": "#/graph?start=Alice&depth=2&closed=1",
+    "tiers": "#/tiers?user=alice",
+    "context": "#/context?observation=Where+does+Alice+live%3F&user=alice&thread=t-berlin&budget=2000",
+    "jobs": "#/jobs",
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--db", default="/tmp/memory-ui-bench/ui100k.db")
+    parser.add_argument("--only", help="Measure only pages whose name contains this.")
+    args = parser.parse_args()
+    Path(args.db).parent.mkdir(parents=True, exist_ok=True)
+    db = f"sqlite:///{args.db}"
+    started = time.perf_counter()
+    data = build(db, args.items)
+    print(f"store ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    ROUTES["memory"] = f"#/memory/{data['ids']['closed']}"
+    process, url = start_serve(db)
+    from playwright.sync_api import sync_playwright
+
+    results: dict[str, dict[str, list[float]]] = {}
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            context = browser.new_context(viewport={"width": 1366, "height": 860}, base_url=url)
+            context.add_init_script(f"sessionStorage.setItem('memory.apiKey', {json.dumps(data['keys']['a'])})")
+            errors: list[str] = []
+            page = context.new_page()
+            page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+            page.goto("/ui/#/memories")
+            page.wait_for_selector("main[data-ready]")
+            page.click("text=Next page →")
+            page.wait_for_selector("main[data-ready] ul.list li")
+            ROUTES["memories (page 2)"] = "#" + page.url.split("#", 1)[1]
+            for name, route in ROUTES.items():
+                assert route is not None
+                if args.only and args.only not in name:
+                    continue
+                loads, navs = [], []
+                for _ in range(args.runs):
+                    tab = context.new_page()
+                    tab.on("console", lambda m: m.type == "error" and errors.append(m.text))
+                    t0 = time.perf_counter()
+                    tab.goto(f"/ui/{route}")
+                    tab.wait_for_selector("main[data-ready]")
+                    loads.append((time.perf_counter() - t0) * 1000)
+                    other = "#/tiers" if name == "jobs" else "#/jobs"
+                    tab.evaluate(f"location.hash = {other!r}")
+                    tab.wait_for_selector(f"main[data-ready={other[2:]}]")
+                    tab.evaluate("document.getElementById('main').removeAttribute('data-ready')")
+                    t0 = time.perf_counter()
+                    tab.evaluate(f"location.hash = {route!r}")
+                    tab.wait_for_selector("main[data-ready]")
+                    navs.append((time.perf_counter() - t0) * 1000)
+                    tab.close()
+                results[name] = {"load": loads, "nav": navs}
+                print(f"{name:22s} load median {statistics.median(loads):6.0f} max {max(loads):6.0f} ms | "
+                      f"nav median {statistics.median(navs):6.0f} max {max(navs):6.0f} ms", flush=True)  # fmt: skip
+            browser.close()
+    finally:
+        stop(process)
+    summary = {
+        "items": args.items, "runs": args.runs, "load_avg": os.getloadavg(), "console_errors": errors,
+        "pages": {n: {k: [round(x) for x in v] for k, v in r.items()} for n, r in results.items()},
+    }  # fmt: skip
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / "timings.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print("console errors:", errors)
+
+
+if __name__ == "__main__":
+    main()
