@@ -112,7 +112,8 @@ class ServerSettings(BaseModel):
     port: int = Field(8765, ge=0, le=65535)
     mcp_port: int = Field(8766, ge=0, le=65535)
     require_keys: bool = True
-    max_body_bytes: int = Field(1_048_576, ge=1024)
+    # 8 MiB: a text at the content limit (500,000 characters) still fits as JSON-escaped UTF-8.
+    max_body_bytes: int = Field(8_388_608, ge=1024)
     cors_origins: tuple[str, ...] = ()
     threads: int = Field(8, ge=1, le=256)
 

@@ -115,4 +115,4 @@ def test_server_settings_come_from_the_config_file(tmp_path: Path) -> None:
     path.write_text('[server]\nport = 9001\ncors_origins = ["http://app.example"]\nrequire_keys = false\n')
     server = load_settings(path=path).server
     assert (server.port, server.cors_origins, server.require_keys) == (9001, ("http://app.example",), False)
-    assert server.host == "127.0.0.1" and server.max_body_bytes == 1_048_576
+    assert server.host == "127.0.0.1" and server.max_body_bytes == 8_388_608

@@ -131,7 +131,7 @@ _SECRETS = click.option(
 @_NO_AUTH
 @_SECRETS
 @click.option("--cors-origin", "cors", multiple=True, metavar="ORIGIN", help="Allow this browser origin (repeatable).")
-@click.option("--max-body", type=int, metavar="BYTES", help="Largest request body accepted (default 1 MiB).")
+@click.option("--max-body", type=int, metavar="BYTES", help="Largest request body accepted (default 8 MiB).")
 @click.pass_context
 def serve(
     ctx: click.Context, host: str | None, port: int | None, no_auth: bool, allow_secrets: bool,

@@ -214,7 +214,7 @@ class _RequireKey:
         await self.app(scope, receive, send)
 
 
-def http_app(mem: Memory, auth: Authenticator, *, host: str = "127.0.0.1", max_body_bytes: int = 1_048_576) -> Any:
+def http_app(mem: Memory, auth: Authenticator, *, host: str = "127.0.0.1", max_body_bytes: int = 8_388_608) -> Any:
     """The streamable-HTTP ASGI app (MCP endpoint at ``/mcp``), every request authenticated by ``auth``."""
 
     def caller_for(ctx: Any) -> Caller:

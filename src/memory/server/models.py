@@ -78,6 +78,8 @@ MetadataScalar = str | int | float | bool | None
 
 # The limits the library enforces (memory.limits), advertised by every schema built from these.
 _NAME_RULES: dict[str, Any] = {"min_length": 1, "max_length": lim.MAX_NAME_CHARS, "pattern": lim.NAME_PATTERN}
+#: The rules of a scope name or id, for other operation modules (the inspector's) to advertise the same.
+NAME_RULES = _NAME_RULES
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_TAG_CHARS, pattern=lim.NAME_PATTERN)]
 Kind = Annotated[str, StringConstraints(pattern=lim.KIND_PATTERN)]
 Term = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_ITEM_CHARS, pattern=lim.VISIBLE)]
@@ -631,7 +633,7 @@ class TiersRetrieveIn(_In):
 class TiersSystemListIn(_In):
     """List the namespace's shared system memory (what the tiers promoted for every agent)."""
 
-    source_agent: str | None = Field(None, description="Only entries this agent contributed.", max_length=256)
+    source_agent: str | None = Field(None, description="Only entries this agent contributed.", **_NAME_RULES)
 
 
 class TiersSystemOut(_Out):
@@ -643,7 +645,7 @@ class TiersSystemOut(_Out):
 class TiersWithdrawIn(_In):
     """System memory entries to take back (every agent stops seeing them)."""
 
-    id: str = Field(..., description="The system entry id (from tiers_system).", min_length=1, max_length=256)
+    id: str = Field(..., description="The system entry id (from tiers_system).", **_NAME_RULES)
 
 
 # -- feedback and prompt versions (issue 9) ----------------------------------------

@@ -33,8 +33,8 @@ __all__ = ["MEDIA_INLINE_LIMIT"]
 MEDIA_INLINE_LIMIT = 4 * 1024 * 1024
 
 _TAGS = ("inspector",)
-_USER = Field(None, max_length=256, description="Only this user's (exact match).")
-_AGENT = Field(None, max_length=256, description="Only this agent's (exact match).")
+_USER = Field(None, description="Only this user's (exact match).", **m.NAME_RULES)
+_AGENT = Field(None, description="Only this agent's (exact match).", **m.NAME_RULES)
 _CLEARANCE: Any = Field("private", description="Highest sensitivity to show; 'secret' needs secret clearance.")
 
 
@@ -82,7 +82,7 @@ register(Operation(
 class MemoryDetailIn(_In):
     """One memory by id."""
 
-    id: str = Field(..., min_length=1, max_length=256)
+    id: str = Field(..., **m.NAME_RULES)
     clearance: m.Clearance = _CLEARANCE
 
 
@@ -161,7 +161,7 @@ register(Operation(
 class TimelineIn(_In):
     """A window of a thread's timeline: the latest ``limit`` messages, or those after ``after_turn``."""
 
-    thread: str = Field(..., min_length=1, max_length=256)
+    thread: str = Field(..., **m.NAME_RULES)
     after_turn: int | None = Field(None, ge=0, description="Only messages after this turn (for live updates).")
     before_turn: int | None = Field(None, ge=1, description="Only messages before this turn (older pages).")
     limit: int = Field(100, ge=1, le=500)
@@ -197,7 +197,7 @@ def _timeline(mem: Memory, a: TimelineIn, call: Call) -> TimelineOut:
 class ArchiveIn(_In):
     """Archive a thread's older messages, keeping the newest ``keep_last``."""
 
-    thread: str = Field(..., min_length=1, max_length=256)
+    thread: str = Field(..., **m.NAME_RULES)
     keep_last: int = Field(20, ge=0, le=1_000_000)
 
 
@@ -214,7 +214,7 @@ def _archive(mem: Memory, a: ArchiveIn, call: Call) -> ArchiveOut:
 class MediaIn(_In):
     """The media file of one message."""
 
-    id: str = Field(..., min_length=1, max_length=256, description="The message id.")
+    id: str = Field(..., description="The message id.", **m.NAME_RULES)
     clearance: m.Clearance = _CLEARANCE
 
 
@@ -344,7 +344,7 @@ register(Operation(
 class BlockHistoryIn(_In):
     """The changes of one block."""
 
-    label: str = Field(..., min_length=1, max_length=64)
+    label: m.Label = Field(...)
     user: str | None = _USER
     agent: str | None = _AGENT
 
@@ -363,18 +363,19 @@ def _block_history(mem: Memory, a: BlockHistoryIn, call: Call) -> BlockHistoryOu
 class TierOwnersOut(_Out):
     """The (agent, user) pairs that have tiers."""
 
-    owners: list[tuple[str, str]]
+    # Pairs as two-item lists: OpenAPI 3.1 tools reject the tuple form (`items` as an array).
+    owners: list[list[str]] = Field(..., description="[agent, user] pairs that hold tier records.")
 
 
 def _tier_owners(mem: Memory, a: m.NoArgs, call: Call) -> TierOwnersOut:
-    return TierOwnersOut(owners=mem.tiers.owners(namespace=call.namespace))
+    return TierOwnersOut(owners=[list(pair) for pair in mem.tiers.owners(namespace=call.namespace)])
 
 
 class TiersShowIn(_In):
     """Every tier of one agent and user."""
 
-    agent: str = Field(..., min_length=1, max_length=256)
-    user: str = Field(..., min_length=1, max_length=256)
+    agent: str = Field(..., **m.NAME_RULES)
+    user: str = Field(..., **m.NAME_RULES)
     clearance: m.Clearance = _CLEARANCE
 
 
