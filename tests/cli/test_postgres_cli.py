@@ -364,7 +364,8 @@ def test_migrate_copies_graph_tiers_and_windows_sqlite_postgres_sqlite(
     assert report["entities"] == sum(len(source[f"entities:{ns}"]) for ns in ("alpha", "beta"))  # type: ignore[arg-type]
     assert report["relations"] == 3 and report["links"] == 1 and report["mentions"] >= 4
     assert report["tier_records"] == len(source["tiers:alpha"]) > 3  # type: ignore[arg-type]
-    assert report["windows"] == report["items"] == 12 and report["skipped"] == []  # 11 + a reflection lesson
+    # 11 memories; the one rated conversation is too little support for a reflection lesson (issue 18)
+    assert report["windows"] == report["items"] == 11 and report["skipped"] == []
     again = run.json("migrate", "--from", pg_url, "--to", back)
     assert {k: again[k] for k in ("entities", "relations", "mentions", "links", "tier_records", "windows")} == {
         k: report[k] for k in ("entities", "relations", "mentions", "links", "tier_records", "windows")
@@ -407,5 +408,5 @@ def test_migrate_text_output_names_graph_tiers_and_windows(run: Runner, tmp_path
         in lines
     )
     assert f"windows: {counts['windows']} context windows rebuilt" in lines
-    assert counts["windows"] == 12 and not any(line.startswith("skipped") for line in lines)
+    assert counts["windows"] == 11 and not any(line.startswith("skipped") for line in lines)
     assert "knowledge graph" in run.ok("migrate", "--help").stdout

@@ -663,21 +663,21 @@ class FeedbackRecordIn(_In):
         description="What the user said about the answers.",
         min_length=1,
         max_length=lim.MAX_FEEDBACK_CHARS,
-        pattern=lim.VISIBLE,
+        pattern=lim.TEXT_PATTERN,
     )
     example: str | None = Field(
         None,
         description="An example of the wanted behaviour.",
         min_length=1,
         max_length=lim.MAX_FEEDBACK_CHARS,
-        pattern=lim.VISIBLE,
+        pattern=lim.TEXT_PATTERN,
     )
     suggestion: str | None = Field(
         None,
         description="An improvement suggestion.",
         min_length=1,
         max_length=lim.MAX_FEEDBACK_CHARS,
-        pattern=lim.VISIBLE,
+        pattern=lim.TEXT_PATTERN,
     )
     task_completed: bool | None = Field(None, description="Whether the task was completed.")
     prompt: str | None = Field(None, description="The prompt name the conversation used.", **_NAME_RULES)
