@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory.backends.graph import Entity, GraphStore, MemoryLink, Relation
 from memory.errors import GraphUnavailableError, InvalidInputError, NotFoundError
+from memory.records import check_sensitivity
 
 if TYPE_CHECKING:
     from memory.memory import Memory
@@ -76,9 +77,33 @@ class GraphView:
             raise NotFoundError(f"no entity {name!r} in namespace {ns!r}")
         return found[0]
 
-    def entities(self, *, namespace: str | None = None, type: str | None = None, limit: int = 100) -> list[Entity]:
-        """Entities of a namespace by name, optionally of one type."""
-        return self.store.list_entities(self._mem._ns(namespace), limit, type)
+    def entities(
+        self, *, namespace: str | None = None, type: str | None = None, limit: int = 100, clearance: str = "private"
+    ) -> list[Entity]:
+        """Entities of a namespace by name, optionally of one type, that a caller with ``clearance`` may know of.
+
+        An entity is known when a memory visible at ``clearance`` mentions it or it is an end of a
+        relation visible at ``clearance``: a name extracted only from secrets is not listed without
+        secret clearance (it is the secret's text).
+        """
+        ns = self._mem._ns(namespace)
+        found = self.store.list_entities(ns, limit, type)
+        if not found or check_sensitivity(clearance) == "secret":
+            return found
+        ids = [e.id for e in found]
+        mentions = self.store.mentions(ns, entity_ids=ids)
+        readable = self._visible_ids(ns, sorted({m.memory_id for m in mentions}), clearance)
+        known = {m.entity_id for m in mentions if m.memory_id in readable}
+        relations = self.store.relations(ns, ids, include_invalid=True, limit=20 * len(ids))
+        for relation in self.visible(relations, namespace=ns, clearance=clearance):
+            known.update((relation.subject_id, relation.object_id))
+        return [e for e in found if e.id in known]
+
+    def _visible_ids(self, namespace: str, ids: Sequence[str], clearance: str) -> set[str]:
+        if not ids:
+            return set()
+        flt = self._mem.filter(namespace, clearance=clearance, include_invalid=True)
+        return set(self._mem.backend.find_ids(flt.model_copy(update={"ids": tuple(ids)})))
 
     def facts_about(
         self,

@@ -58,7 +58,7 @@ def test_a_memory_made_secret_leaves_dedup(mem: Memory) -> None:
 
 
 def test_graph_facts_of_a_secret_memory_stay_hidden(mem: Memory) -> None:
-    if getattr(mem.backend, "graph", None) is None:
+    if mem.backend.graph is None:
         pytest.skip(f"{mem.backend.name} has no graph store")
     memory_id = mem.remember("Alice lives in Berlin.", extract="inline")
     facts = mem.graph.facts_about("Alice")
@@ -69,6 +69,20 @@ def test_graph_facts_of_a_secret_memory_stay_hidden(mem: Memory) -> None:
     prompt = mem.context("Where does Alice live?")
     assert "Berlin" not in str(prompt.messages)
     assert "Berlin" in str(mem.context("Where does Alice live?", clearance="secret").messages)
+
+
+def test_entity_names_only_a_secret_holds_are_not_listed(mem: Memory) -> None:
+    if mem.backend.graph is None:
+        pytest.skip(f"{mem.backend.name} has no graph store")
+    mem.remember("Bob works at Initech.", extract="inline")
+    contact = mem.remember("Zorblax Quentworth works at Fraudbank.", extract="inline")
+    assert any("Zorblax" in e.name for e in mem.graph.entities())
+    mem.update(contact, sensitivity="secret")  # its extracted names now belong to a secret
+    cleared = {e.name for e in mem.graph.entities(clearance="secret")}
+    assert any("Zorblax" in name for name in cleared)  # the extraction did make an entity of the secret's name
+    listed = {e.name for e in mem.graph.entities()}
+    assert any("Bob" in name for name in listed)
+    assert not any("Zorblax" in name or "Quentworth" in name for name in listed)
 
 
 # -- B3: history of secrets ------------------------------------------------------------------------------

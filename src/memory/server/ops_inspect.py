@@ -307,20 +307,10 @@ class EntitiesOut(_Out):
 
 
 def _entities(mem: Memory, a: EntitiesIn, call: Call) -> EntitiesOut:
-    """Entities the caller may know of: mentioned by a memory it can read, or an end of a relation it can see."""
-    ns = call.namespace
-    found = mem.graph.entities(namespace=ns, type=a.type, limit=a.limit)
-    if not found:
-        return EntitiesOut(entities=[])
-    store = mem.graph.store
-    ids = [e.id for e in found]
-    mentions = store.mentions(ns, entity_ids=ids)
-    readable = _visible_ids(mem, ns, sorted({mention.memory_id for mention in mentions}), a.clearance)
-    known = {mention.entity_id for mention in mentions if mention.memory_id in readable}
-    relations = store.relations(ns, ids, include_invalid=True, limit=20 * len(ids))
-    for relation in mem.graph.visible(relations, namespace=ns, clearance=a.clearance):
-        known.update((relation.subject_id, relation.object_id))
-    return EntitiesOut(entities=[e for e in found if e.id in known])
+    """Entities the caller may know of (the library's rule: see ``GraphView.entities``)."""
+    return EntitiesOut(
+        entities=mem.graph.entities(namespace=call.namespace, type=a.type, limit=a.limit, clearance=a.clearance)
+    )
 
 
 register(Operation(
