@@ -88,16 +88,20 @@ class GraphView:
         """
         ns = self._mem._ns(namespace)
         found = self.store.list_entities(ns, limit, type)
-        if not found or check_sensitivity(clearance) == "secret":
-            return found
-        ids = [e.id for e in found]
-        mentions = self.store.mentions(ns, entity_ids=ids)
-        readable = self._visible_ids(ns, sorted({m.memory_id for m in mentions}), clearance)
-        known = {m.entity_id for m in mentions if m.memory_id in readable}
-        relations = self.store.relations(ns, ids, include_invalid=True, limit=20 * len(ids))
-        for relation in self.visible(relations, namespace=ns, clearance=clearance):
-            known.update((relation.subject_id, relation.object_id))
+        known = self._known(ns, [e.id for e in found], clearance)
         return [e for e in found if e.id in known]
+
+    def _known(self, namespace: str, ids: Sequence[str], clearance: str) -> set[str]:
+        """The entities of ``ids`` a caller with ``clearance`` may know of (see :meth:`entities`)."""
+        if not ids or check_sensitivity(clearance) == "secret":
+            return set(ids)
+        mentions = self.store.mentions(namespace, entity_ids=list(ids))
+        readable = self._visible_ids(namespace, sorted({m.memory_id for m in mentions}), clearance)
+        known = {m.entity_id for m in mentions if m.memory_id in readable}
+        relations = self.store.relations(namespace, list(ids), include_invalid=True, limit=20 * len(ids))
+        for relation in self.visible(relations, namespace=namespace, clearance=clearance):
+            known.update((relation.subject_id, relation.object_id))
+        return known
 
     def _visible_ids(self, namespace: str, ids: Sequence[str], clearance: str) -> set[str]:
         if not ids:
@@ -216,6 +220,9 @@ class GraphView:
             relations = [r for r in relations if r.subject_id in allowed and r.object_id in allowed]
         else:
             origin = self.entity(start, namespace=ns)
+            if origin.id not in self._known(ns, [origin.id], clearance):
+                # a name only secrets hold: answered exactly as an unknown name (its existence is the secret's)
+                raise NotFoundError(f"no entity {start!r} in namespace {ns!r}")
             order = [origin.id]
             seen_relations: dict[str, Relation] = {}
             frontier = [origin.id]

@@ -304,7 +304,9 @@ def test_the_library_enforces_clearance_on_links_and_graph_queries(make_memory: 
     seen = mem.graph.query_graph()
     assert [r.subject for r in seen.relations] == ["Alice"] and seen.memory_ids == [alice]
     assert {e.name for e in seen.entities} == {"Alice", "Berlin"}
-    around_bob = mem.graph.query_graph("Bob")  # the start asked for is kept; nothing the secret supports is
-    assert (around_bob.relations, around_bob.memory_ids, [e.name for e in around_bob.entities]) == ([], [], ["Bob"])
+    with pytest.raises(NotFoundError):  # a name only the secret holds is as unknown as a made-up one
+        mem.graph.query_graph("Bob")
+    around_bob = mem.graph.query_graph("Bob", clearance="secret")
+    assert [e.name for e in around_bob.entities][0] == "Bob" and around_bob.memory_ids == [bob]
     everything = mem.graph.query_graph(clearance="secret")
     assert {r.subject for r in everything.relations} == {"Alice", "Bob"} and set(everything.memory_ids) == {alice, bob}

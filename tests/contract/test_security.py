@@ -83,6 +83,13 @@ def test_entity_names_only_a_secret_holds_are_not_listed(mem: Memory) -> None:
     listed = {e.name for e in mem.graph.entities()}
     assert any("Bob" in name for name in listed)
     assert not any("Zorblax" in name or "Quentworth" in name for name in listed)
+    name = next(n for n in cleared if "Zorblax" in n)
+    assert mem.graph.query_graph(name, clearance="secret").entities[0].name == name
+    with pytest.raises(NotFoundError) as hidden:  # looked up by its exact name: as unknown as a made-up one
+        mem.graph.query_graph(name)
+    with pytest.raises(NotFoundError) as unknown:
+        mem.graph.query_graph("Nobody Atall")
+    assert str(hidden.value).replace(name, "?") == str(unknown.value).replace("Nobody Atall", "?")
 
 
 # -- B3: history of secrets ------------------------------------------------------------------------------
