@@ -920,13 +920,14 @@ class Memory:
         until: datetime | str | None = None,
         clearance: str = "private",
         retrieval: RetrievalConfig | str | None = None,
+        include_invalid: bool = False,
     ) -> builtins.list[Hit]:
         """Find the memories most relevant to ``query``, best first, with score parts.
 
         Hybrid by default: vector KNN and BM25, fused by weighted RRF, then
         blended with recency and importance (see RetrievalConfig). Filters
-        narrow the search; secret, expired and closed (valid_to passed) items
-        never come back unless ``clearance='secret'``. Access statistics of the
+        narrow the search; secrets need ``clearance='secret'``, expired items never come back,
+        closed facts (valid_to passed) only with ``include_invalid``. Access statistics of the
         returned memories are updated. If the embedder fails, lexical results
         are still returned.
         """
@@ -943,6 +944,7 @@ class Memory:
         flt = self.filter(
             namespace, user=user, agent=agent, thread=thread, kinds=kinds, tags=tags,
             tags_all=tags_all, metadata=metadata, since=since, until=until, clearance=clearance,
+            include_invalid=include_invalid,
         )  # fmt: skip
         k = max(config.candidates, limit)
         results: dict[str, builtins.list[ChannelHit]] = {}

@@ -87,6 +87,7 @@ def test_closed_facts_are_excluded(mem: Memory, clock: Callable[[], object]) -> 
     new = mem.remember("Erin works at Globex", valid_from=now)
     assert {h.id for h in mem.recall("where does Erin work")} == {new}
     assert old in {i.id for i in mem.list(include_invalid=True).items}
+    assert {h.id for h in mem.recall("where does Erin work", include_invalid=True)} == {old, new}
 
 
 def test_access_statistics_update(mem: Memory, clock: Callable[[], object]) -> None:

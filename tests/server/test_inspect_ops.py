@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import base64
 from datetime import UTC, datetime
+from pathlib import Path
 
-from server_helpers import Live
+from server_helpers import Live, ThreadServer, start_rest
+
+from memory.keys import Caller
 
 NS = "/v1/namespaces/a"
 
@@ -175,3 +178,111 @@ def test_inspector_operations_are_not_mcp_tools() -> None:
     inspector = [op for op in OPERATIONS.values() if "inspector" in op.tags]
     assert len(inspector) == 11 and not any(op.mcp for op in inspector)
     assert [op.name for op in inspector if op.write] == ["archive_thread"]
+
+
+def test_search_includes_closed_facts_only_when_asked(live: Live) -> None:
+    mem = live.mem
+    closed = mem.remember("Erin works at Acme.", namespace="a", valid_to=datetime(2023, 6, 30, tzinfo=UTC))
+    current = mem.remember("Erin works at Globex.", namespace="a")
+    secret = mem.remember("Erin worked at Initech.", namespace="a", sensitivity="secret",
+                          valid_to=datetime(2022, 1, 1, tzinfo=UTC))  # fmt: skip
+    query = {"query": "where does Erin work", "limit": 10}
+    with live.client("a") as c:
+        default = {h["item"]["id"] for h in c.post(f"{NS}/search", json=query).json()["hits"]}
+        assert current in default and closed not in default
+        hits = c.post(f"{NS}/search", json=query | {"include_invalid": True}).json()["hits"]
+        assert {current, closed} <= {h["item"]["id"] for h in hits}
+        assert secret not in {h["item"]["id"] for h in hits}, "closed facts follow clearance like the others"
+        assert c.post(f"{NS}/search", json=query | {"include_invalid": "maybe"}).status_code == 422
+    from memory.server.mcp import tool_schema
+    from memory.server.ops import OPERATIONS, invoke
+
+    assert tool_schema(OPERATIONS["recall"])["properties"]["include_invalid"]["default"] is False
+    caller = live_caller("a")
+    out = invoke(mem, OPERATIONS["recall"], caller, query | {"include_invalid": True}, "a")
+    assert closed in {h.id for h in out.hits}
+
+
+def live_caller(namespace: str) -> Caller:
+    """An MCP-style caller (no key) limited to ``namespace``."""
+    return Caller(namespaces=frozenset({namespace}), clearance="private", read_only=True, default_namespace=namespace)
+
+
+def test_counts_reused_only_when_the_client_accepts_their_age(live: Live) -> None:
+    mem = live.mem
+    mem.remember("one", namespace="a")
+    with live.client("a") as c:
+        first = c.get(f"{NS}/stats")
+        assert first.json()["total"] == 1 and "Age" not in first.headers
+        assert first.headers["Server-Timing"].startswith("op;dur=") and 'desc="stats"' in first.headers["Server-Timing"]
+        primed = c.get(f"{NS}/stats", headers={"Cache-Control": "max-age=30"})
+        assert 0 <= int(primed.headers["Age"]) <= 30 and primed.json()["total"] == 1
+        mem.remember("two", namespace="a")
+        reused = c.get(f"{NS}/stats", headers={"Cache-Control": "max-age=30"})
+        assert reused.json()["total"] == 1, "a count up to 30 s old was accepted"
+        assert reused.headers["X-Computed-At"] == primed.headers["X-Computed-At"]
+        assert c.get(f"{NS}/stats").json()["total"] == 2, "without max-age every call counts afresh"
+        fresh = c.get(f"{NS}/stats", headers={"Cache-Control": "max-age=0"})
+        assert fresh.json()["total"] == 2 and "Age" not in fresh.headers
+        # Another question (a user's counts) is never answered from the namespace's.
+        assert (
+            c.get(f"{NS}/stats", params={"user": "nobody"}, headers={"Cache-Control": "max-age=30"}).json()["total"]
+            == 0
+        )
+        sync = c.get(f"{NS}/jobs/sync", headers={"Cache-Control": "no-cache, max-age=20"})
+        assert sync.status_code == 200 and int(sync.headers["Age"]) <= 20
+        # Policy is applied before any reuse: a cached answer never reaches a caller the call is refused to.
+        accept_old = {"Cache-Control": "max-age=30"}
+        assert c.get(f"{NS}/stats", params={"clearance": "secret"}, headers=accept_old).status_code == 403
+    with live.client("b") as c:
+        assert c.get(f"{NS}/stats", headers={"Cache-Control": "max-age=30"}).status_code == 403
+    with live.client("all") as c:
+        other = c.get("/v1/namespaces/b/stats", headers={"Cache-Control": "max-age=30"}).json()
+        assert other["total"] == 0, "answers are kept per namespace"
+
+
+def test_warm_up_loads_vector_copies_in_the_background_and_writes_nothing(tmp_path: Path) -> None:
+    from memory.server.warm import warm_up
+
+    mem, _, app = start_rest(tmp_path)
+    # More items than the exact-scan limit, so search keeps an in-process copy that warm-up loads.
+    mem.remember_batch([{"content": f"note {i} about trams and tea", "user": f"u{i % 7}"} for i in range(2_100)])
+    before = [(i.id, i.accessed_at, i.access_count) for i in mem.list(limit=5).items]
+    ledger = mem.stats(clearance="secret").ledger_entries
+    with ThreadServer(app):
+        warm = app.state.warm_up
+        assert warm.done.wait(120), "warm-up runs in the background and ends"
+        assert {"imports", "token counter"} <= set(warm.times)
+        assert any(step.startswith(f"vectors {mem.namespace}/") for step in warm.times), warm.times
+    assert [(i.id, i.accessed_at, i.access_count) for i in mem.list(limit=5).items] == before
+    assert mem.stats(clearance="secret").ledger_entries == ledger
+    again = warm_up(mem)  # a second run finds everything loaded
+    assert max(t for name, t in again.items() if name.startswith("vectors")) < max(
+        t for name, t in warm.times.items() if name.startswith("vectors")
+    )
+    mem.close()
+
+
+def test_warm_up_on_an_empty_and_a_memory_store(tmp_path: Path) -> None:
+    from memory import Memory
+    from memory.server.warm import WarmUp
+
+    for dsn in (f"sqlite:///{tmp_path / 'empty.db'}", "memory://"):
+        with Memory(dsn, embedder="hashing") as mem:
+            warm = WarmUp(mem)
+            warm.start()
+            assert warm.done.wait(60) and "imports" in warm.times
+            warm.stop()
+            assert mem.recall("anything") == []
+
+
+def test_warm_up_stops_when_asked() -> None:
+    import threading
+
+    from memory import Memory
+    from memory.server.warm import warm_up
+
+    stop = threading.Event()
+    stop.set()
+    with Memory("memory://", embedder="hashing") as mem:
+        assert warm_up(mem, stop) == {}

@@ -52,6 +52,21 @@ def test_search_shows_score_parts_per_hit(tab: Page) -> None:
     tab.shot("memories")
 
 
+def test_search_validity_filter_includes_closed_facts(tab: Page) -> None:
+    page = tab.go("#/memories?q=where+does+alice+work")
+    page.wait_for_selector("ol.hits li")
+    assert "Alice works at Globex." in page.inner_text("ol.hits") and "Acme" not in page.inner_text("ol.hits")
+    page.click("details.filters summary")
+    page.select_option("select[name=validity]", "all")
+    page.evaluate("document.getElementById('main').removeAttribute('data-ready')")
+    page.click("button:text('Search')")
+    page.wait_for_selector("main[data-ready=memories] ol.hits li")
+    assert "validity=all" in page.url
+    closed = page.locator("ol.hits li", has_text="Alice works at Acme Corp.")
+    assert closed.count() == 1 and "closed 2023-06-30" in closed.inner_text()
+    assert "closed facts included" in page.inner_text("main")
+
+
 def test_filters_and_pagination(tab: Page) -> None:
     page = tab.go("#/memories?user=bob")
     items = page.locator("ul.list li").all_inner_texts()
@@ -131,6 +146,24 @@ def test_thread_timeline_media_and_live_updates(tab: Page, served: Served) -> No
     tab.shot("conversations")
 
 
+def test_thread_list_updates_live(tab: Page, served: Served) -> None:
+    page = tab.go("#/threads")
+    assert page.locator("ul.threads a:has-text('t-live')").count() == 0
+    with served.memory() as mem:
+        mem.messages.append("t-live", "A thread started while the page was open.", user="carol", namespace="a")
+    page.wait_for_selector("ul.threads a:has-text('t-live')", timeout=10_000)
+    page = tab.go("#/thread/t-berlin")
+    with served.memory() as mem:
+        mem.messages.append("t-live", "And it grows.", role="assistant", user="carol", namespace="a")
+    page.wait_for_selector("ul.threads a:has-text('t-live'):has-text('2 messages')", timeout=10_000)
+    assert page.locator("ul.threads a[aria-current=page]").inner_text().startswith("t-berlin")
+    page.uncheck("label:has-text('Live updates') input")
+    with served.memory() as mem:
+        mem.messages.append("t-quiet", "Nobody is watching.", user="carol", namespace="a")
+    page.wait_for_timeout(3_000)
+    assert page.locator("ul.threads a:has-text('t-quiet')").count() == 0, "live updates off: the list holds still"
+
+
 def test_archive_with_confirmation(tab: Page, served: Served) -> None:
     page = tab.go("#/thread/t-tea")
     page.fill("input[aria-label='Messages to keep']", "1")
@@ -199,13 +232,31 @@ def test_context_budget_picture(tab: Page) -> None:
     tab.shot("context")
 
 
-def test_jobs_and_health(tab: Page) -> None:
+def _total(page: Any) -> int:
+    found = re.search(r"(\d+) memories", page.inner_text("main"))
+    assert found, page.inner_text("main")
+    return int(found.group(1))
+
+
+def test_jobs_and_health(tab: Page, served: Served) -> None:
     page = tab.go("#/jobs")
     main = page.inner_text("main")
     assert "Server: ok" in main and "pending" in main and "Workers" in main
     row = page.locator("table.data tbody tr", has_text="support").first.inner_text()
     assert "v1" in row and "active" in row and "0." in row
+    assert re.search(r"Counts as of .+ \((just now|\d+ s ago)\)", page.inner_text("p.as-of"))
     tab.shot("jobs")
+    before = _total(page)
+    with served.memory() as mem:
+        mem.remember("Carol counts the jobs page.", user="carol")
+    tab.go("#/tiers")
+    page = tab.go("#/jobs")
+    assert _total(page) == before, "counts up to 30 s old are reused, and say so"
+    assert "Counts as of" in page.inner_text("p.as-of")
+    page.evaluate("document.getElementById('main').removeAttribute('data-ready')")
+    page.click("p.as-of button:text('Refresh')")
+    page.wait_for_selector("main[data-ready=jobs] p.as-of span:not(:empty)")
+    assert _total(page) == before + 1 and "just now" in page.inner_text("p.as-of")
 
 
 def test_keyboard_moves_between_pages(tab: Page) -> None:

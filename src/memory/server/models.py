@@ -208,6 +208,7 @@ class RecallIn(_In):
     since: datetime | None = Field(None, description="Only memories created at or after this time.")
     until: datetime | None = Field(None, description="Only memories created before this time.")
     clearance: Clearance = _CLEARANCE
+    include_invalid: bool = Field(False, description="Also facts whose valid_to has passed (closed or superseded).")
     retrieval: str | None = Field(
         None,
         description="Retrieval preset name (e.g. balanced, lexical, vector).",

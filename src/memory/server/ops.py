@@ -181,7 +181,7 @@ def _remember_batch(mem: Memory, a: m.RememberBatchIn, call: Call) -> m.Remember
 def _recall(mem: Memory, a: m.RecallIn, call: Call) -> m.RecallOut:
     hits = mem.recall(
         a.query, limit=a.limit, namespace=call.namespace, clearance=a.clearance, retrieval=a.retrieval,
-        **_fields(a, *_SCOPE, "kinds", "tags", "tags_all", "metadata", "since", "until"),
+        **_fields(a, *_SCOPE, "kinds", "tags", "tags_all", "metadata", "since", "until", "include_invalid"),
     )  # fmt: skip
     return m.RecallOut(hits=hits)
 

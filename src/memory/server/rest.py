@@ -13,6 +13,7 @@ import inspect
 import json
 import logging
 import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -32,9 +33,11 @@ from memory.config import ServerSettings
 from memory.errors import Error, InvalidInputError
 from memory.memory import Memory
 from memory.server.auth import Authenticator
+from memory.server.cache import AnswerCache
 from memory.server.models import InputModel
 from memory.server.ops import OPERATIONS, Operation, invoke
 from memory.server.problems import PROBLEM_TYPE, Problem, problem_body, problem_for
+from memory.server.warm import WarmUp
 
 __all__ = ["create_app", "BodyLimit", "API_PREFIX"]
 
@@ -133,7 +136,8 @@ def _string_rules(field: FieldInfo) -> dict[str, Any]:
     return rules
 
 
-def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation) -> None:
+def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation, answers: AnswerCache) -> None:
+    op = answers.wrap(op)  # stats/sync_status: reused when the client sends Cache-Control: max-age
     assert op.rest is not None
     rest = op.rest
     path_vars = _PATH_VAR.findall(rest.path)
@@ -173,11 +177,14 @@ def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation) -> Non
         parameters.append(P("payload", P.KEYWORD_ONLY, annotation=Annotated[payload_model, marker]))
 
     def serve(headers: Mapping[str, str], values: dict[str, Any], namespace: str | None) -> Response:
-        result = invoke(mem, op, auth.caller(headers), values, namespace)
+        started = time.perf_counter()
+        result, timing = answers.serving(headers, lambda: invoke(mem, op, auth.caller(headers), values, namespace))
+        # Server-Timing: the operation's own time (auth + library call), readable by the inspector and benches.
+        timing["Server-Timing"] = f'op;dur={(time.perf_counter() - started) * 1000:.1f};desc="{op.name}"'
         if isinstance(result, str):
-            return Response(result, media_type=rest.media_type, status_code=rest.status)
+            return Response(result, media_type=rest.media_type, status_code=rest.status, headers=timing)
         # Serialised here, in the worker thread, from the operation's own result model.
-        return Response(_json_bytes(result), media_type="application/json", status_code=rest.status)
+        return Response(_json_bytes(result), media_type="application/json", status_code=rest.status, headers=timing)
 
     async def endpoint(**kwargs: Any) -> Response:
         request: Request = kwargs["request"]
@@ -267,11 +274,17 @@ def create_app(mem: Memory, auth: Authenticator, settings: ServerSettings | None
     settings = settings or mem.settings.server
     threads = settings.threads
 
+    warm = WarmUp(mem)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Requests run in worker threads; a few avoid GIL and lock convoys under many clients.
         anyio.to_thread.current_default_thread_limiter().total_tokens = threads
-        yield
+        warm.start()  # first search/context not cold; in the background, readiness not delayed
+        try:
+            yield
+        finally:
+            warm.stop()
 
     app = FastAPI(
         lifespan=lifespan,
@@ -282,6 +295,8 @@ def create_app(mem: Memory, auth: Authenticator, settings: ServerSettings | None
             "namespace (`memory keys create --namespace NS`), sent as `Authorization: Bearer <key>`."
         ),
     )
+
+    app.state.warm_up = warm  # its times and ``done`` event, for tests and diagnostics
 
     @app.exception_handler(Error)
     async def _memory_error(request: Request, exc: Error) -> Response:
@@ -320,9 +335,10 @@ def create_app(mem: Memory, auth: Authenticator, settings: ServerSettings | None
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
+    answers = AnswerCache()
     for op in OPERATIONS.values():
         if op.rest is not None:
-            _route(app, mem, auth, op)
+            _route(app, mem, auth, op, answers)
 
     _add_links(app)
     if settings.cors_origins:

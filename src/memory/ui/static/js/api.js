@@ -52,14 +52,26 @@ function url(path, scoped, query) {
   return out;
 }
 
-/** Call the API; resolves to the JSON body, rejects with ApiError. */
-export async function api(method, path, { query, body, scoped = true, signal } = {}) {
+/** Call the API; resolves to the JSON body, rejects with ApiError.
+ *
+ * ``maxAge`` (seconds) accepts an answer computed that long ago (the server reuses namespace-wide counts);
+ * ``meta``, an object, receives ``computedAt`` (Date) and ``age`` (s) of such an answer and ``serverMs``.
+ */
+export async function api(method, path, { query, body, scoped = true, signal, maxAge, meta } = {}) {
   const headers = { Accept: "application/json" };
   if (session.key) headers.Authorization = `Bearer ${session.key}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (maxAge) headers["Cache-Control"] = `max-age=${maxAge}`;
   const response = await fetch(url(path, scoped, query), {
     method, headers, signal, body: body === undefined ? undefined : JSON.stringify(body),
   });
+  if (meta) {
+    const computed = response.headers.get("X-Computed-At");
+    meta.computedAt = computed ? new Date(computed) : null;
+    meta.age = Number(response.headers.get("Age") || 0);
+    const timing = /dur=([\d.]+)/.exec(response.headers.get("Server-Timing") || "");
+    meta.serverMs = timing ? Number(timing[1]) : null;
+  }
   const type = response.headers.get("content-type") || "";
   const data = type.includes("json") ? await response.json() : await response.text();
   if (!response.ok) throw new ApiError(response.status, typeof data === "object" ? data : { detail: data });

@@ -61,11 +61,32 @@ function promptTable(prompts) {
       h("td", { class: "num", text: String(s ? s.conversations : 0) }), h("td", { text: fmtDate(v.created_at) })))));
 }
 
+// Namespace-wide counts may be this old (the server says how old; "Refresh" asks for fresh ones).
+const MAX_AGE_S = 30;
+let fresh = false;
+
+function rerender(wantFresh) {
+  fresh = wantFresh;
+  window.dispatchEvent(new HashChangeEvent("hashchange"));
+}
+
+/** "counted 12:01:03 (5 s ago)" for the answers behind the counts (the oldest of them). */
+function ageNote(metas) {
+  // An answer without X-Computed-At was counted for this request (max-age 0): just now.
+  const known = metas.filter((x) => "age" in x).map((x) => (x.computedAt ? x : { computedAt: new Date(), age: 0 }));
+  if (!known.length) return "";
+  const oldest = known.reduce((a, b) => (a.computedAt <= b.computedAt ? a : b));
+  const age = oldest.age; // the server's own count of seconds (no clock skew)
+  return `Counts as of ${oldest.computedAt.toLocaleTimeString()} (${age ? `${age} s ago` : "just now"}) · `;
+}
+
 export async function render(main) {
   const health = h("p", {}, loading());
   const sync = h("div", {}, loading());
   const store = h("div", {}, loading());
   const prompts = h("div", {}, loading());
+  const asOf = h("span", { class: "muted", "aria-live": "polite" });
+  const refresh = h("button", { type: "button", class: "small", text: "Refresh", title: "Count again now", onclick: () => rerender(true) });
   const actions = h("div", { class: "actions" });
   if (canWrite()) {
     actions.append(h("button", { type: "button", text: "Run sync now", onclick: async () => {
@@ -73,22 +94,27 @@ export async function render(main) {
       try {
         const { result } = await api("POST", "/jobs/sync", { body: { max_batches: 50 } });
         toast(`Sync: ${result.messages_done ?? 0} messages, ${result.items_done ?? 0} memories embedded.`);
-        window.dispatchEvent(new HashChangeEvent("hashchange"));
+        rerender(true);
       } catch (error) {
         toast(`Sync failed: ${error.message}`, "error");
       }
     } }));
   }
-  main.append(h("h1", { text: "Jobs & health" }), health,
+  main.append(h("h1", { text: "Jobs & health" }), health, h("p", { class: "as-of" }, asOf, refresh),
     h("h2", { text: "Sync job (episodic → semantic)" }), actions, sync,
     h("h2", { text: "Store" }), store,
     h("h2", { text: "Prompt versions and rewards" }), prompts);
+  const maxAge = fresh ? 0 : MAX_AGE_S;
+  fresh = false;
+  const metas = [{}, {}];
   const healthz = fetch("/healthz").then((r) => (r.ok ? r.json() : { status: `HTTP ${r.status}` }));
   await Promise.all([
     fill(health, healthz, (data) => `Server: ${data.status} · namespace ${session.ns}`),
-    fill(sync, api("GET", "/jobs/sync"), syncCards),
+    fill(sync, api("GET", "/jobs/sync", { maxAge, meta: metas[0] }), syncCards),
     fill(prompts, api("GET", "/prompts"), promptTable),
-    fill(store, api("GET", "/stats"), statsCards),
+    fill(store, api("GET", "/stats", { maxAge, meta: metas[1] }), statsCards),
   ]);
+  const took = metas.map((x) => x.serverMs).filter((x) => x !== null && x !== undefined);
+  asOf.textContent = `${ageNote(metas)}${took.length ? `server ${Math.round(Math.max(...took))} ms · ` : ""}`;
   return null;
 }

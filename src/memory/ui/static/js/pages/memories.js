@@ -89,11 +89,11 @@ export async function render(main, { params }) {
 }
 
 async function search(results, q, params) {
-  const body = { query: q, limit: 25, clearance: clearance(), ...scope(params) };
+  const body = { query: q, limit: 25, clearance: clearance(), include_invalid: params.get("validity") === "all", ...scope(params) };
   const started = performance.now();
   const { hits } = await api("POST", "/search", { body });
   const ms = Math.round(performance.now() - started);
-  results.append(h("p", { class: "muted", text: `${hits.length} hits in ${ms} ms${params.get("validity") ? " (search returns facts valid now)" : ""}` }));
+  results.append(h("p", { class: "muted", text: `${hits.length} hits in ${ms} ms${params.get("validity") === "all" ? ", closed facts included" : ""}` }));
   if (!hits.length) return results.append(emptyNote("Nothing found."));
   results.append(h("ol", { class: "list hits" }, hits.map((hit) => row(hit.item, scoreParts(hit)))));
 }

@@ -46,20 +46,47 @@ export async function render(main, { name, arg, params, isCurrent }) {
   const current = name === "thread" ? arg : null;
   const { threads } = await api("GET", "/threads", { query: { limit: 200 } });
   if (!isCurrent()) return;
-  const side = h("aside", { class: "thread-list", "aria-label": "Threads" }, h("h2", { text: "Threads" }), threadList(threads, current));
+  const live = h("input", { type: "checkbox", checked: true });
+  const listStatus = h("p", { class: "muted small", "aria-live": "polite" });
+  const side = h("aside", { class: "thread-list", "aria-label": "Threads" }, h("h2", { text: "Threads" }), threadList(threads, current), listStatus);
   const body = h("section", { class: "thread", "aria-label": "Timeline" });
   main.append(h("h1", { text: current ? `Conversation ${current}` : "Conversations" }), h("div", { class: "split" }, side, body));
+  // The list itself is live too: new threads, message counts and archive marks appear as they change.
+  let shown = JSON.stringify(threads);
+  let listBusy = false;
+  const pollList = async () => {
+    if (!isCurrent()) return clearInterval(listTimer);
+    if (!live.checked || listBusy) return;
+    listBusy = true;
+    try {
+      const fresh = (await api("GET", "/threads", { query: { limit: 200 } })).threads;
+      const text = JSON.stringify(fresh);
+      if (text !== shown && isCurrent()) {
+        shown = text;
+        side.querySelector(".threads, .empty")?.replaceWith(threadList(fresh, current));
+        listStatus.textContent = `updated ${fmtDate(new Date().toISOString())}`;
+      }
+    } catch (error) {
+      listStatus.textContent = `live updates paused: ${error.message}`;
+    } finally {
+      listBusy = false;
+    }
+  };
+  const listTimer = setInterval(pollList, POLL_MS);
   if (!current) {
-    body.append(emptyNote(threads.length ? "Pick a thread." : ""));
-    return null;
+    body.append(h("div", { class: "actions" }, h("label", { class: "check" }, live, " Live updates")), emptyNote(threads.length ? "Pick a thread." : ""));
+    return () => clearInterval(listTimer);
   }
-  return openThread(body, current, params, isCurrent);
+  const stopThread = await openThread(body, current, params, isCurrent, live);
+  return () => {
+    clearInterval(listTimer);
+    if (stopThread) stopThread();
+  };
 }
 
-async function openThread(body, thread, params, isCurrent) {
+async function openThread(body, thread, params, isCurrent, live) {
   const path = `/threads/${encodeURIComponent(thread)}/timeline`;
   const list = h("ol", { class: "timeline" });
-  const live = h("input", { type: "checkbox", checked: true });
   const status = h("span", { class: "muted", "aria-live": "polite" });
   const controls = h("div", { class: "actions" }, h("label", { class: "check" }, live, " Live updates"), status);
   if (canWrite()) {
