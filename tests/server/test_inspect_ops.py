@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -286,3 +287,24 @@ def test_warm_up_stops_when_asked() -> None:
     stop.set()
     with Memory("memory://", embedder="hashing") as mem:
         assert warm_up(mem, stop) == {}
+
+
+def test_a_search_during_warm_up_waits_for_it_instead_of_repeating_it(tmp_path: Path) -> None:
+    from memory import Memory
+    from memory.server.warm import WarmUp
+
+    with Memory(f"sqlite:///{tmp_path / 'w.db'}", embedder="hashing") as mem:
+        mem.remember_batch([f"note {i} about trams" for i in range(2_100)])
+        mem.remember("elsewhere", namespace="other")
+        warm = WarmUp(mem)
+        warm.start()
+        warm.wait_for("recall", mem.namespace)
+        assert warm.is_ready(f"ns:{mem.namespace}") and warm.is_ready("plan")
+        warm.wait_for("get_context", mem.namespace)
+        assert warm.is_ready("tokens")
+        started = time.monotonic()
+        warm.wait_for("recall", "never-planned")  # not in the plan: no wait beyond the plan
+        warm.wait_for("list", mem.namespace)  # no vector search: never waits
+        assert time.monotonic() - started < 5
+        assert warm.done.wait(60) and warm.is_ready("ns:other")
+        warm.stop()

@@ -5,8 +5,11 @@
 Builds (once, reused) a store of N memories with the hashing embedder plus the seed of the
 browser tests, starts a real `memory serve`, and measures in headless Chromium, per page:
 ``load`` = a fresh tab opening the page by URL until it has rendered (HTML, JS modules, every
-API call, drawing) and ``nav`` = moving to it from another page inside the app. Prints a table
-(median and max in ms) and writes it to docs/ui/timings.json.
+API call, drawing) and ``nav`` = moving to it from another page inside the app; ``server`` = the
+slowest operation behind the page, as the server timed it (its Server-Timing header), per load.
+The first search and context loads after the server started are measured first (``cold``) with
+the seconds since the server printed its address. Prints a table (median and max in ms) and
+writes it to docs/ui/timings.json.
 """
 
 from __future__ import annotations
@@ -63,32 +66,57 @@ ROUTES = {
     "tiers": "#/tiers?user=alice",
     "context": "#/context?observation=Where+does+Alice+live%3F&user=alice&thread=t-berlin&budget=2000",
     "jobs": "#/jobs",
+    "jobs (fresh counts)": "#/jobs?fresh=1",
 }
+COLD = ("memories (search)", "context")
+#: The operations behind what a tab loaded: (name from Server-Timing, server ms), in load order.
+SERVER_TIMES = """() => performance.getEntriesByType("resource").filter((e) => e.name.includes("/v1/"))
+  .flatMap((e) => e.serverTiming.filter((t) => t.name === "op").map((t) => [t.description, t.duration]))"""
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--items", type=int, default=100_000)
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--db", default="/tmp/memory-ui-bench/ui100k.db")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", type=int, default=100_000, help="Memories in the store (built once, reused).")
+    parser.add_argument("--runs", type=int, default=5, help="Loads and navigations per page.")
+    parser.add_argument("--db", default="/tmp/memory-ui-bench/ui100k.db", help="The store's SQLite file.")
     parser.add_argument("--only", help="Measure only pages whose name contains this.")
+    parser.add_argument("--out", type=Path, help="Where to write the JSON (default docs/ui/timings.json).")
     args = parser.parse_args()
     Path(args.db).parent.mkdir(parents=True, exist_ok=True)
     db = f"sqlite:///{args.db}"
+    load_start = os.getloadavg()
     started = time.perf_counter()
     data = build(db, args.items)
     print(f"store ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     ROUTES["memory"] = f"#/memory/{data['ids']['closed']}"
     process, url = start_serve(db)
+    served_at = time.perf_counter()
     from playwright.sync_api import sync_playwright
 
     results: dict[str, dict[str, list[float]]] = {}
+    cold: dict[str, dict[str, float]] = {}
+    op_medians: dict[str, dict[str, float]] = {}
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
             context = browser.new_context(viewport={"width": 1366, "height": 860}, base_url=url)
             context.add_init_script(f"sessionStorage.setItem('memory.apiKey', {json.dumps(data['keys']['a'])})")
             errors: list[str] = []
+            for name in COLD:  # the first loads after start, before anything else warmed them
+                if args.only and args.only not in name:
+                    continue
+                tab = context.new_page()
+                tab.on("console", lambda m: m.type == "error" and errors.append(m.text))
+                since = time.perf_counter() - served_at
+                t0 = time.perf_counter()
+                tab.goto(f"/ui/{ROUTES[name]}")
+                tab.wait_for_selector("main[data-ready]")
+                ms = (time.perf_counter() - t0) * 1000
+                server = max((d for _, d in tab.evaluate(SERVER_TIMES)), default=0.0)
+                cold[name] = {"load": round(ms), "server": round(server), "since_start_s": round(since, 1)}
+                print(f"{name:22s} COLD load {ms:6.0f} ms (server {server:4.0f} ms), {since:.1f} s after start",
+                      flush=True)  # fmt: skip
+                tab.close()
             page = context.new_page()
             page.on("console", lambda m: m.type == "error" and errors.append(m.text))
             page.goto("/ui/#/memories")
@@ -100,7 +128,8 @@ def main() -> None:
                 assert route is not None
                 if args.only and args.only not in name:
                     continue
-                loads, navs = [], []
+                loads, navs, server = [], [], []
+                ops: dict[str, list[float]] = {}
                 for _ in range(args.runs):
                     tab = context.new_page()
                     tab.on("console", lambda m: m.type == "error" and errors.append(m.text))
@@ -108,6 +137,10 @@ def main() -> None:
                     tab.goto(f"/ui/{route}")
                     tab.wait_for_selector("main[data-ready]")
                     loads.append((time.perf_counter() - t0) * 1000)
+                    timed = tab.evaluate(SERVER_TIMES)
+                    server.append(max((d for _, d in timed), default=0.0))
+                    for op, d in timed:
+                        ops.setdefault(op, []).append(d)
                     other = "#/tiers" if name == "jobs" else "#/jobs"
                     tab.evaluate(f"location.hash = {other!r}")
                     tab.wait_for_selector(f"main[data-ready={other[2:]}]")
@@ -117,18 +150,24 @@ def main() -> None:
                     tab.wait_for_selector("main[data-ready]")
                     navs.append((time.perf_counter() - t0) * 1000)
                     tab.close()
-                results[name] = {"load": loads, "nav": navs}
+                results[name] = {"load": loads, "nav": navs, "server": server}
+                op_medians[name] = {op: round(statistics.median(d), 1) for op, d in ops.items()}
                 print(f"{name:22s} load median {statistics.median(loads):6.0f} max {max(loads):6.0f} ms | "
-                      f"nav median {statistics.median(navs):6.0f} max {max(navs):6.0f} ms", flush=True)  # fmt: skip
+                      f"nav median {statistics.median(navs):6.0f} max {max(navs):6.0f} ms | "
+                      f"server {statistics.median(server):5.0f} ms {op_medians[name]}", flush=True)  # fmt: skip
             browser.close()
     finally:
         stop(process)
     summary = {
-        "items": args.items, "runs": args.runs, "load_avg": os.getloadavg(), "console_errors": errors,
+        "command": " ".join(["tests/ui/bench_pages.py", *sys.argv[1:]]), "items": args.items, "runs": args.runs,
+        "load_avg_start": load_start, "load_avg": os.getloadavg(), "console_errors": errors, "cold": cold,
         "pages": {n: {k: [round(x) for x in v] for k, v in r.items()} for n, r in results.items()},
+        "medians": {n: {k: round(statistics.median(v)) for k, v in r.items()} for n, r in results.items()},
+        "server_ops_median_ms": op_medians,
     }  # fmt: skip
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    (SHOTS / "timings.json").write_text(json.dumps(summary, indent=1) + "\n")
+    out = args.out or SHOTS / "timings.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=1) + "\n")
     print("console errors:", errors)
 
 

@@ -136,8 +136,9 @@ def _string_rules(field: FieldInfo) -> dict[str, Any]:
     return rules
 
 
-def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation, answers: AnswerCache) -> None:
+def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation, answers: AnswerCache, warm: WarmUp) -> None:
     op = answers.wrap(op)  # stats/sync_status: reused when the client sends Cache-Control: max-age
+    op = warm.wrap(op)  # recall/context arriving while their namespace is warmed wait for that work
     assert op.rest is not None
     rest = op.rest
     path_vars = _PATH_VAR.findall(rest.path)
@@ -338,7 +339,7 @@ def create_app(mem: Memory, auth: Authenticator, settings: ServerSettings | None
     answers = AnswerCache()
     for op in OPERATIONS.values():
         if op.rest is not None:
-            _route(app, mem, auth, op, answers)
+            _route(app, mem, auth, op, answers, warm)
 
     _add_links(app)
     if settings.cors_origins:

@@ -80,7 +80,7 @@ function ageNote(metas) {
   return `Counts as of ${oldest.computedAt.toLocaleTimeString()} (${age ? `${age} s ago` : "just now"}) · `;
 }
 
-export async function render(main) {
+export async function render(main, { params }) {
   const health = h("p", {}, loading());
   const sync = h("div", {}, loading());
   const store = h("div", {}, loading());
@@ -104,7 +104,7 @@ export async function render(main) {
     h("h2", { text: "Sync job (episodic → semantic)" }), actions, sync,
     h("h2", { text: "Store" }), store,
     h("h2", { text: "Prompt versions and rewards" }), prompts);
-  const maxAge = fresh ? 0 : MAX_AGE_S;
+  const maxAge = fresh || params.get("fresh") ? 0 : MAX_AGE_S; // #/jobs?fresh=1 always counts afresh
   fresh = false;
   const metas = [{}, {}];
   const healthz = fetch("/healthz").then((r) => (r.ok ? r.json() : { status: `HTTP ${r.status}` }));
