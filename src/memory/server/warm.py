@@ -201,7 +201,7 @@ class WarmUp:
 
         return replace(op, run=waiting_run)
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 2.0) -> None:
         """Ask the warm-up to stop after its current step and wait for it (at most ``timeout`` s)."""
         self._stop.set()
         if self._thread is not None:
