@@ -33,6 +33,7 @@ _BUILTIN: dict[str, dict[str, str]] = {
     "backend": {
         "inmemory": "memory.backends.sqlite.throwaway:ThrowawaySQLiteBackend",
         "sqlite": "memory.backends.sqlite:SQLiteBackend",
+        "libsql": "memory.backends.libsql:LibSQLBackend",
         "postgres": "memory.backends.postgres:PostgresBackend",
     },
 }

@@ -15,13 +15,15 @@ from memory.registry import create
 from pg_support import drop_test_schemas, postgres_dsn, schema_for
 
 #: memory:// is SQLite on a throwaway file (tests/backends/test_throwaway.py), so two engines cover every backend.
-BACKENDS = ["sqlite", "postgres"]
+BACKENDS = ["sqlite", "libsql", "postgres"]
 
 
 def make_backend(name: str, tmp_path: Path) -> Backend:
     """Open a fresh backend of kind ``name`` (real files, real servers)."""
     if name == "sqlite":
         backend: Backend = create("backend", "sqlite", {"path": str(tmp_path / "contract.db")})
+    elif name == "libsql":  # the SQLite engine's stores over the Turso client library
+        backend = create("backend", "libsql", {"path": str(tmp_path / "contract.db")})
     elif name == "postgres":  # one schema per test: a fresh store that a second open sees again
         backend = create("backend", "postgres", {"dsn": postgres_dsn(), "schema": schema_for(tmp_path)})
     else:  # pragma: no cover - new backends add a branch here

@@ -1,7 +1,8 @@
 """Storage backends and how a database URL picks one.
 
 ``memory://`` (or ``:memory:``) opens a throwaway SQLite store, deleted on
-close; ``sqlite:///path`` or a plain file path opens SQLite. Backend-specific code lives in this
+close; ``sqlite:///path`` or a plain file path opens SQLite; ``libsql:///path`` opens libSQL
+(Turso's SQLite fork), ``?sync_url=libsql://host`` making it an embedded replica. Backend-specific code lives in this
 package only.
 """
 
@@ -31,12 +32,37 @@ def backend_name_for(url: str) -> tuple[str, dict[str, object]]:
         if not path:
             raise ConfigError(f"{url!r} names no file; use sqlite:///relative.db or sqlite:////absolute/path.db")
         return "sqlite", {"path": path}
+    if url.startswith("libsql://"):
+        return "libsql", _libsql_options(url)
     if url.startswith(("postgresql://", "postgres://")):
         return "postgres", {"dsn": url}
     if "://" in url:
         scheme = url.split("://", 1)[0]
         return scheme, {"url": url}
     return "sqlite", {"path": str(Path(url).expanduser())}
+
+
+def _libsql_options(url: str) -> dict[str, object]:
+    """``libsql:///file.db`` -> a local file; ``libsql:///file.db?sync_url=libsql://host`` -> an embedded replica."""
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(url)
+    if parts.netloc:
+        raise ConfigError(
+            f"{redact(url)!r} names a server, not a file: open a local file that replicates it, "
+            "libsql:///replica.db?sync_url=libsql://HOST (the token from MEMORY_LIBSQL_AUTH_TOKEN)"
+        )
+    path = parts.path[1:] if parts.path.startswith("/") else parts.path
+    if not path:
+        raise ConfigError(f"{url!r} names no file; use libsql:///relative.db or libsql:////absolute/path.db")
+    query = parse_qs(parts.query)
+    unknown = sorted(set(query) - {"sync_url"})
+    if unknown:
+        raise ConfigError(f"unknown libsql URL option(s) {unknown}; only sync_url is read from the URL")
+    options: dict[str, object] = {"path": path}
+    if "sync_url" in query:
+        options["sync_url"] = query["sync_url"][-1]
+    return options
 
 
 def open_backend(url: str) -> Backend:

@@ -31,7 +31,7 @@ def _database_source(ctx: click.Context) -> str:
 def _check_database(url: str) -> dict[str, Any]:
     name, options = backend_name_for(url)
     report: dict[str, Any] = {"backend": name, "reachable": False}
-    if name == "sqlite" and not Path(str(options["path"])).expanduser().exists():
+    if "path" in options and not Path(str(options["path"])).expanduser().exists():  # a local file (SQLite, libSQL)
         report["error"] = "the file does not exist yet (`memory init` creates it)"
         return report
     try:

@@ -91,15 +91,15 @@ def _absolute(url: str) -> str:
     name, options = backend_name_for(url)
     if name == "inmemory":
         raise ConfigError(f"{url} keeps nothing after the command ends; give a file, e.g. --db ~/memory.db")
-    if name != "sqlite":
+    if name not in ("sqlite", "libsql") or options.keys() != {"path"}:
         return url
     path = Path(str(options["path"])).expanduser().resolve()
-    return "sqlite:///" + str(path)
+    return f"{name}:///" + str(path)
 
 
 def _sqlite_file(url: str) -> Path | None:
     name, options = backend_name_for(url)
-    return Path(str(options["path"])) if name == "sqlite" else None
+    return Path(str(options["path"])) if name in ("sqlite", "libsql") else None
 
 
 def _resolve_embedder(name: str) -> tuple[str, str | None]:

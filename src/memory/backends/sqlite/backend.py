@@ -102,7 +102,7 @@ class SQLiteBackend:
         if isinstance(exact_limit, bool) or not isinstance(exact_limit, int) or exact_limit < 0:
             raise InvalidInputError(f"exact_limit must be a non-negative integer, got {exact_limit!r}")
         self.path = Path(path).expanduser()
-        self._driver = load_driver()
+        self._driver = self._load_driver()
         self._busy_timeout = float(busy_timeout)
         self._exact_limit = exact_limit
         self._lock = threading.RLock()
@@ -110,7 +110,7 @@ class SQLiteBackend:
             raise InvalidInputError(f"vector_cache_mb must be a non-negative integer, got {vector_cache_mb!r}")
         self._codes = vectors.CodeCache(float_budget=vector_cache_mb * 1024 * 1024)
         self._spaces: dict[str, vectors.Space] = {}
-        self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout)
+        self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout, driver=self._driver)
         self._added_since_optimize = 0
         self.graph = SQLiteGraph(self)
         #: What the stores written once over SQLite and PostgreSQL ask of this engine.
@@ -137,6 +137,10 @@ class SQLiteBackend:
         self.close()
 
     # -- plumbing ----------------------------------------------------------
+    def _load_driver(self) -> Any:
+        """The DB-API driver this engine talks through (libSQL's backend answers its own)."""
+        return load_driver()
+
     def _errors(self) -> Any:
         return driver_errors(self._driver, self.path, self._busy_timeout)
 
@@ -191,7 +195,7 @@ class SQLiteBackend:
 
     def key_store(self) -> SQLKeyStore:
         """The API key store in this file, on a connection of its own (the caller closes it)."""
-        own = OwnConnection(self.path, self._busy_timeout)
+        own = OwnConnection(self.path, self._busy_timeout, self._driver)
         return SQLKeyStore(sqlite_dialect(own.read, own.write), close=own.close)
 
     def server_info(self) -> None:

@@ -76,14 +76,17 @@ def _load_vec(conn: Any) -> None:
         conn.enable_load_extension(False)
 
 
-def connect(path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Any:
+def connect(path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT, driver: Any = None) -> Any:
     """Open ``path`` (creating parent directories) with WAL, foreign keys and sqlite-vec.
 
     The connection is in autocommit mode (transactions are explicit), usable
-    from any thread (callers serialise access with a lock). Raises
-    ConfigError, StorageError, or SchemaError for a file that is not SQLite.
+    from any thread (callers serialise access with a lock). ``driver`` is a
+    DB-API module (default :func:`load_driver`), or another SQLite engine's
+    driver object with ``loads_extensions = False`` when it has vector search
+    built in (libSQL). Raises ConfigError, StorageError, or SchemaError for a
+    file that is not SQLite.
     """
-    driver = load_driver()
+    driver = load_driver() if driver is None else driver
     with driver_errors(driver, path, busy_timeout):
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -91,7 +94,8 @@ def connect(path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Any:
             raise StorageError(f"cannot create the directory for {path}: {exc}") from exc
         conn = driver.connect(str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         try:
-            _load_vec(conn)
+            if getattr(driver, "loads_extensions", True):
+                _load_vec(conn)
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             mode = _switch_to_wal(conn, driver, busy_timeout)
             if str(mode).lower() != "wal":
@@ -169,12 +173,12 @@ def driver_errors(driver: ModuleType, path: Path | str, busy_timeout: float = DE
 class OwnConnection:
     """A connection of its own to a store file (e.g. for API keys, so they never wait on the backend's lock)."""
 
-    def __init__(self, path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
-        """Connect to ``path``. Raises StorageError."""
+    def __init__(self, path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT, driver: Any = None) -> None:
+        """Connect to ``path`` through ``driver`` (default :func:`load_driver`). Raises StorageError."""
         self.path = path
-        self._driver = load_driver()
+        self._driver = load_driver() if driver is None else driver
         self._busy_timeout = busy_timeout
-        self._conn = connect(path, busy_timeout=busy_timeout)
+        self._conn = connect(path, busy_timeout=busy_timeout, driver=self._driver)
         self._lock = threading.Lock()
 
     @contextmanager
