@@ -20,25 +20,22 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memory.backends.base import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
+from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector, VectorSpace
 from memory.backends.feedback_sql import SQLFeedbackStore
+from memory.backends.items import SQLItemStore
 from memory.backends.keys import SQLKeyStore
 from memory.backends.postgres.codec import (
     INSERT_COLUMNS,
     ITEM_COLUMNS,
     ITEM_SELECT,
-    LEDGER_SELECT,
     doc_len,
     item_values,
-    ledger_values,
     parse_vector,
-    row_to_item,
-    row_to_ledger,
     vector_text,
 )
 from memory.backends.postgres.connection import (
@@ -59,7 +56,7 @@ from memory.backends.postgres.queries import (
     LEXICAL_TERMS_DROP_ZEROS,
     hybrid_search_v1_vector,
 )
-from memory.backends.postgres.sql import check_claim, compile_filter, storable, text_list
+from memory.backends.postgres.sql import compile_filter, storable, text_list
 from memory.backends.tiers import SQLTierStore
 from memory.errors import (
     ConfigError,
@@ -79,16 +76,11 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresBackend"]
 
-_GROUP_COLUMNS = {"kind": "i.kind", "sensitivity": "i.sensitivity", "embedding_status": "i.embedding_status"}
-_EMBEDDING_STATUSES = ("done", "pending", "failed", "skipped")
 _INSERT_ITEM = f"INSERT INTO items ({INSERT_COLUMNS}) VALUES ({', '.join('%s' for _ in range(len(ITEM_COLUMNS) + 1))})"
 _UPDATE_ITEM = (
     "UPDATE items SET "
     + ", ".join(f"{c} = %s" for c in INSERT_COLUMNS.split(", "))
     + " WHERE namespace = %s AND id = %s"
-)
-_INSERT_LEDGER = 'INSERT INTO ledger (id, namespace, item_id, op, at, "before", "after", reason) VALUES ' + (
-    "(%s, %s, %s, %s, %s, %s, %s, %s)"
 )
 _SPACE_LOCK = 7_361_120_101
 #: First key of the per-namespace advisory lock that every transaction changing ``key_tsv``
@@ -125,10 +117,11 @@ def _live(candidates: Sequence[tuple[Any, ...]], created_at: datetime) -> str | 
     return str(min(live)[1]) if live else None
 
 
-class PostgresBackend:
+class PostgresBackend(SQLItemStore):
     """Memory store in a PostgreSQL database with pgvector; safe for many threads, processes and hosts."""
 
     name = "postgres"
+    item_select = ITEM_SELECT
     #: Reads run on separate pooled connections, so recall may run its channels side by side.
     concurrent_reads = True
     #: A server, not a file.
@@ -252,6 +245,10 @@ class PostgresBackend:
         if pool is not None:
             pool.close()
 
+    def _compile(self, flt: Filter, *, probe: bool = False) -> tuple[str, builtins.list[Any]]:
+        """The filter as a predicate over ``items i`` (see :func:`.sql.compile_filter`)."""
+        return compile_filter(flt)
+
     # -- vector spaces -----------------------------------------------------
     def _space(self, conn: Any, model: str | None) -> _Space | None:
         if model is None:
@@ -287,12 +284,6 @@ class PostgresBackend:
         if not np.all(np.isfinite(array)):
             raise InvalidVectorError("vector contains NaN or infinite values")
         return array
-
-    def vector_spaces(self) -> list[VectorSpace]:
-        """The embedding models this store holds vectors for, by model name."""
-        with self._read() as conn:
-            rows = conn.execute("SELECT model, dim FROM vector_spaces ORDER BY model").fetchall()
-        return [VectorSpace(str(model), int(dim)) for model, dim in rows]
 
     def ensure_vector_space(self, model: str, dim: int) -> VectorSpace:
         """Register ``model`` with ``dim`` (creating its table and HNSW index) or check it.
@@ -435,7 +426,7 @@ class PostgresBackend:
             staged: dict[tuple[str, str | None, str | None, str | None, str], str] = {}
             new_items: list[tuple[Any, ...]] = []
             tags: list[tuple[str, str, str]] = []
-            ledger: list[tuple[Any, ...]] = []
+            ledger: list[LedgerEntry] = []
             vectors: dict[str, list[tuple[str, str, str]]] = {}
             deltas: dict[str, list[int]] = {}
             created: dict[str, list[str]] = {}
@@ -461,7 +452,7 @@ class PostgresBackend:
                 tags += [(item.namespace, tag, item.id) for tag in dict.fromkeys(item.tags)]
                 if vector is not None:
                     vectors.setdefault(vector[0].table, []).append((item.namespace, item.id, vector_text(vector[1])))
-                ledger.append(ledger_values(record.ledger))
+                ledger.append(record.ledger)
                 stat = deltas.setdefault(item.namespace, [0, 0])
                 stat[0] += 1
                 stat[1] += int(values[-1])
@@ -482,8 +473,7 @@ class PostgresBackend:
                         "ON CONFLICT (namespace, id) DO UPDATE SET embedding = EXCLUDED.embedding",
                         rows,
                     )
-                if ledger:
-                    cur.executemany(_INSERT_LEDGER, ledger)
+            self._append_ledger(conn, ledger)
             if created:
                 self._lock_terms(conn, list(created))
                 for namespace in sorted(created):
@@ -527,7 +517,7 @@ class PostgresBackend:
                     )
             if new_space is not None and checked is not None:
                 self._write_vector(conn, new_space, item.namespace, item.id, checked)
-            conn.execute(_INSERT_LEDGER, ledger_values(ledger))
+            self._append_ledger(conn, [ledger])
             self._bump_stats(conn, {item.namespace: [0, int(values[-1]) - int(row[0])]})
 
     def set_vectors(self, namespace: str, model: str, updates: Sequence[tuple[str, Vector]]) -> int:
@@ -610,20 +600,6 @@ class PostgresBackend:
             self._bump_stats(conn, {namespace: [0, 0, delta]})
             return count
 
-    def mark_embedding(self, namespace: str, ids: Sequence[str], status: str, error: str | None) -> int:
-        """Set embedding_status (and error) on items of ``namespace`` and clear their claim; returns rows updated."""
-        if status not in _EMBEDDING_STATUSES:
-            raise InvalidInputError(f"embedding status must be one of {', '.join(_EMBEDDING_STATUSES)}; got {status!r}")
-        if not ids:
-            return 0
-        with self._tx() as conn:
-            cur = conn.execute(
-                "UPDATE items SET embedding_status = %s, embedding_error = %s, claimed_by = NULL, "
-                "claimed_until = NULL WHERE namespace = %s AND id = ANY(%s::text[])",
-                (status, error, namespace, text_list(ids)),
-            )
-            return max(int(cur.rowcount), 0)
-
     def delete(self, namespace: str, ids: Sequence[str], ledger: Sequence[LedgerEntry]) -> int:
         """Delete items of ``namespace`` with their tags and vectors (cascade); record ``ledger``.
 
@@ -636,9 +612,7 @@ class PostgresBackend:
                 "DELETE FROM items WHERE namespace = %s AND id = ANY(%s::text[]) RETURNING doc_len, window_len",
                 (namespace, text_list(ids)),
             ).fetchall()
-            if ledger:
-                with conn.cursor() as cur:
-                    cur.executemany(_INSERT_LEDGER, [ledger_values(entry) for entry in ledger])
+            self._append_ledger(conn, ledger)
             if rows:
                 self._bump_stats(
                     conn,
@@ -666,77 +640,7 @@ class PostgresBackend:
             )
 
     # -- jobs --------------------------------------------------------------
-    def claim_pending_embeddings(
-        self, namespace: str | None, limit: int, worker: str, lease_seconds: float, now: datetime
-    ) -> list[MemoryItem]:
-        """Claim up to ``limit`` pending/failed, non-secret items no live lease holds; oldest first.
-
-        Sets ``claimed_by=worker`` and ``claimed_until=now+lease`` in the same
-        statement that picks the rows (``FOR UPDATE SKIP LOCKED``), so
-        concurrent callers never get the same item. ``set_vectors`` and
-        ``mark_embedding`` clear the claim.
-        """
-        check_claim(limit, worker, lease_seconds)
-        if limit == 0 or (namespace is not None and not storable(namespace)):
-            return []
-        scope = "" if namespace is None else "AND namespace = %s "
-        params: list[Any] = [now] + ([] if namespace is None else [namespace]) + [limit]
-        sql = (
-            "WITH c AS (SELECT namespace, id FROM items WHERE embedding_status IN ('pending', 'failed') "
-            "AND sensitivity <> 'secret' AND (claimed_until IS NULL OR claimed_until <= %s) "
-            f"{scope}ORDER BY created_at, id LIMIT %s FOR UPDATE SKIP LOCKED) "
-            "UPDATE items i SET claimed_by = %s, claimed_until = %s FROM c "
-            f"WHERE i.namespace = c.namespace AND i.id = c.id RETURNING {ITEM_SELECT}, i.created_at"
-        )
-        with self._tx() as conn:
-            rows = conn.execute(sql, [*params, worker, now + timedelta(seconds=float(lease_seconds))]).fetchall()
-        items = [row_to_item(r) for r in rows]
-        return sorted(items, key=lambda i: (i.created_at, i.id))
-
     # -- reads -------------------------------------------------------------
-    def get(self, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
-        """Items by id in ``namespace``, in the order asked; unknown ids are omitted."""
-        if not ids or not storable(namespace):
-            return []
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {ITEM_SELECT} FROM items i WHERE i.namespace = %s AND i.id = ANY(%s::text[])",
-                (namespace, text_list(ids)),
-            ).fetchall()
-        found = {item.id: item for item in map(row_to_item, rows)}
-        return [found[i] for i in ids if i in found]
-
-    def find_ids(self, flt: Filter, limit: int | None = None) -> list[str]:
-        """Ids of the items matching ``flt``, newest first (all when ``limit`` is None or 0)."""
-        where, params = compile_filter(flt)
-        sql = f"SELECT i.id FROM items i WHERE {where} ORDER BY i.created_at DESC, i.id DESC"
-        if limit:
-            sql += " LIMIT %s"
-            params.append(max(int(limit), 0))
-        with self._read() as conn:
-            return [str(r[0]) for r in conn.execute(sql, params)]
-
-    def list(self, flt: Filter, limit: int, order: ListOrder) -> list[MemoryItem]:
-        """Items matching ``flt`` in keyset ``order`` (created_at, id), at most ``limit``."""
-        where, params = compile_filter(flt)
-        direction = "DESC" if order.newest_first else "ASC"
-        if order.after_created_at is not None and order.after_id is not None:
-            where += f" AND (i.created_at, i.id) {'<' if order.newest_first else '>'} (%s, %s)"
-            params += [order.after_created_at, order.after_id if storable(order.after_id) else ""]
-        sql = (
-            f"SELECT {ITEM_SELECT} FROM items i WHERE {where} "
-            f"ORDER BY i.created_at {direction}, i.id {direction} LIMIT %s"
-        )
-        with self._read() as conn:
-            rows = conn.execute(sql, [*params, max(int(limit), 0)]).fetchall()
-        return [row_to_item(r) for r in rows]
-
-    def count(self, flt: Filter) -> int:
-        """Number of items matching ``flt``."""
-        where, params = compile_filter(flt)
-        with self._read() as conn:
-            return int(conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0])
-
     def search_lexical(
         self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
     ) -> builtins.list[ChannelHit]:
@@ -843,98 +747,6 @@ class PostgresBackend:
             ).fetchall()
         found = {str(r[0]): parse_vector(r[1]) for r in rows}
         return {i: found[i] for i in ids if i in found}
-
-    def pending_embeddings(self, namespace: str | None, limit: int) -> builtins.list[MemoryItem]:
-        """Items whose embedding_status is 'pending' or 'failed', oldest first (any namespace if None)."""
-        sql = f"SELECT {ITEM_SELECT} FROM items i WHERE i.embedding_status IN ('pending', 'failed')"
-        params: list[Any] = []
-        if namespace is not None:
-            if not storable(namespace):
-                return []
-            sql += " AND i.namespace = %s"
-            params.append(namespace)
-        sql += " ORDER BY i.created_at, i.id LIMIT %s"
-        with self._read() as conn:
-            rows = conn.execute(sql, [*params, max(int(limit), 0)]).fetchall()
-        return [row_to_item(r) for r in rows]
-
-    def history(self, namespace: str, item_id: str) -> builtins.list[LedgerEntry]:
-        """Ledger entries of an item, oldest first (also after deletion)."""
-        if not storable(namespace) or not storable(item_id):
-            return []
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {LEDGER_SELECT} FROM ledger WHERE namespace = %s AND item_id = %s ORDER BY seq",
-                (namespace, item_id),
-            ).fetchall()
-        return [row_to_ledger(r) for r in rows]
-
-    def ledger_count(self, namespace: str) -> int:
-        """Number of ledger entries in ``namespace``."""
-        if not storable(namespace):
-            return 0
-        with self._read() as conn:
-            return int(conn.execute("SELECT count(*) FROM ledger WHERE namespace = %s", (namespace,)).fetchone()[0])
-
-    def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
-        """Every ledger entry of every namespace, in the order recorded, read in batches."""
-        after = 0
-        while True:
-            with self._read() as conn:
-                rows = conn.execute(
-                    f"SELECT {LEDGER_SELECT}, seq FROM ledger WHERE seq > %s ORDER BY seq LIMIT %s",
-                    (after, batch_size),
-                ).fetchall()
-            for row in rows:
-                yield row_to_ledger(row[:-1])
-            if len(rows) < batch_size:
-                return
-            after = int(rows[-1][-1])
-
-    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
-        """Append ledger entries as they are, in one transaction (copying a store's history)."""
-        if entries:
-            with self._tx() as conn, conn.cursor() as cur:
-                cur.executemany(_INSERT_LEDGER, [ledger_values(entry) for entry in entries])
-
-    def group_counts(self, flt: Filter, column: str) -> dict[str, int]:
-        """Counts of matching items grouped by ``column`` (kind, sensitivity or embedding_status)."""
-        sql_column = _GROUP_COLUMNS.get(column)
-        if sql_column is None:
-            raise InvalidInputError(f"cannot group by {column!r}; use one of {', '.join(_GROUP_COLUMNS)}")
-        where, params = compile_filter(flt)
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {sql_column}, count(*) FROM items i WHERE {where} GROUP BY {sql_column}", params
-            ).fetchall()
-        return {str(value): int(n) for value, n in rows}
-
-    def namespaces(self) -> builtins.list[str]:
-        """Namespaces that hold at least one item, sorted."""
-        with self._read() as conn:
-            return [str(r[0]) for r in conn.execute("SELECT DISTINCT namespace FROM items ORDER BY namespace")]
-
-    def iter_items(self, flt: Filter, batch_size: int = 500) -> Iterator[MemoryItem]:
-        """All items matching ``flt``, oldest first, read in keyset batches of ``batch_size``."""
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
-        where, params = compile_filter(flt)
-        after: tuple[datetime, str] | None = None
-        while True:
-            clause, values = where, list(params)
-            if after is not None:
-                clause += " AND (i.created_at, i.id) > (%s, %s)"
-                values += list(after)
-            with self._read() as conn:
-                rows = conn.execute(
-                    f"SELECT {ITEM_SELECT} FROM items i WHERE {clause} ORDER BY i.created_at, i.id LIMIT %s",
-                    [*values, batch_size],
-                ).fetchall()
-            items = [row_to_item(r) for r in rows]
-            yield from items
-            if len(rows) < batch_size:
-                return
-            after = (items[-1].created_at, items[-1].id)
 
     # -- other stores --------------------------------------------------------
     @property

@@ -22,18 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memory.backends.base import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
+from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector, VectorSpace
 from memory.backends.feedback_sql import SQLFeedbackStore
+from memory.backends.items import SQLItemStore
 from memory.backends.keys import SQLKeyStore
 from memory.backends.sqlite import vectors
 from memory.backends.sqlite.codec import (
     ITEM_COLUMNS,
     ITEM_SELECT,
-    LEDGER_COLUMNS,
     item_values,
-    ledger_values,
-    row_to_item,
-    row_to_ledger,
 )
 from memory.backends.sqlite.connection import (
     DEFAULT_BUSY_TIMEOUT,
@@ -64,20 +61,18 @@ if TYPE_CHECKING:
 
 __all__ = ["SQLiteBackend"]
 
-_GROUP_COLUMNS = {"kind": "i.kind", "sensitivity": "i.sensitivity", "embedding_status": "i.embedding_status"}
-_EMBEDDING_STATUSES = ("done", "pending", "failed", "skipped")
 _INSERT_ITEM = f"INSERT INTO items ({', '.join(ITEM_COLUMNS)}) VALUES ({', '.join('?' for _ in ITEM_COLUMNS)})"
 _UPDATE_ITEM = f"UPDATE items SET {', '.join(f'{c} = ?' for c in ITEM_COLUMNS)} WHERE rid = ?"
-_INSERT_LEDGER = f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) VALUES ({', '.join('?' for _ in LEDGER_COLUMNS)})"
 _IDS = "(SELECT value FROM json_each(?))"
 #: Items added between two refreshes of the planner statistics.
 _OPTIMIZE_EVERY = 10_000
 
 
-class SQLiteBackend:
+class SQLiteBackend(SQLItemStore):
     """Memory store in one SQLite file; safe for several threads and processes."""
 
     name = "sqlite"
+    item_select = ITEM_SELECT
     #: One connection under one lock: reads do not run in parallel.
     concurrent_reads = False
 
@@ -220,6 +215,10 @@ class SQLiteBackend:
                     finally:
                         conn.close()
 
+    def _compile(self, flt: Filter, *, probe: bool = False) -> tuple[str, builtins.list[Any]]:
+        """The filter as a predicate over ``items i`` (see :func:`.sql.compile_filter`)."""
+        return compile_filter(flt, probe=probe)
+
     # -- vector spaces -----------------------------------------------------
     def _space(self, conn: Any, model: str | None) -> vectors.Space | None:
         if model is None:
@@ -253,12 +252,6 @@ class SQLiteBackend:
         if not np.all(np.isfinite(array)):
             raise InvalidVectorError("vector contains NaN or infinite values")
         return array
-
-    def vector_spaces(self) -> list[VectorSpace]:
-        """The embedding models this store holds vectors for, by model name."""
-        with self._read() as conn:
-            rows = conn.execute("SELECT model, dim FROM vector_spaces ORDER BY model").fetchall()
-        return [VectorSpace(str(model), int(dim)) for model, dim in rows]
 
     def ensure_vector_space(self, model: str, dim: int) -> VectorSpace:
         """Register ``model`` with ``dim`` (creating its tables) or check it.
@@ -404,7 +397,7 @@ class SQLiteBackend:
                 "INSERT OR IGNORE INTO item_tags (namespace, tag, rid) VALUES (?, ?, ?)",
                 [(r.item.namespace, tag, rid_of[r.item.id]) for r in inserted for tag in r.item.tags],
             )
-            conn.executemany(_INSERT_LEDGER, [ledger_values(r.ledger) for r in inserted])
+            self._append_ledger(conn, [r.ledger for r in inserted])
             for (space, namespace), rows in new_vectors.items():
                 kept = [(rid_of[item_id], vector) for item_id, vector in rows if item_id in rid_of]
                 vectors.write_new_vectors(conn, space, namespace, kept)
@@ -455,7 +448,7 @@ class SQLiteBackend:
                     vectors.delete_vectors(conn, space, item.namespace, [rid])
             if new_space is not None and checked is not None:
                 vectors.write_vector(conn, new_space, item.namespace, rid, checked)
-            conn.execute(_INSERT_LEDGER, ledger_values(ledger))
+            self._append_ledger(conn, [ledger])
 
     def set_vectors(self, namespace: str, model: str, updates: Sequence[tuple[str, Vector]]) -> int:
         """Store vectors for existing items of ``namespace`` and mark them embedded; returns rows updated.
@@ -526,20 +519,6 @@ class SQLiteBackend:
                 )
             return len(found)
 
-    def mark_embedding(self, namespace: str, ids: Sequence[str], status: str, error: str | None) -> int:
-        """Set embedding_status (and error) on items of ``namespace``; returns rows updated."""
-        if status not in _EMBEDDING_STATUSES:
-            raise InvalidInputError(f"embedding status must be one of {', '.join(_EMBEDDING_STATUSES)}; got {status!r}")
-        if not ids:
-            return 0
-        with self._write() as conn:
-            cursor = conn.executemany(
-                "UPDATE items SET embedding_status = ?, embedding_error = ?, claimed_by = NULL, claimed_until = NULL "
-                "WHERE namespace = ? AND id = ?",
-                [(status, error, namespace, item_id) for item_id in ids],
-            )
-            return max(int(cursor.rowcount), 0)
-
     def delete(self, namespace: str, ids: Sequence[str], ledger: Sequence[LedgerEntry]) -> int:
         """Delete items of ``namespace`` with their tags, FTS entries and vectors; record ``ledger``.
 
@@ -561,7 +540,7 @@ class SQLiteBackend:
                     vectors.delete_vectors(conn, space, namespace, rids)
                 conn.execute(f"DELETE FROM item_tags WHERE rid IN {_IDS}", (packed,))
                 count = int(conn.execute(f"DELETE FROM items WHERE rid IN {_IDS}", (packed,)).rowcount)
-            conn.executemany(_INSERT_LEDGER, [ledger_values(entry) for entry in ledger])
+            self._append_ledger(conn, ledger)
             return count
 
     def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
@@ -576,50 +555,6 @@ class SQLiteBackend:
             )
 
     # -- reads -------------------------------------------------------------
-    def get(self, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
-        """Items by id in ``namespace``, in the order asked; unknown ids are omitted."""
-        if not ids:
-            return []
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {ITEM_SELECT} FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value "
-                "WHERE i.namespace = ?",
-                (json_list(ids), namespace),
-            ).fetchall()
-        found = {item.id: item for item in map(row_to_item, rows)}
-        return [found[i] for i in ids if i in found]
-
-    def find_ids(self, flt: Filter, limit: int | None = None) -> list[str]:
-        """Ids of the items matching ``flt``, newest first (all when ``limit`` is None or 0)."""
-        where, params = compile_filter(flt)
-        sql = f"SELECT i.id FROM items i WHERE {where} ORDER BY i.created_at DESC, i.id DESC"
-        if limit:
-            sql += " LIMIT ?"
-            params.append(max(int(limit), 0))
-        with self._read() as conn:
-            return [str(r[0]) for r in conn.execute(sql, params)]
-
-    def list(self, flt: Filter, limit: int, order: ListOrder) -> list[MemoryItem]:
-        """Items matching ``flt`` in keyset ``order`` (created_at, id), at most ``limit``."""
-        where, params = compile_filter(flt)
-        direction = "DESC" if order.newest_first else "ASC"
-        if order.after_created_at is not None and order.after_id is not None:
-            where += f" AND (i.created_at, i.id) {'<' if order.newest_first else '>'} (?, ?)"
-            params += [to_epoch(order.after_created_at), order.after_id]
-        sql = (
-            f"SELECT {ITEM_SELECT} FROM items i WHERE {where} "
-            f"ORDER BY i.created_at {direction}, i.id {direction} LIMIT ?"
-        )
-        with self._read() as conn:
-            rows = conn.execute(sql, [*params, max(int(limit), 0)]).fetchall()
-        return [row_to_item(r) for r in rows]
-
-    def count(self, flt: Filter) -> int:
-        """Number of items matching ``flt``."""
-        where, params = compile_filter(flt)
-        with self._read() as conn:
-            return int(conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0])
-
     def search_lexical(
         self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
     ) -> builtins.list[ChannelHit]:
@@ -722,45 +657,6 @@ class SQLiteBackend:
         found = {str(r[0]): np.frombuffer(r[1], dtype=np.float32).copy() for r in rows}
         return {i: found[i] for i in ids if i in found}
 
-    def pending_embeddings(self, namespace: str | None, limit: int) -> builtins.list[MemoryItem]:
-        """Items whose embedding_status is 'pending' or 'failed', oldest first (any namespace if None)."""
-        sql = f"SELECT {ITEM_SELECT} FROM items i WHERE i.embedding_status IN ('pending', 'failed')"
-        params: list[Any] = []
-        if namespace is not None:
-            sql += " AND i.namespace = ?"
-            params.append(namespace)
-        sql += " ORDER BY i.created_at, i.id LIMIT ?"
-        with self._read() as conn:
-            rows = conn.execute(sql, [*params, max(int(limit), 0)]).fetchall()
-        return [row_to_item(r) for r in rows]
-
-    def claim_pending_embeddings(
-        self, namespace: str | None, limit: int, worker: str, lease_seconds: float, now: datetime
-    ) -> builtins.list[MemoryItem]:
-        """Claim up to ``limit`` unleased, non-secret items still to embed, oldest first.
-
-        Inside one ``BEGIN IMMEDIATE`` transaction, so two processes never
-        claim the same item; the lease ends at ``now + lease_seconds``.
-        """
-        stamp = to_epoch(now)
-        sql = (
-            f"SELECT {ITEM_SELECT}, i.rid FROM items i WHERE i.embedding_status IN ('pending', 'failed') "
-            "AND i.sensitivity != 'secret' AND (i.claimed_until IS NULL OR i.claimed_until <= ?)"
-        )
-        params: list[Any] = [stamp]
-        if namespace is not None:
-            sql += " AND i.namespace = ?"
-            params.append(namespace)
-        sql += " ORDER BY i.created_at, i.id LIMIT ?"
-        params.append(max(int(limit), 0))
-        with self._write() as conn:
-            rows = conn.execute(sql, params).fetchall()
-            conn.execute(
-                f"UPDATE items SET claimed_by = ?, claimed_until = ? WHERE rid IN {_IDS}",
-                (worker, stamp + float(lease_seconds), json_list([row[-1] for row in rows])),
-            )
-        return [row_to_item(r) for r in rows]
-
     @property
     def episodic(self) -> SQLiteEpisodicStore:
         """The conversation/blocks/job-state store in this file (see :mod:`memory.backends.episodic`)."""
@@ -771,78 +667,4 @@ class SQLiteBackend:
                 self._episodic = SQLiteEpisodicStore(self)
             return self._episodic
 
-    def history(self, namespace: str, item_id: str) -> builtins.list[LedgerEntry]:
-        """Ledger entries of an item, oldest first (also after deletion)."""
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {', '.join(LEDGER_COLUMNS)} FROM ledger WHERE namespace = ? AND item_id = ? ORDER BY seq",
-                (namespace, item_id),
-            ).fetchall()
-        return [row_to_ledger(r) for r in rows]
-
-    def ledger_count(self, namespace: str) -> int:
-        """Number of ledger entries in ``namespace``."""
-        with self._read() as conn:
-            return int(conn.execute("SELECT count(*) FROM ledger WHERE namespace = ?", (namespace,)).fetchone()[0])
-
-    def group_counts(self, flt: Filter, column: str) -> dict[str, int]:
-        """Counts of matching items grouped by ``column`` (kind, sensitivity or embedding_status)."""
-        sql_column = _GROUP_COLUMNS.get(column)
-        if sql_column is None:
-            raise InvalidInputError(f"cannot group by {column!r}; use one of {', '.join(_GROUP_COLUMNS)}")
-        where, params = compile_filter(flt)
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {sql_column}, count(*) FROM items i WHERE {where} GROUP BY {sql_column}", params
-            ).fetchall()
-        return {str(value): int(n) for value, n in rows}
-
-    def namespaces(self) -> builtins.list[str]:
-        """Namespaces that hold at least one item, sorted."""
-        with self._read() as conn:
-            return [str(r[0]) for r in conn.execute("SELECT DISTINCT namespace FROM items ORDER BY namespace")]
-
-    def iter_items(self, flt: Filter, batch_size: int = 500) -> Iterator[MemoryItem]:
-        """All items matching ``flt``, oldest first, read in keyset batches of ``batch_size``."""
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
-        where, params = compile_filter(flt)
-        after: tuple[float, str] | None = None
-        while True:
-            clause, values = where, list(params)
-            if after is not None:
-                clause += " AND (i.created_at, i.id) > (?, ?)"
-                values += list(after)
-            with self._read() as conn:
-                rows = conn.execute(
-                    f"SELECT {ITEM_SELECT}, i.created_at FROM items i WHERE {clause} "
-                    "ORDER BY i.created_at, i.id LIMIT ?",
-                    [*values, batch_size],
-                ).fetchall()
-            for row in rows:
-                yield row_to_item(row)
-            if len(rows) < batch_size:
-                return
-            after = (float(rows[-1][-1]), str(rows[-1][0]))
-
     # -- ledger transfer (memory migrate) ------------------------------------
-    def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
-        """Every ledger entry of every namespace, in the order recorded, read in batches."""
-        after = 0
-        while True:
-            with self._read() as conn:
-                rows = conn.execute(
-                    f"SELECT {', '.join(LEDGER_COLUMNS)}, seq FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?",
-                    (after, batch_size),
-                ).fetchall()
-            for row in rows:
-                yield row_to_ledger(row[:-1])
-            if len(rows) < batch_size:
-                return
-            after = int(rows[-1][-1])
-
-    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
-        """Append ledger entries as they are, in one transaction (copying a store's history)."""
-        if entries:
-            with self._write() as conn:
-                conn.executemany(_INSERT_LEDGER, [ledger_values(entry) for entry in entries])
