@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector, VectorSpace
+from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector
 from memory.backends.feedback_sql import SQLFeedbackStore
 from memory.backends.items import SQLItemStore
 from memory.backends.keys import SQLKeyStore
@@ -60,7 +60,6 @@ from memory.backends.postgres.sql import compile_filter, storable, text_list
 from memory.backends.tiers import SQLTierStore
 from memory.errors import (
     ConfigError,
-    EmbeddingMismatchError,
     InvalidInputError,
     InvalidVectorError,
     NotFoundError,
@@ -82,6 +81,7 @@ _UPDATE_ITEM = (
     + ", ".join(f"{c} = %s" for c in INSERT_COLUMNS.split(", "))
     + " WHERE namespace = %s AND id = %s"
 )
+#: The vector-space lock (shared with the episodic store): one creator of space tables at a time.
 _SPACE_LOCK = 7_361_120_101
 #: First key of the per-namespace advisory lock that every transaction changing ``key_tsv``
 #: (and so ``lexical_terms``) takes first: one such writer per namespace at a time, so the
@@ -107,21 +107,13 @@ def _lock_key(item: MemoryItem) -> int:
     )
 
 
-def _live(candidates: Sequence[tuple[Any, ...]], created_at: datetime) -> str | None:
-    """The oldest of ``(id, created_at, expires_at, valid_to)`` rows still live at ``created_at``."""
-    live = [
-        (row[1], row[0])
-        for row in candidates
-        if (row[2] is None or row[2] > created_at) and (row[3] is None or row[3] > created_at)
-    ]
-    return str(min(live)[1]) if live else None
-
-
-class PostgresBackend(SQLItemStore):
+class PostgresBackend(SQLItemStore[_Space]):
     """Memory store in a PostgreSQL database with pgvector; safe for many threads, processes and hosts."""
 
     name = "postgres"
     item_select = ITEM_SELECT
+    #: pgvector's largest ``vector`` column.
+    max_vector_dim = 16000
     #: Reads run on separate pooled connections, so recall may run its channels side by side.
     concurrent_reads = True
     #: A server, not a file.
@@ -250,77 +242,14 @@ class PostgresBackend(SQLItemStore):
         return compile_filter(flt)
 
     # -- vector spaces -----------------------------------------------------
-    def _space(self, conn: Any, model: str | None) -> _Space | None:
-        if model is None:
-            return None
-        space = self._spaces.get(model)
-        if space is None:
-            row = conn.execute("SELECT space_id, model, dim FROM vector_spaces WHERE model = %s", (model,)).fetchone()
-            if row is not None:
-                space = _Space(int(row[0]), str(row[1]), int(row[2]))
-                with self._lock:
-                    self._spaces[model] = space
-        return space
+    def _new_space(self, space_id: int, model: str, dim: int) -> _Space:
+        return _Space(space_id, model, dim)
 
-    @staticmethod
-    def _all_spaces(conn: Any) -> list[_Space]:
-        rows = conn.execute("SELECT space_id, model, dim FROM vector_spaces ORDER BY space_id").fetchall()
-        return [_Space(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+    def _create_space(self, conn: Any, space_id: int, dim: int) -> None:
+        create_space_table(conn, space_id, dim)
 
-    def _require_space(self, conn: Any, model: str | None) -> _Space:
-        space = self._space(conn, model)
-        if space is None:
-            raise InvalidInputError(f"no vector space registered for model {model!r}; call ensure_vector_space first")
-        return space
-
-    @staticmethod
-    def _checked_vector(space: _Space, vector: Vector) -> Vector:
-        try:
-            array = np.asarray(vector, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise InvalidVectorError(f"vector for {space.model!r} is not numeric: {exc}") from exc
-        if array.shape != (space.dim,):
-            raise InvalidVectorError(f"vector shape {array.shape} does not fit {space.model!r} (dimension {space.dim})")
-        if not np.all(np.isfinite(array)):
-            raise InvalidVectorError("vector contains NaN or infinite values")
-        return array
-
-    def ensure_vector_space(self, model: str, dim: int) -> VectorSpace:
-        """Register ``model`` with ``dim`` (creating its table and HNSW index) or check it.
-
-        Raises EmbeddingMismatchError when the store holds ``model`` with
-        another dimension, InvalidInputError for an empty model or bad dim.
-        """
-        if not isinstance(model, str) or not model.strip() or not storable(model):
-            raise InvalidInputError("vector space model name must be a non-empty string")
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1 or dim > 16000:
-            raise InvalidInputError(f"vector dimension must be an integer from 1 to 16000, got {dim!r}")
-        with self._tx() as conn:
-            space = self._space(conn, model)
-            if space is None:
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SPACE_LOCK,))
-                row = conn.execute("SELECT space_id, dim FROM vector_spaces WHERE model = %s", (model,)).fetchone()
-                if row is None:
-                    space_id = int(
-                        conn.execute(
-                            "INSERT INTO vector_spaces (model, dim, table_name) VALUES (%s, %s, '') RETURNING space_id",
-                            (model, dim),
-                        ).fetchone()[0]
-                    )
-                    conn.execute(
-                        "UPDATE vector_spaces SET table_name = %s WHERE space_id = %s",
-                        (space_table(space_id), space_id),
-                    )
-                    create_space_table(conn, space_id, dim)
-                    row = (space_id, dim)
-                space = _Space(int(row[0]), model, int(row[1]))
-        with self._lock:
-            self._spaces[model] = space
-        if space.dim != dim:
-            raise EmbeddingMismatchError(
-                f"store holds {model!r} vectors of dimension {space.dim}, embedder gives {dim}"
-            )
-        return VectorSpace(model, dim)
+    def _lock_spaces(self, conn: Any) -> None:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SPACE_LOCK,))
 
     # -- writes ------------------------------------------------------------
     @staticmethod
@@ -334,8 +263,7 @@ class PostgresBackend(SQLItemStore):
                     [(item.namespace, tag, item.id) for tag in dict.fromkeys(item.tags)],
                 )
 
-    @staticmethod
-    def _write_vector(conn: Any, space: _Space, namespace: str, item_id: str, vector: Vector) -> None:
+    def _write_vector(self, conn: Any, space: _Space, namespace: str, item_id: Any, vector: Vector) -> None:
         conn.execute(
             f"INSERT INTO {space.table} (namespace, id, embedding) VALUES (%s, %s, %s::vector) "
             "ON CONFLICT (namespace, id) DO UPDATE SET embedding = EXCLUDED.embedding",
@@ -407,45 +335,30 @@ class PostgresBackend(SQLItemStore):
             by_namespace: dict[str, list[MemoryItem]] = {}
             for record in records:
                 by_namespace.setdefault(record.item.namespace, []).append(record.item)
-            stored: dict[tuple[str, str | None, str | None, str | None, str], list[tuple[Any, ...]]] = {}
             seen_ids: set[tuple[str, str]] = set()
+            for record in records:
+                ident = (record.item.namespace, record.item.id)
+                if ident in seen_ids:
+                    raise InvalidInputError(f"id {record.item.id} already exists")
+                seen_ids.add(ident)
             for namespace, items in by_namespace.items():
-                ids = [i.id for i in items]
                 taken = conn.execute(
-                    "SELECT id FROM items WHERE namespace = %s AND id = ANY(%s::text[]) LIMIT 1", (namespace, ids)
+                    "SELECT id FROM items WHERE namespace = %s AND id = ANY(%s::text[]) LIMIT 1",
+                    (namespace, [i.id for i in items]),
                 ).fetchone()
                 if taken is not None:
                     raise InvalidInputError(f"id {taken[0]} already exists")
-                for row in conn.execute(
-                    'SELECT content_hash, "user", agent, thread, id, created_at, expires_at, valid_to FROM items '
-                    "WHERE namespace = %s AND content_hash = ANY(%s::text[]) AND sensitivity <> 'secret'",
-                    (namespace, sorted({i.content_hash for i in items})),
-                ):
-                    stored.setdefault((namespace, row[1], row[2], row[3], row[0]), []).append(row[4:])
-            results: list[AddResult] = []
-            staged: dict[tuple[str, str | None, str | None, str | None, str], str] = {}
+            stored = self._stored_duplicates(conn, [r.item for r in records])
+            results, inserted = self._plan_adds(records, stored)
+            vector_of = {id(record): vector for record, vector in zip(records, checked, strict=True)}
             new_items: list[tuple[Any, ...]] = []
             tags: list[tuple[str, str, str]] = []
             ledger: list[LedgerEntry] = []
             vectors: dict[str, list[tuple[str, str, str]]] = {}
             deltas: dict[str, list[int]] = {}
             created: dict[str, list[str]] = {}
-            for record, vector in zip(records, checked, strict=True):
-                item = record.item
-                ident = (item.namespace, item.id)
-                if ident in seen_ids:
-                    raise InvalidInputError(f"id {item.id} already exists")
-                seen_ids.add(ident)
-                key = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
-                # secrets never dedup: the answer would tell a writer that the secret exists
-                existing = (
-                    None
-                    if item.sensitivity == "secret"
-                    else staged.get(key) or _live(stored.get(key, ()), item.created_at)
-                )
-                if existing is not None:
-                    results.append(AddResult(existing, False))
-                    continue
+            for record in inserted:
+                item, vector = record.item, vector_of[id(record)]
                 values = item_values(item)
                 new_items.append(values)
                 created.setdefault(item.namespace, []).append(item.id)
@@ -456,9 +369,6 @@ class PostgresBackend(SQLItemStore):
                 stat = deltas.setdefault(item.namespace, [0, 0])
                 stat[0] += 1
                 stat[1] += int(values[-1])
-                if item.sensitivity != "secret":
-                    staged[key] = item.id
-                results.append(AddResult(item.id, True))
             with conn.cursor() as cur:
                 if new_items:
                     cur.executemany(_INSERT_ITEM, new_items)
@@ -519,30 +429,6 @@ class PostgresBackend(SQLItemStore):
                 self._write_vector(conn, new_space, item.namespace, item.id, checked)
             self._append_ledger(conn, [ledger])
             self._bump_stats(conn, {item.namespace: [0, int(values[-1]) - int(row[0])]})
-
-    def set_vectors(self, namespace: str, model: str, updates: Sequence[tuple[str, Vector]]) -> int:
-        """Store vectors for existing items of ``namespace``, mark them embedded and clear their claim.
-
-        Every vector is checked before anything is written (InvalidInputError).
-        Returns the number of rows updated.
-        """
-        if not updates:
-            return 0
-        with self._tx() as conn:
-            space = self._require_space(conn, model)
-            checked = [(item_id, self._checked_vector(space, vector)) for item_id, vector in updates]
-            count = 0
-            for item_id, vector in checked:
-                row = conn.execute(
-                    "UPDATE items SET embedding_status = 'done', embedding_model = %s, embedding_error = NULL, "
-                    "claimed_by = NULL, claimed_until = NULL WHERE namespace = %s AND id = %s RETURNING id",
-                    (model, namespace, item_id),
-                ).fetchone()
-                if row is None:
-                    continue
-                self._write_vector(conn, space, namespace, item_id, vector)
-                count += 1
-            return count
 
     def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
         """Store the context windows of existing items: (id, window text, window vector or None).

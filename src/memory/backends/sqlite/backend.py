@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector, VectorSpace
+from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector
 from memory.backends.feedback_sql import SQLFeedbackStore
 from memory.backends.items import SQLItemStore
 from memory.backends.keys import SQLKeyStore
@@ -41,11 +41,10 @@ from memory.backends.sqlite.connection import (
 )
 from memory.backends.sqlite.dialect import sqlite_dialect
 from memory.backends.sqlite.graph import SQLiteGraph
-from memory.backends.sqlite.migrations import apply_migrations, create_space_tables, space_tables
+from memory.backends.sqlite.migrations import apply_migrations, create_space_tables
 from memory.backends.sqlite.sql import compile_filter, json_list, scope_of, storable
 from memory.backends.tiers import SQLTierStore
 from memory.errors import (
-    EmbeddingMismatchError,
     InvalidInputError,
     InvalidVectorError,
     NotFoundError,
@@ -68,11 +67,12 @@ _IDS = "(SELECT value FROM json_each(?))"
 _OPTIMIZE_EVERY = 10_000
 
 
-class SQLiteBackend(SQLItemStore):
+class SQLiteBackend(SQLItemStore[vectors.Space]):
     """Memory store in one SQLite file; safe for several threads and processes."""
 
     name = "sqlite"
     item_select = ITEM_SELECT
+    row_key = "rid"
     #: One connection under one lock: reads do not run in parallel.
     concurrent_reads = False
 
@@ -220,101 +220,16 @@ class SQLiteBackend(SQLItemStore):
         return compile_filter(flt, probe=probe)
 
     # -- vector spaces -----------------------------------------------------
-    def _space(self, conn: Any, model: str | None) -> vectors.Space | None:
-        if model is None:
-            return None
-        space = self._spaces.get(model)
-        if space is None:
-            row = conn.execute("SELECT space_id, model, dim FROM vector_spaces WHERE model = ?", (model,)).fetchone()
-            if row is not None:
-                space = vectors.Space(int(row[0]), str(row[1]), int(row[2]))
-                self._spaces[model] = space
-        return space
+    def _new_space(self, space_id: int, model: str, dim: int) -> vectors.Space:
+        return vectors.Space(space_id, model, dim)
 
-    def _all_spaces(self, conn: Any) -> list[vectors.Space]:
-        rows = conn.execute("SELECT space_id, model, dim FROM vector_spaces ORDER BY space_id").fetchall()
-        return [vectors.Space(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+    def _create_space(self, conn: Any, space_id: int, dim: int) -> None:
+        create_space_tables(conn, space_id)
 
-    def _require_space(self, conn: Any, model: str | None) -> vectors.Space:
-        space = self._space(conn, model)
-        if space is None:
-            raise InvalidInputError(f"no vector space registered for model {model!r}; call ensure_vector_space first")
-        return space
-
-    @staticmethod
-    def _checked_vector(space: vectors.Space, vector: Vector) -> Vector:
-        try:
-            array = np.asarray(vector, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise InvalidVectorError(f"vector for {space.model!r} is not numeric: {exc}") from exc
-        if array.shape != (space.dim,):
-            raise InvalidVectorError(f"vector shape {array.shape} does not fit {space.model!r} (dimension {space.dim})")
-        if not np.all(np.isfinite(array)):
-            raise InvalidVectorError("vector contains NaN or infinite values")
-        return array
-
-    def ensure_vector_space(self, model: str, dim: int) -> VectorSpace:
-        """Register ``model`` with ``dim`` (creating its tables) or check it.
-
-        Raises EmbeddingMismatchError when the store holds ``model`` with
-        another dimension, InvalidInputError for an empty model or bad dim.
-        """
-        if not isinstance(model, str) or not model.strip():
-            raise InvalidInputError("vector space model name must be a non-empty string")
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise InvalidInputError(f"vector dimension must be a positive integer, got {dim!r}")
-        with self._read() as conn:
-            space = self._space(conn, model)
-        if space is None:
-            with self._write() as conn:
-                row = conn.execute("SELECT space_id, dim FROM vector_spaces WHERE model = ?", (model,)).fetchone()
-                if row is None:
-                    space_id = conn.execute(
-                        "INSERT INTO vector_spaces (model, dim, table_name, created_at) VALUES (?, ?, '', ?) "
-                        "RETURNING space_id",
-                        (model, dim, time.time()),
-                    ).fetchone()[0]
-                    conn.execute(
-                        "UPDATE vector_spaces SET table_name = ? WHERE space_id = ?",
-                        (space_tables(space_id)[0], space_id),
-                    )
-                    create_space_tables(conn, space_id)
-                    row = (space_id, dim)
-            space = vectors.Space(int(row[0]), model, int(row[1]))
-            with self._lock:
-                self._spaces[model] = space
-        if space.dim != dim:
-            raise EmbeddingMismatchError(
-                f"store holds {model!r} vectors of dimension {space.dim}, embedder gives {dim}"
-            )
-        return VectorSpace(model, dim)
+    def _write_vector(self, conn: Any, space: vectors.Space, namespace: str, key: Any, vector: Vector) -> None:
+        vectors.write_vector(conn, space, namespace, int(key), vector)
 
     # -- writes ------------------------------------------------------------
-    @staticmethod
-    def _duplicate_candidates(
-        conn: Any, items: Sequence[MemoryItem]
-    ) -> dict[tuple[str, str | None, str | None, str | None, str], list[tuple[str, float | None, float | None]]]:
-        """Stored non-secret items sharing a content hash with ``items``, by scope key, oldest first.
-
-        One query per namespace. Secrets are never dedup targets (see :meth:`add`).
-        """
-        out: dict[
-            tuple[str, str | None, str | None, str | None, str], list[tuple[str, float | None, float | None]]
-        ] = {}
-        by_ns: dict[str, set[str]] = {}
-        for item in items:
-            by_ns.setdefault(item.namespace, set()).add(item.content_hash)
-        for namespace, hashes in by_ns.items():
-            for row in conn.execute(
-                "SELECT id, user, agent, thread, content_hash, expires_at, valid_to FROM items "
-                "WHERE namespace = ? AND content_hash IN (SELECT value FROM json_each(?)) "
-                "AND sensitivity <> 'secret' ORDER BY rid",
-                (namespace, json_list(sorted(hashes))),
-            ):
-                key = (namespace, row[1], row[2], row[3], str(row[4]))
-                out.setdefault(key, []).append((str(row[0]), row[5], row[6]))
-        return out
-
     @staticmethod
     def _write_tags(conn: Any, rid: int, item: MemoryItem) -> None:
         conn.execute("DELETE FROM item_tags WHERE rid = ?", (rid,))
@@ -336,8 +251,6 @@ class SQLiteBackend(SQLItemStore):
         with self._write() as conn:
             # Batched: a bounded number of statements per batch (id check, duplicate lookup, one
             # executemany each for items, tags, ledger and vectors), not several per record.
-            results: list[AddResult] = []
-            staged: dict[tuple[str, str | None, str | None, str | None, str], str] = {}
             seen_ids: set[str] = set()
             for record in records:
                 if record.item.id in seen_ids:
@@ -349,11 +262,9 @@ class SQLiteBackend(SQLItemStore):
             ).fetchone()
             if taken is not None:
                 raise InvalidInputError(f"id {taken[0]} already exists")
-            stored = self._duplicate_candidates(conn, [r.item for r in records])
             spaces: dict[str | None, vectors.Space] = {}
             new_vectors: dict[tuple[vectors.Space, str], list[tuple[str, Vector]]] = {}
-            inserted: list[NewRecord] = []
-            for record in records:
+            for record in records:  # every vector is checked, also those of duplicates
                 item = record.item
                 if record.vector is not None:
                     if item.embedding_model not in spaces:
@@ -362,29 +273,8 @@ class SQLiteBackend(SQLItemStore):
                     new_vectors.setdefault((space, item.namespace), []).append(
                         (item.id, self._checked_vector(space, record.vector))
                     )
-                key = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
-                created = to_epoch(item.created_at)
-                # Secrets never dedup, either way: the answer would tell a writer that the secret exists.
-                existing = (
-                    None
-                    if item.sensitivity == "secret"
-                    else staged.get(key)
-                    or next(
-                        (
-                            found
-                            for found, expires, valid_to in stored.get(key, ())
-                            if (expires is None or expires > created) and (valid_to is None or valid_to > created)
-                        ),
-                        None,
-                    )
-                )
-                if existing is not None:
-                    results.append(AddResult(existing, False))
-                    continue
-                inserted.append(record)
-                if item.sensitivity != "secret":
-                    staged[key] = item.id
-                results.append(AddResult(item.id, True))
+            stored = self._stored_duplicates(conn, [r.item for r in records])
+            results, inserted = self._plan_adds(records, stored)
             conn.executemany(_INSERT_ITEM, [item_values(r.item) for r in inserted])
             rid_of = {
                 str(row[0]): int(row[1])
@@ -449,32 +339,6 @@ class SQLiteBackend(SQLItemStore):
             if new_space is not None and checked is not None:
                 vectors.write_vector(conn, new_space, item.namespace, rid, checked)
             self._append_ledger(conn, [ledger])
-
-    def set_vectors(self, namespace: str, model: str, updates: Sequence[tuple[str, Vector]]) -> int:
-        """Store vectors for existing items of ``namespace`` and mark them embedded; returns rows updated.
-
-        Every vector is checked before anything is written (InvalidInputError).
-        """
-        if not updates:
-            return 0
-        with self._write() as conn:
-            space = self._require_space(conn, model)
-            checked = [(item_id, self._checked_vector(space, vector)) for item_id, vector in updates]
-            count = 0
-            for item_id, vector in checked:
-                row = conn.execute(
-                    "SELECT rid FROM items WHERE id = ? AND namespace = ?", (item_id, namespace)
-                ).fetchone()
-                if row is None:
-                    continue
-                conn.execute(
-                    "UPDATE items SET embedding_status = 'done', embedding_model = ?, embedding_error = NULL, "
-                    "claimed_by = NULL, claimed_until = NULL WHERE rid = ?",
-                    (model, row[0]),
-                )
-                vectors.write_vector(conn, space, namespace, int(row[0]), vector)
-                count += 1
-            return count
 
     def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
         """Store the context windows of existing items: (id, window text, window vector or None).
