@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Protocol, TypedDict, TypeVar
@@ -23,20 +23,31 @@ import numpy as np
 
 from memory.backends.columns import ITEM_COLUMNS, JSON_COLUMNS, TIME_COLUMNS
 from memory.backends.dialect import Dialect
-from memory.backends.values import AddResult, ListOrder, NewRecord, Vector, VectorSpace
+from memory.backends.values import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
 from memory.errors import EmbeddingMismatchError, InvalidInputError, InvalidVectorError
 from memory.filters import Filter
+from memory.retrieval.window import field_weights
 from memory.types import LedgerEntry, MemoryItem
 
 #: Items dedup within (namespace, user, agent, thread, content hash).
 DedupKey = tuple[str, str | None, str | None, str | None, str]
 _Rows = list[tuple[Any, ...]]
 
-__all__ = ["DedupKey", "ItemCounts", "SQLItemStore", "check_claim", "EMBEDDING_STATUSES", "GROUP_COLUMNS"]
+__all__ = [
+    "DedupKey",
+    "ITEM_SELECT",
+    "ItemCounts",
+    "SQLItemStore",
+    "check_claim",
+    "EMBEDDING_STATUSES",
+    "GROUP_COLUMNS",
+]
 
 #: The columns :meth:`SQLItemStore.group_counts` may group by.
 GROUP_COLUMNS = {"kind": "i.kind", "sensitivity": "i.sensitivity", "embedding_status": "i.embedding_status"}
 EMBEDDING_STATUSES = ("done", "pending", "failed", "skipped")
+#: ``SELECT`` list of the item columns for ``items`` aliased ``i``, in ITEM_COLUMNS order ("user" quoted).
+ITEM_SELECT = ", ".join(f'i."{c}"' if c == "user" else f"i.{c}" for c in ITEM_COLUMNS)
 #: Columns of ``ledger`` in :class:`~memory.types.LedgerEntry` order (``before``/``after`` quoted for PostgreSQL).
 LEDGER_SELECT = 'id, namespace, item_id, op, at, "before", "after", reason'
 _INSERT_LEDGER = f"INSERT INTO ledger ({LEDGER_SELECT}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -86,7 +97,7 @@ def check_claim(limit: object, worker: object, lease_seconds: object) -> None:
 class SQLItemStore(Generic[S]):
     """Item and ledger queries shared by the SQL backends (a base class of each engine's backend).
 
-    The engine sets :attr:`dialect`, :attr:`item_select`, ``_spaces`` (a
+    The engine sets :attr:`dialect`, ``_spaces`` (a
     cache) and ``_lock``, and implements :meth:`_compile`, :meth:`_new_space`
     and :meth:`_create_space`; everything here runs on the dialect's
     transactions. ``S`` is the engine's vector space object.
@@ -95,7 +106,7 @@ class SQLItemStore(Generic[S]):
     #: The engine's answers (placeholders, transactions, JSON, times, lists, claims).
     dialect: Dialect
     #: ``SELECT`` list of the item columns for ``items`` aliased ``i``, in ITEM_COLUMNS order.
-    item_select: str
+    item_select: str = ITEM_SELECT
     #: The column by which the engine's vector tables name an item (``rid`` or ``id``).
     row_key: str = "id"
     #: The largest vector dimension the engine stores (None: no limit of its own).
@@ -117,6 +128,20 @@ class SQLItemStore(Generic[S]):
 
     def _write_vector(self, conn: Any, space: S, namespace: str, key: Any, vector: Vector) -> None:
         """Store ``vector`` for the item whose :attr:`row_key` is ``key``, replacing its old one."""
+        raise NotImplementedError
+
+    def _lexical(
+        self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...]
+    ) -> builtins.list[ChannelHit]:
+        """The engine's BM25 ranking (FTS5 or tsvector) of ``words`` over items matching ``flt``."""
+        raise NotImplementedError
+
+    def _nearest(self, conn: Any, space: S, flt: Filter, query: Vector, k: int) -> builtins.list[ChannelHit]:
+        """The engine's nearest-neighbour search (sign bits and exact rescoring, or pgvector)."""
+        raise NotImplementedError
+
+    def _stored_vectors(self, conn: Any, space: S, namespace: str, ids: Sequence[str]) -> dict[str, Vector]:
+        """The engine's stored vectors of ``ids`` in ``space`` (missing ones omitted)."""
         raise NotImplementedError
 
     def _lock_spaces(self, conn: Any) -> None:
@@ -273,6 +298,51 @@ class SQLItemStore(Generic[S]):
                     self._write_vector(conn, space, namespace, rows[0][0], vector)
                     count += 1
             return count
+
+    # -- search channels (the engine ranks; the arguments are checked here) --------
+    def search_lexical(
+        self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
+    ) -> builtins.list[ChannelHit]:
+        """BM25-ranked items matching ``flt`` that contain any of ``terms``, best first, ties by id.
+
+        ``fields`` weighs the indexed fields (``content``, ``window``, ``time``;
+        see :mod:`memory.retrieval.window`); by default only content counts,
+        and a field of weight 0 does not match. Terms are only ever bound as
+        data (no query syntax gets through); higher scores are better.
+        """
+        weights = field_weights(fields)
+        words = [t for t in terms if isinstance(t, str) and t.strip() and self.dialect.storable(t)]
+        if not words or k <= 0 or not any(weights):
+            return []
+        return self._lexical(flt, words, int(k), weights)
+
+    def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:
+        """Items matching ``flt`` nearest to ``vector`` in ``model``'s space; score = cosine, best first.
+
+        Raises InvalidVectorError for a vector of the wrong shape, non-finite
+        or all zeros.
+        """
+        with self.dialect.read() as conn:
+            space = self._space(conn, model)
+            if space is None or k <= 0:
+                return []
+            query = self._checked_vector(space, vector)
+            if not math.isfinite(norm := float(np.linalg.norm(query))) or norm == 0.0:
+                raise InvalidVectorError("query vector is all zeros; it has no direction to compare")
+            if not self.dialect.storable(flt.namespace):
+                return []
+            return self._nearest(conn, space, flt, query, int(k))
+
+    def get_vectors(self, namespace: str, model: str, ids: Sequence[str]) -> dict[str, Vector]:
+        """Stored vectors of ``ids`` in ``model``'s space (missing ones omitted)."""
+        if not ids or not self.dialect.storable(namespace):
+            return {}
+        with self.dialect.read() as conn:
+            space = self._space(conn, model)
+            if space is None:
+                return {}
+            found = self._stored_vectors(conn, space, namespace, ids)
+        return {i: found[i] for i in ids if i in found}
 
     # -- dedup (the rule of ``add``, one copy for every engine) -----------------
     def _stored_duplicates(

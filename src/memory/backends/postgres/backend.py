@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-import math
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector
 from memory.backends.feedback_sql import SQLFeedbackStore
@@ -32,7 +29,6 @@ from memory.backends.keys import SQLKeyStore
 from memory.backends.postgres.codec import (
     INSERT_COLUMNS,
     ITEM_COLUMNS,
-    ITEM_SELECT,
     doc_len,
     item_values,
     parse_vector,
@@ -61,12 +57,10 @@ from memory.backends.tiers import SQLTierStore
 from memory.errors import (
     ConfigError,
     InvalidInputError,
-    InvalidVectorError,
     NotFoundError,
     StorageError,
 )
 from memory.filters import Filter
-from memory.retrieval.window import field_weights
 from memory.types import LedgerEntry, MemoryItem
 
 if TYPE_CHECKING:
@@ -111,7 +105,6 @@ class PostgresBackend(SQLItemStore[_Space]):
     """Memory store in a PostgreSQL database with pgvector; safe for many threads, processes and hosts."""
 
     name = "postgres"
-    item_select = ITEM_SELECT
     #: pgvector's largest ``vector`` column.
     max_vector_dim = 16000
     #: Reads run on separate pooled connections, so recall may run its channels side by side.
@@ -527,24 +520,15 @@ class PostgresBackend(SQLItemStore[_Space]):
 
     # -- jobs --------------------------------------------------------------
     # -- reads -------------------------------------------------------------
-    def search_lexical(
-        self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
+    def _lexical(
+        self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...]
     ) -> builtins.list[ChannelHit]:
-        """BM25-ranked items matching ``flt`` that contain any of ``terms``, best first, ties by id.
+        """Okapi BM25 over tsvectors, weighing fields exactly as SQLite's ``bm25(items_key_fts, ...)``.
 
-        Terms are stemmed by PostgreSQL (English, no stopword list) and only
-        ever bound as data; the score is Okapi BM25 with k1=1.2, b=0.75 and
-        the namespace's own document count and average length (higher is
-        better), the formula SQLite's FTS5 uses. ``fields`` weighs the
-        indexed fields (``content``, ``window``, ``time``; see
-        :mod:`memory.retrieval.window`) exactly as SQLite's
-        ``bm25(items_key_fts, ...)`` does; by default only content counts, and
-        a field of weight 0 does not match.
+        k1=1.2, b=0.75 and the namespace's own document count and average
+        length (the formula SQLite's FTS5 uses). Terms are stemmed by
+        PostgreSQL (English, no stopword list).
         """
-        weights = field_weights(fields)
-        words = [t for t in terms if isinstance(t, str) and t.strip() and storable(t)]
-        if not words or k <= 0 or not any(weights):
-            return []
         where, params = compile_filter(flt)
         if weights[1:] == (0.0, 0.0):  # content only: the content tsvector, ranking exactly as before
             sql = HYBRID_SEARCH_V1_LEXICAL.replace("{where}", where)
@@ -558,41 +542,28 @@ class PostgresBackend(SQLItemStore[_Space]):
             rows = conn.execute(sql, args, prepare=True).fetchall()
         return [ChannelHit(str(r[0]), float(r[1])) for r in rows]
 
-    def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:
-        """Items matching ``flt`` nearest to ``vector`` in ``model``'s space; score = cosine, best first.
+    def _nearest(self, conn: Any, space: _Space, flt: Filter, query: Vector, k: int) -> builtins.list[ChannelHit]:
+        """pgvector: exact while the namespace holds at most ``exact_limit`` vectors, else HNSW.
 
-        Exact while the namespace holds at most ``exact_limit`` vectors;
-        above that the HNSW index (``ef_search`` candidates, at least ``k``;
-        with pgvector >= 0.8 an iterative scan keeps reading past rows the
-        filter rejects), and an exact scan when fewer than ``k`` come back. Raises InvalidVectorError for a vector of
-        the wrong shape, non-finite or all zeros.
+        The HNSW index reads ``ef_search`` candidates, at least ``k`` (with
+        pgvector >= 0.8 an iterative scan keeps reading past rows the filter
+        rejects), and an exact scan runs when fewer than ``k`` come back.
         """
-        with self._read() as conn:
-            space = self._space(conn, model)
-            if space is None or k <= 0:
-                return []
-            query = self._checked_vector(space, vector)
-            if not math.isfinite(norm := float(np.linalg.norm(query))) or norm == 0.0:
-                raise InvalidVectorError("query vector is all zeros; it has no direction to compare")
-            if not storable(flt.namespace):
-                return []
-            where, params = compile_filter(flt)
-            text = vector_text(query)
-            args = [text, flt.namespace, *params, text, int(k)]
-            exact = space.dim > HNSW_MAX_DIM or not self._large(conn, space, flt.namespace)
-            rows: list[Any] = []
-            if not exact:
-                approximate = hybrid_search_v1_vector(space.table, where, exact=False)
-                if k > self._ef_search:  # the session default is ef_search; a larger k needs more candidates
-                    with conn.transaction():
-                        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(k)),))
-                        rows = conn.execute(approximate, args, prepare=True).fetchall()
-                else:
+        where, params = compile_filter(flt)
+        text = vector_text(query)
+        args = [text, flt.namespace, *params, text, int(k)]
+        exact = space.dim > HNSW_MAX_DIM or not self._large(conn, space, flt.namespace)
+        rows: list[Any] = []
+        if not exact:
+            approximate = hybrid_search_v1_vector(space.table, where, exact=False)
+            if k > self._ef_search:  # the session default is ef_search; a larger k needs more candidates
+                with conn.transaction():
+                    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(k)),))
                     rows = conn.execute(approximate, args, prepare=True).fetchall()
-            if exact or len(rows) < k:
-                rows = conn.execute(
-                    hybrid_search_v1_vector(space.table, where, exact=True), args, prepare=True
-                ).fetchall()
+            else:
+                rows = conn.execute(approximate, args, prepare=True).fetchall()
+        if exact or len(rows) < k:
+            rows = conn.execute(hybrid_search_v1_vector(space.table, where, exact=True), args, prepare=True).fetchall()
         return [ChannelHit(str(r[0]), float(r[1])) for r in rows]
 
     def _large(self, conn: Any, space: _Space, namespace: str) -> bool:
@@ -619,20 +590,12 @@ class PostgresBackend(SQLItemStore[_Space]):
             self._sizes[key] = (large, now + _SIZE_TTL)
         return large
 
-    def get_vectors(self, namespace: str, model: str, ids: Sequence[str]) -> dict[str, Vector]:
-        """Stored vectors of ``ids`` in ``model``'s space (missing ones omitted)."""
-        if not ids or not storable(namespace):
-            return {}
-        with self._read() as conn:
-            space = self._space(conn, model)
-            if space is None:
-                return {}
-            rows = conn.execute(
-                f"SELECT id, embedding::text FROM {space.table} WHERE namespace = %s AND id = ANY(%s::text[])",
-                (namespace, text_list(ids)),
-            ).fetchall()
-        found = {str(r[0]): parse_vector(r[1]) for r in rows}
-        return {i: found[i] for i in ids if i in found}
+    def _stored_vectors(self, conn: Any, space: _Space, namespace: str, ids: Sequence[str]) -> dict[str, Vector]:
+        rows = conn.execute(
+            f"SELECT id, embedding::text FROM {space.table} WHERE namespace = %s AND id = ANY(%s::text[])",
+            (namespace, text_list(ids)),
+        ).fetchall()
+        return {str(r[0]): parse_vector(r[1]) for r in rows}
 
     # -- other stores --------------------------------------------------------
     @property

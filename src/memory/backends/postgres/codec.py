@@ -16,7 +16,6 @@ from memory.types import MemoryItem
 
 __all__ = [
     "ITEM_COLUMNS",
-    "ITEM_SELECT",
     "INSERT_COLUMNS",
     "item_values",
     "doc_len",
@@ -29,8 +28,6 @@ def _quoted(column: str) -> str:
     return f'"{column}"' if column == "user" else column
 
 
-#: ``SELECT`` list for items aliased ``i``.
-ITEM_SELECT = ", ".join(f"i.{_quoted(c)}" for c in ITEM_COLUMNS)
 #: Column list of an ``INSERT INTO items`` (the item fields plus ``doc_len``).
 INSERT_COLUMNS = ", ".join([*(_quoted(c) for c in ITEM_COLUMNS), "doc_len"])
 

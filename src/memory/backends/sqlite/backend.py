@@ -10,11 +10,10 @@ serialises the operations of one backend object.
 from __future__ import annotations
 
 import builtins
-import math
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -29,7 +28,6 @@ from memory.backends.keys import SQLKeyStore
 from memory.backends.sqlite import vectors
 from memory.backends.sqlite.codec import (
     ITEM_COLUMNS,
-    ITEM_SELECT,
     item_values,
 )
 from memory.backends.sqlite.connection import (
@@ -42,17 +40,16 @@ from memory.backends.sqlite.connection import (
 from memory.backends.sqlite.dialect import sqlite_dialect
 from memory.backends.sqlite.graph import SQLiteGraph
 from memory.backends.sqlite.migrations import apply_migrations, create_space_tables
-from memory.backends.sqlite.sql import compile_filter, json_list, scope_of, storable
+from memory.backends.sqlite.sql import compile_filter, json_list, scope_of
 from memory.backends.tiers import SQLTierStore
 from memory.errors import (
     InvalidInputError,
-    InvalidVectorError,
     NotFoundError,
     StorageError,
 )
 from memory.filters import Filter
 from memory.ids import to_epoch
-from memory.retrieval.window import LEXICAL_FIELDS, field_weights
+from memory.retrieval.window import LEXICAL_FIELDS
 from memory.types import LedgerEntry, MemoryItem
 
 if TYPE_CHECKING:
@@ -71,7 +68,6 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     """Memory store in one SQLite file; safe for several threads and processes."""
 
     name = "sqlite"
-    item_select = ITEM_SELECT
     row_key = "rid"
     #: One connection under one lock: reads do not run in parallel.
     concurrent_reads = False
@@ -419,28 +415,18 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
             )
 
     # -- reads -------------------------------------------------------------
-    def search_lexical(
-        self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
+    def _lexical(
+        self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...]
     ) -> builtins.list[ChannelHit]:
-        """BM25-ranked (FTS5) items matching ``flt`` that contain any of ``terms``, best first, ties by id.
+        """FTS5 BM25: each word a quoted FTS5 string; score ``-bm25()``.
 
-        ``fields`` weighs the indexed fields (``content``, ``window``, ``time``;
-        see :mod:`memory.retrieval.window`); by default only content counts.
-
-        Each term is searched as a quoted FTS5 string, so no query syntax
-        gets through; score is ``-bm25()`` (higher is better). Fast path: the
-        FTS index alone ranks its best ``max(4k, 200)`` rows and the filter
-        is checked on those; only when fewer than ``k`` pass (a selective
-        filter, or other namespaces' rows on top) does the full query run,
-        with the FTS match driving it (CROSS JOIN keeps the planner from
-        scanning items).
+        Fast path: the FTS index alone ranks its best ``max(4k, 200)`` rows
+        and the filter is checked on those; only when fewer than ``k`` pass
+        (a selective filter, or other namespaces' rows on top) does the full
+        query run, with the FTS match driving it (CROSS JOIN keeps the
+        planner from scanning items).
         """
-        phrases = ['"' + term.replace('"', '""') + '"' for term in terms if term.strip() and storable(term)]
-        if not phrases or k <= 0:
-            return []
-        weights = field_weights(fields)
-        if not any(weights):
-            return []
+        phrases = ['"' + term.replace('"', '""') + '"' for term in words]
         if weights[1:] == (0.0, 0.0):  # content only: the content index, ranking exactly as before
             table, match, bm25 = "items_fts", " OR ".join(phrases), "bm25(items_fts)"
         else:
@@ -474,52 +460,37 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
             ).fetchall()
         return [ChannelHit(str(r[0]), -float(r[1])) for r in rows]
 
-    def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:
-        """Items matching ``flt`` nearest to ``vector`` in ``model``'s space; score = cosine, best first.
+    def _nearest(
+        self, conn: Any, space: vectors.Space, flt: Filter, query: Vector, k: int
+    ) -> builtins.list[ChannelHit]:
+        """Sign-bit candidates rescored exactly (see :mod:`.vectors`); exact scan up to ``exact_limit`` matches.
 
-        Exact for filters matching at most ``exact_limit`` items; otherwise
-        sign bits (refined by exact cosine from an in-process float32 copy)
-        pick candidates that are rescored exactly in SQL (see :mod:`.vectors`).
-        Raises InvalidVectorError for a vector of the wrong shape, non-finite
-        or all zeros.
+        Above ``exact_limit`` filter matches, sign bits (refined by exact
+        cosine from an in-process float32 copy) pick candidates that are
+        rescored exactly in SQL.
         """
-        with self._read() as conn:
-            space = self._space(conn, model)
-            if space is None or k <= 0:
-                return []
-            query = self._checked_vector(space, vector)
-            if not math.isfinite(norm := float(np.linalg.norm(query))) or norm == 0.0:
-                raise InvalidVectorError("query vector is all zeros; it has no direction to compare")
-            where, params = compile_filter(flt)
-            scope, scope_params = compile_filter(scope_of(flt))
-            return vectors.search(
-                conn,
-                self._codes,
-                space,
-                flt.namespace,
-                (where, params),
-                compile_filter(flt, probe=True),
-                (scope, scope_params),
-                query,
-                int(k),
-                exact_limit=self._exact_limit,
-            )
+        where, params = compile_filter(flt)
+        scope, scope_params = compile_filter(scope_of(flt))
+        return vectors.search(
+            conn,
+            self._codes,
+            space,
+            flt.namespace,
+            (where, params),
+            compile_filter(flt, probe=True),
+            (scope, scope_params),
+            query,
+            int(k),
+            exact_limit=self._exact_limit,
+        )
 
-    def get_vectors(self, namespace: str, model: str, ids: Sequence[str]) -> dict[str, Vector]:
-        """Stored vectors of ``ids`` in ``model``'s space (missing ones omitted)."""
-        if not ids:
-            return {}
-        with self._read() as conn:
-            space = self._space(conn, model)
-            if space is None:
-                return {}
-            rows = conn.execute(
-                f"SELECT i.id, v.embedding FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value "
-                f"CROSS JOIN {space.vectors_table} v ON v.rid = i.rid WHERE i.namespace = ?",
-                (json_list(ids), namespace),
-            ).fetchall()
-        found = {str(r[0]): np.frombuffer(r[1], dtype=np.float32).copy() for r in rows}
-        return {i: found[i] for i in ids if i in found}
+    def _stored_vectors(self, conn: Any, space: vectors.Space, namespace: str, ids: Sequence[str]) -> dict[str, Vector]:
+        rows = conn.execute(
+            f"SELECT i.id, v.embedding FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value "
+            f"CROSS JOIN {space.vectors_table} v ON v.rid = i.rid WHERE i.namespace = ?",
+            (json_list(ids), namespace),
+        ).fetchall()
+        return {str(r[0]): np.frombuffer(r[1], dtype=np.float32).copy() for r in rows}
 
     @property
     def episodic(self) -> SQLiteEpisodicStore:

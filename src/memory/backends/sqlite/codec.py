@@ -12,11 +12,7 @@ from memory.backends.columns import ITEM_COLUMNS, JSON_COLUMNS, TIME_COLUMNS
 from memory.ids import to_epoch
 from memory.types import MemoryItem
 
-__all__ = ["ITEM_COLUMNS", "ITEM_SELECT", "item_values"]
-
-
-#: ``SELECT`` list for items aliased ``i``.
-ITEM_SELECT = ", ".join(f"i.{c}" for c in ITEM_COLUMNS)
+__all__ = ["ITEM_COLUMNS", "item_values"]
 
 
 def item_values(item: MemoryItem) -> tuple[Any, ...]:
