@@ -1153,10 +1153,7 @@ class Memory:
         space = next((s for s in spaces if s.model == self._embedder.model_name), spaces[0] if spaces else None)
         return Stats(
             namespace=flt.namespace,
-            total=self._backend.count(flt),
-            by_kind=self._backend.group_counts(flt, "kind"),
-            by_sensitivity=self._backend.group_counts(flt, "sensitivity"),
-            by_embedding_status=self._backend.group_counts(flt, "embedding_status"),
+            **self._backend.item_counts(flt),
             ledger_entries=self._backend.ledger_count(flt.namespace) if flt.clearance == "secret" else None,
             embedding_model=space.model if space else None,
             embedding_dim=space.dim if space else None,

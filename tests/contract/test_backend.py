@@ -131,6 +131,36 @@ def test_group_counts_refuses_unknown_columns(backend: Backend) -> None:
         backend.group_counts(_flt(), "content; DROP TABLE items")
 
 
+def test_item_counts_equal_a_count_and_three_groupings(backend: Backend) -> None:
+    """item_counts (one scan) answers what count plus group_counts by each column answer, under every filter."""
+    backend.ensure_vector_space(MODEL, DIM)
+    rng = np.random.default_rng(3)
+    backend.add([
+        _record("f1", _unit(rng), kind="fact", user="u"), _record("f2", kind="fact", user="v"),
+        _record("d1", _unit(rng), kind="document", sensitivity="private", user="u"),
+        _record("s1", kind="fact", sensitivity="secret", user="u"),
+        _record("gone", kind="fact", user="u", expires_at=NOW - timedelta(days=1)),
+        _record("elsewhere", kind="fact", namespace="other"),
+    ])  # fmt: skip
+    backend.mark_embedding("ns", [backend.find_ids(_flt(user="v"))[0]], "failed", "boom")
+    filters = [
+        _flt(), _flt(clearance="secret"), _flt(clearance="normal"), _flt(user="u", clearance="secret"),
+        _flt(clearance="secret", include_expired=True, include_invalid=True), _flt(namespace="empty"),
+        _flt(kinds=("document",)),
+    ]  # fmt: skip
+    for flt in filters:
+        expected = {
+            "total": backend.count(flt),
+            "by_kind": backend.group_counts(flt, "kind"),
+            "by_sensitivity": backend.group_counts(flt, "sensitivity"),
+            "by_embedding_status": backend.group_counts(flt, "embedding_status"),
+        }
+        assert dict(backend.item_counts(flt)) == expected, flt
+    counts = backend.item_counts(_flt())
+    assert counts["total"] == 3 and "secret" not in counts["by_sensitivity"]
+    assert counts["by_embedding_status"] == {"done": 2, "failed": 1}
+
+
 def test_access_and_pending(backend: Backend) -> None:
     rec = _record("not embedded yet")
     backend.add([rec])

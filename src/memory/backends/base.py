@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from memory.backends.episodic import EpisodicStore
     from memory.backends.feedback import FeedbackStore
     from memory.backends.graph import GraphStore
+    from memory.backends.items import ItemCounts
     from memory.backends.keys import KeyStore
     from memory.backends.tiers import TierStore
 
@@ -228,6 +229,10 @@ class Backend(Protocol):
 
     def group_counts(self, flt: Filter, column: str) -> dict[str, int]:
         """Counts of matching items grouped by ``column`` (kind, sensitivity or embedding_status)."""
+        ...
+
+    def item_counts(self, flt: Filter) -> ItemCounts:
+        """The number of matching items and their counts by kind, sensitivity and embedding status (one scan)."""
         ...
 
     def namespaces(self) -> builtins.list[str]:

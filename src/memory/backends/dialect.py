@@ -101,3 +101,29 @@ class Dialect:
         if raw is None or isinstance(raw, datetime):
             return raw
         return from_epoch(float(raw))
+
+    # --- items store ---
+    # (appended in a block of its own; the fields below have defaults, the engines set them)
+
+    #: ``{column}`` tested against a list bound as one parameter (see :meth:`one_of`).
+    one_of_sql: str = "{column} IN (SELECT value FROM json_each(?))"
+    #: True when a list parameter is bound as the list itself (PostgreSQL arrays), False for JSON text.
+    native_lists: bool = False
+    #: Appended to a claim's SELECT so concurrent claimers skip each other's rows ("" where the
+    #: write transaction already serialises claimers).
+    claim_lock: str = ""
+
+    def one_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """A ``column`` in ``values`` condition with the list bound as ONE parameter (any length, one plan).
+
+        Strings the engine cannot store are dropped (they can equal no stored value).
+        """
+        kept = [v for v in values if not isinstance(v, str) or self.storable(v)]
+        param = kept if self.native_lists else json.dumps(kept, ensure_ascii=False)
+        return self.one_of_sql.format(column=column), [param]
+
+    def json_compact(self, value: Any) -> Any:
+        """``value`` bound for a JSON column, as compact text (non-ASCII kept) where JSON is text."""
+        if self.native_json and self.json_adapter is not None:
+            return self.json_adapter(value)
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

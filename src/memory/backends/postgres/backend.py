@@ -14,31 +14,24 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-import math
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from memory.backends.base import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
+from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector
 from memory.backends.feedback_sql import SQLFeedbackStore
+from memory.backends.items import SQLItemStore
 from memory.backends.keys import SQLKeyStore
 from memory.backends.postgres.codec import (
     INSERT_COLUMNS,
     ITEM_COLUMNS,
-    ITEM_SELECT,
-    LEDGER_SELECT,
     doc_len,
     item_values,
-    ledger_values,
     parse_vector,
-    row_to_item,
-    row_to_ledger,
     vector_text,
 )
 from memory.backends.postgres.connection import (
@@ -59,18 +52,15 @@ from memory.backends.postgres.queries import (
     LEXICAL_TERMS_DROP_ZEROS,
     hybrid_search_v1_vector,
 )
-from memory.backends.postgres.sql import check_claim, compile_filter, storable, text_list
+from memory.backends.postgres.sql import compile_filter, storable, text_list
 from memory.backends.tiers import SQLTierStore
 from memory.errors import (
     ConfigError,
-    EmbeddingMismatchError,
     InvalidInputError,
-    InvalidVectorError,
     NotFoundError,
     StorageError,
 )
 from memory.filters import Filter
-from memory.retrieval.window import field_weights
 from memory.types import LedgerEntry, MemoryItem
 
 if TYPE_CHECKING:
@@ -79,17 +69,13 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresBackend"]
 
-_GROUP_COLUMNS = {"kind": "i.kind", "sensitivity": "i.sensitivity", "embedding_status": "i.embedding_status"}
-_EMBEDDING_STATUSES = ("done", "pending", "failed", "skipped")
 _INSERT_ITEM = f"INSERT INTO items ({INSERT_COLUMNS}) VALUES ({', '.join('%s' for _ in range(len(ITEM_COLUMNS) + 1))})"
 _UPDATE_ITEM = (
     "UPDATE items SET "
     + ", ".join(f"{c} = %s" for c in INSERT_COLUMNS.split(", "))
     + " WHERE namespace = %s AND id = %s"
 )
-_INSERT_LEDGER = 'INSERT INTO ledger (id, namespace, item_id, op, at, "before", "after", reason) VALUES ' + (
-    "(%s, %s, %s, %s, %s, %s, %s, %s)"
-)
+#: The vector-space lock (shared with the episodic store): one creator of space tables at a time.
 _SPACE_LOCK = 7_361_120_101
 #: First key of the per-namespace advisory lock that every transaction changing ``key_tsv``
 #: (and so ``lexical_terms``) takes first: one such writer per namespace at a time, so the
@@ -115,20 +101,12 @@ def _lock_key(item: MemoryItem) -> int:
     )
 
 
-def _live(candidates: Sequence[tuple[Any, ...]], created_at: datetime) -> str | None:
-    """The oldest of ``(id, created_at, expires_at, valid_to)`` rows still live at ``created_at``."""
-    live = [
-        (row[1], row[0])
-        for row in candidates
-        if (row[2] is None or row[2] > created_at) and (row[3] is None or row[3] > created_at)
-    ]
-    return str(min(live)[1]) if live else None
-
-
-class PostgresBackend:
+class PostgresBackend(SQLItemStore[_Space]):
     """Memory store in a PostgreSQL database with pgvector; safe for many threads, processes and hosts."""
 
     name = "postgres"
+    #: pgvector's largest ``vector`` column.
+    max_vector_dim = 16000
     #: Reads run on separate pooled connections, so recall may run its channels side by side.
     concurrent_reads = True
     #: A server, not a file.
@@ -252,84 +230,19 @@ class PostgresBackend:
         if pool is not None:
             pool.close()
 
+    def _compile(self, flt: Filter, *, probe: bool = False) -> tuple[str, builtins.list[Any]]:
+        """The filter as a predicate over ``items i`` (see :func:`.sql.compile_filter`)."""
+        return compile_filter(flt)
+
     # -- vector spaces -----------------------------------------------------
-    def _space(self, conn: Any, model: str | None) -> _Space | None:
-        if model is None:
-            return None
-        space = self._spaces.get(model)
-        if space is None:
-            row = conn.execute("SELECT space_id, model, dim FROM vector_spaces WHERE model = %s", (model,)).fetchone()
-            if row is not None:
-                space = _Space(int(row[0]), str(row[1]), int(row[2]))
-                with self._lock:
-                    self._spaces[model] = space
-        return space
+    def _new_space(self, space_id: int, model: str, dim: int) -> _Space:
+        return _Space(space_id, model, dim)
 
-    @staticmethod
-    def _all_spaces(conn: Any) -> list[_Space]:
-        rows = conn.execute("SELECT space_id, model, dim FROM vector_spaces ORDER BY space_id").fetchall()
-        return [_Space(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+    def _create_space(self, conn: Any, space_id: int, dim: int) -> None:
+        create_space_table(conn, space_id, dim)
 
-    def _require_space(self, conn: Any, model: str | None) -> _Space:
-        space = self._space(conn, model)
-        if space is None:
-            raise InvalidInputError(f"no vector space registered for model {model!r}; call ensure_vector_space first")
-        return space
-
-    @staticmethod
-    def _checked_vector(space: _Space, vector: Vector) -> Vector:
-        try:
-            array = np.asarray(vector, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise InvalidVectorError(f"vector for {space.model!r} is not numeric: {exc}") from exc
-        if array.shape != (space.dim,):
-            raise InvalidVectorError(f"vector shape {array.shape} does not fit {space.model!r} (dimension {space.dim})")
-        if not np.all(np.isfinite(array)):
-            raise InvalidVectorError("vector contains NaN or infinite values")
-        return array
-
-    def vector_spaces(self) -> list[VectorSpace]:
-        """The embedding models this store holds vectors for, by model name."""
-        with self._read() as conn:
-            rows = conn.execute("SELECT model, dim FROM vector_spaces ORDER BY model").fetchall()
-        return [VectorSpace(str(model), int(dim)) for model, dim in rows]
-
-    def ensure_vector_space(self, model: str, dim: int) -> VectorSpace:
-        """Register ``model`` with ``dim`` (creating its table and HNSW index) or check it.
-
-        Raises EmbeddingMismatchError when the store holds ``model`` with
-        another dimension, InvalidInputError for an empty model or bad dim.
-        """
-        if not isinstance(model, str) or not model.strip() or not storable(model):
-            raise InvalidInputError("vector space model name must be a non-empty string")
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1 or dim > 16000:
-            raise InvalidInputError(f"vector dimension must be an integer from 1 to 16000, got {dim!r}")
-        with self._tx() as conn:
-            space = self._space(conn, model)
-            if space is None:
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SPACE_LOCK,))
-                row = conn.execute("SELECT space_id, dim FROM vector_spaces WHERE model = %s", (model,)).fetchone()
-                if row is None:
-                    space_id = int(
-                        conn.execute(
-                            "INSERT INTO vector_spaces (model, dim, table_name) VALUES (%s, %s, '') RETURNING space_id",
-                            (model, dim),
-                        ).fetchone()[0]
-                    )
-                    conn.execute(
-                        "UPDATE vector_spaces SET table_name = %s WHERE space_id = %s",
-                        (space_table(space_id), space_id),
-                    )
-                    create_space_table(conn, space_id, dim)
-                    row = (space_id, dim)
-                space = _Space(int(row[0]), model, int(row[1]))
-        with self._lock:
-            self._spaces[model] = space
-        if space.dim != dim:
-            raise EmbeddingMismatchError(
-                f"store holds {model!r} vectors of dimension {space.dim}, embedder gives {dim}"
-            )
-        return VectorSpace(model, dim)
+    def _lock_spaces(self, conn: Any) -> None:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SPACE_LOCK,))
 
     # -- writes ------------------------------------------------------------
     @staticmethod
@@ -343,8 +256,7 @@ class PostgresBackend:
                     [(item.namespace, tag, item.id) for tag in dict.fromkeys(item.tags)],
                 )
 
-    @staticmethod
-    def _write_vector(conn: Any, space: _Space, namespace: str, item_id: str, vector: Vector) -> None:
+    def _write_vector(self, conn: Any, space: _Space, namespace: str, item_id: Any, vector: Vector) -> None:
         conn.execute(
             f"INSERT INTO {space.table} (namespace, id, embedding) VALUES (%s, %s, %s::vector) "
             "ON CONFLICT (namespace, id) DO UPDATE SET embedding = EXCLUDED.embedding",
@@ -416,58 +328,40 @@ class PostgresBackend:
             by_namespace: dict[str, list[MemoryItem]] = {}
             for record in records:
                 by_namespace.setdefault(record.item.namespace, []).append(record.item)
-            stored: dict[tuple[str, str | None, str | None, str | None, str], list[tuple[Any, ...]]] = {}
             seen_ids: set[tuple[str, str]] = set()
+            for record in records:
+                ident = (record.item.namespace, record.item.id)
+                if ident in seen_ids:
+                    raise InvalidInputError(f"id {record.item.id} already exists")
+                seen_ids.add(ident)
             for namespace, items in by_namespace.items():
-                ids = [i.id for i in items]
                 taken = conn.execute(
-                    "SELECT id FROM items WHERE namespace = %s AND id = ANY(%s::text[]) LIMIT 1", (namespace, ids)
+                    "SELECT id FROM items WHERE namespace = %s AND id = ANY(%s::text[]) LIMIT 1",
+                    (namespace, [i.id for i in items]),
                 ).fetchone()
                 if taken is not None:
                     raise InvalidInputError(f"id {taken[0]} already exists")
-                for row in conn.execute(
-                    'SELECT content_hash, "user", agent, thread, id, created_at, expires_at, valid_to FROM items '
-                    "WHERE namespace = %s AND content_hash = ANY(%s::text[]) AND sensitivity <> 'secret'",
-                    (namespace, sorted({i.content_hash for i in items})),
-                ):
-                    stored.setdefault((namespace, row[1], row[2], row[3], row[0]), []).append(row[4:])
-            results: list[AddResult] = []
-            staged: dict[tuple[str, str | None, str | None, str | None, str], str] = {}
+            stored = self._stored_duplicates(conn, [r.item for r in records])
+            results, inserted = self._plan_adds(records, stored)
+            vector_of = {id(record): vector for record, vector in zip(records, checked, strict=True)}
             new_items: list[tuple[Any, ...]] = []
             tags: list[tuple[str, str, str]] = []
-            ledger: list[tuple[Any, ...]] = []
+            ledger: list[LedgerEntry] = []
             vectors: dict[str, list[tuple[str, str, str]]] = {}
             deltas: dict[str, list[int]] = {}
             created: dict[str, list[str]] = {}
-            for record, vector in zip(records, checked, strict=True):
-                item = record.item
-                ident = (item.namespace, item.id)
-                if ident in seen_ids:
-                    raise InvalidInputError(f"id {item.id} already exists")
-                seen_ids.add(ident)
-                key = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
-                # secrets never dedup: the answer would tell a writer that the secret exists
-                existing = (
-                    None
-                    if item.sensitivity == "secret"
-                    else staged.get(key) or _live(stored.get(key, ()), item.created_at)
-                )
-                if existing is not None:
-                    results.append(AddResult(existing, False))
-                    continue
+            for record in inserted:
+                item, vector = record.item, vector_of[id(record)]
                 values = item_values(item)
                 new_items.append(values)
                 created.setdefault(item.namespace, []).append(item.id)
                 tags += [(item.namespace, tag, item.id) for tag in dict.fromkeys(item.tags)]
                 if vector is not None:
                     vectors.setdefault(vector[0].table, []).append((item.namespace, item.id, vector_text(vector[1])))
-                ledger.append(ledger_values(record.ledger))
+                ledger.append(record.ledger)
                 stat = deltas.setdefault(item.namespace, [0, 0])
                 stat[0] += 1
                 stat[1] += int(values[-1])
-                if item.sensitivity != "secret":
-                    staged[key] = item.id
-                results.append(AddResult(item.id, True))
             with conn.cursor() as cur:
                 if new_items:
                     cur.executemany(_INSERT_ITEM, new_items)
@@ -482,8 +376,7 @@ class PostgresBackend:
                         "ON CONFLICT (namespace, id) DO UPDATE SET embedding = EXCLUDED.embedding",
                         rows,
                     )
-                if ledger:
-                    cur.executemany(_INSERT_LEDGER, ledger)
+            self._append_ledger(conn, ledger)
             if created:
                 self._lock_terms(conn, list(created))
                 for namespace in sorted(created):
@@ -527,32 +420,8 @@ class PostgresBackend:
                     )
             if new_space is not None and checked is not None:
                 self._write_vector(conn, new_space, item.namespace, item.id, checked)
-            conn.execute(_INSERT_LEDGER, ledger_values(ledger))
+            self._append_ledger(conn, [ledger])
             self._bump_stats(conn, {item.namespace: [0, int(values[-1]) - int(row[0])]})
-
-    def set_vectors(self, namespace: str, model: str, updates: Sequence[tuple[str, Vector]]) -> int:
-        """Store vectors for existing items of ``namespace``, mark them embedded and clear their claim.
-
-        Every vector is checked before anything is written (InvalidInputError).
-        Returns the number of rows updated.
-        """
-        if not updates:
-            return 0
-        with self._tx() as conn:
-            space = self._require_space(conn, model)
-            checked = [(item_id, self._checked_vector(space, vector)) for item_id, vector in updates]
-            count = 0
-            for item_id, vector in checked:
-                row = conn.execute(
-                    "UPDATE items SET embedding_status = 'done', embedding_model = %s, embedding_error = NULL, "
-                    "claimed_by = NULL, claimed_until = NULL WHERE namespace = %s AND id = %s RETURNING id",
-                    (model, namespace, item_id),
-                ).fetchone()
-                if row is None:
-                    continue
-                self._write_vector(conn, space, namespace, item_id, vector)
-                count += 1
-            return count
 
     def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
         """Store the context windows of existing items: (id, window text, window vector or None).
@@ -610,20 +479,6 @@ class PostgresBackend:
             self._bump_stats(conn, {namespace: [0, 0, delta]})
             return count
 
-    def mark_embedding(self, namespace: str, ids: Sequence[str], status: str, error: str | None) -> int:
-        """Set embedding_status (and error) on items of ``namespace`` and clear their claim; returns rows updated."""
-        if status not in _EMBEDDING_STATUSES:
-            raise InvalidInputError(f"embedding status must be one of {', '.join(_EMBEDDING_STATUSES)}; got {status!r}")
-        if not ids:
-            return 0
-        with self._tx() as conn:
-            cur = conn.execute(
-                "UPDATE items SET embedding_status = %s, embedding_error = %s, claimed_by = NULL, "
-                "claimed_until = NULL WHERE namespace = %s AND id = ANY(%s::text[])",
-                (status, error, namespace, text_list(ids)),
-            )
-            return max(int(cur.rowcount), 0)
-
     def delete(self, namespace: str, ids: Sequence[str], ledger: Sequence[LedgerEntry]) -> int:
         """Delete items of ``namespace`` with their tags and vectors (cascade); record ``ledger``.
 
@@ -636,9 +491,7 @@ class PostgresBackend:
                 "DELETE FROM items WHERE namespace = %s AND id = ANY(%s::text[]) RETURNING doc_len, window_len",
                 (namespace, text_list(ids)),
             ).fetchall()
-            if ledger:
-                with conn.cursor() as cur:
-                    cur.executemany(_INSERT_LEDGER, [ledger_values(entry) for entry in ledger])
+            self._append_ledger(conn, ledger)
             if rows:
                 self._bump_stats(
                     conn,
@@ -666,95 +519,16 @@ class PostgresBackend:
             )
 
     # -- jobs --------------------------------------------------------------
-    def claim_pending_embeddings(
-        self, namespace: str | None, limit: int, worker: str, lease_seconds: float, now: datetime
-    ) -> list[MemoryItem]:
-        """Claim up to ``limit`` pending/failed, non-secret items no live lease holds; oldest first.
-
-        Sets ``claimed_by=worker`` and ``claimed_until=now+lease`` in the same
-        statement that picks the rows (``FOR UPDATE SKIP LOCKED``), so
-        concurrent callers never get the same item. ``set_vectors`` and
-        ``mark_embedding`` clear the claim.
-        """
-        check_claim(limit, worker, lease_seconds)
-        if limit == 0 or (namespace is not None and not storable(namespace)):
-            return []
-        scope = "" if namespace is None else "AND namespace = %s "
-        params: list[Any] = [now] + ([] if namespace is None else [namespace]) + [limit]
-        sql = (
-            "WITH c AS (SELECT namespace, id FROM items WHERE embedding_status IN ('pending', 'failed') "
-            "AND sensitivity <> 'secret' AND (claimed_until IS NULL OR claimed_until <= %s) "
-            f"{scope}ORDER BY created_at, id LIMIT %s FOR UPDATE SKIP LOCKED) "
-            "UPDATE items i SET claimed_by = %s, claimed_until = %s FROM c "
-            f"WHERE i.namespace = c.namespace AND i.id = c.id RETURNING {ITEM_SELECT}, i.created_at"
-        )
-        with self._tx() as conn:
-            rows = conn.execute(sql, [*params, worker, now + timedelta(seconds=float(lease_seconds))]).fetchall()
-        items = [row_to_item(r) for r in rows]
-        return sorted(items, key=lambda i: (i.created_at, i.id))
-
     # -- reads -------------------------------------------------------------
-    def get(self, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
-        """Items by id in ``namespace``, in the order asked; unknown ids are omitted."""
-        if not ids or not storable(namespace):
-            return []
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {ITEM_SELECT} FROM items i WHERE i.namespace = %s AND i.id = ANY(%s::text[])",
-                (namespace, text_list(ids)),
-            ).fetchall()
-        found = {item.id: item for item in map(row_to_item, rows)}
-        return [found[i] for i in ids if i in found]
-
-    def find_ids(self, flt: Filter, limit: int | None = None) -> list[str]:
-        """Ids of the items matching ``flt``, newest first (all when ``limit`` is None or 0)."""
-        where, params = compile_filter(flt)
-        sql = f"SELECT i.id FROM items i WHERE {where} ORDER BY i.created_at DESC, i.id DESC"
-        if limit:
-            sql += " LIMIT %s"
-            params.append(max(int(limit), 0))
-        with self._read() as conn:
-            return [str(r[0]) for r in conn.execute(sql, params)]
-
-    def list(self, flt: Filter, limit: int, order: ListOrder) -> list[MemoryItem]:
-        """Items matching ``flt`` in keyset ``order`` (created_at, id), at most ``limit``."""
-        where, params = compile_filter(flt)
-        direction = "DESC" if order.newest_first else "ASC"
-        if order.after_created_at is not None and order.after_id is not None:
-            where += f" AND (i.created_at, i.id) {'<' if order.newest_first else '>'} (%s, %s)"
-            params += [order.after_created_at, order.after_id if storable(order.after_id) else ""]
-        sql = (
-            f"SELECT {ITEM_SELECT} FROM items i WHERE {where} "
-            f"ORDER BY i.created_at {direction}, i.id {direction} LIMIT %s"
-        )
-        with self._read() as conn:
-            rows = conn.execute(sql, [*params, max(int(limit), 0)]).fetchall()
-        return [row_to_item(r) for r in rows]
-
-    def count(self, flt: Filter) -> int:
-        """Number of items matching ``flt``."""
-        where, params = compile_filter(flt)
-        with self._read() as conn:
-            return int(conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0])
-
-    def search_lexical(
-        self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
+    def _lexical(
+        self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...]
     ) -> builtins.list[ChannelHit]:
-        """BM25-ranked items matching ``flt`` that contain any of ``terms``, best first, ties by id.
+        """Okapi BM25 over tsvectors, weighing fields exactly as SQLite's ``bm25(items_key_fts, ...)``.
 
-        Terms are stemmed by PostgreSQL (English, no stopword list) and only
-        ever bound as data; the score is Okapi BM25 with k1=1.2, b=0.75 and
-        the namespace's own document count and average length (higher is
-        better), the formula SQLite's FTS5 uses. ``fields`` weighs the
-        indexed fields (``content``, ``window``, ``time``; see
-        :mod:`memory.retrieval.window`) exactly as SQLite's
-        ``bm25(items_key_fts, ...)`` does; by default only content counts, and
-        a field of weight 0 does not match.
+        k1=1.2, b=0.75 and the namespace's own document count and average
+        length (the formula SQLite's FTS5 uses). Terms are stemmed by
+        PostgreSQL (English, no stopword list).
         """
-        weights = field_weights(fields)
-        words = [t for t in terms if isinstance(t, str) and t.strip() and storable(t)]
-        if not words or k <= 0 or not any(weights):
-            return []
         where, params = compile_filter(flt)
         if weights[1:] == (0.0, 0.0):  # content only: the content tsvector, ranking exactly as before
             sql = HYBRID_SEARCH_V1_LEXICAL.replace("{where}", where)
@@ -768,41 +542,28 @@ class PostgresBackend:
             rows = conn.execute(sql, args, prepare=True).fetchall()
         return [ChannelHit(str(r[0]), float(r[1])) for r in rows]
 
-    def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:
-        """Items matching ``flt`` nearest to ``vector`` in ``model``'s space; score = cosine, best first.
+    def _nearest(self, conn: Any, space: _Space, flt: Filter, query: Vector, k: int) -> builtins.list[ChannelHit]:
+        """pgvector: exact while the namespace holds at most ``exact_limit`` vectors, else HNSW.
 
-        Exact while the namespace holds at most ``exact_limit`` vectors;
-        above that the HNSW index (``ef_search`` candidates, at least ``k``;
-        with pgvector >= 0.8 an iterative scan keeps reading past rows the
-        filter rejects), and an exact scan when fewer than ``k`` come back. Raises InvalidVectorError for a vector of
-        the wrong shape, non-finite or all zeros.
+        The HNSW index reads ``ef_search`` candidates, at least ``k`` (with
+        pgvector >= 0.8 an iterative scan keeps reading past rows the filter
+        rejects), and an exact scan runs when fewer than ``k`` come back.
         """
-        with self._read() as conn:
-            space = self._space(conn, model)
-            if space is None or k <= 0:
-                return []
-            query = self._checked_vector(space, vector)
-            if not math.isfinite(norm := float(np.linalg.norm(query))) or norm == 0.0:
-                raise InvalidVectorError("query vector is all zeros; it has no direction to compare")
-            if not storable(flt.namespace):
-                return []
-            where, params = compile_filter(flt)
-            text = vector_text(query)
-            args = [text, flt.namespace, *params, text, int(k)]
-            exact = space.dim > HNSW_MAX_DIM or not self._large(conn, space, flt.namespace)
-            rows: list[Any] = []
-            if not exact:
-                approximate = hybrid_search_v1_vector(space.table, where, exact=False)
-                if k > self._ef_search:  # the session default is ef_search; a larger k needs more candidates
-                    with conn.transaction():
-                        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(k)),))
-                        rows = conn.execute(approximate, args, prepare=True).fetchall()
-                else:
+        where, params = compile_filter(flt)
+        text = vector_text(query)
+        args = [text, flt.namespace, *params, text, int(k)]
+        exact = space.dim > HNSW_MAX_DIM or not self._large(conn, space, flt.namespace)
+        rows: list[Any] = []
+        if not exact:
+            approximate = hybrid_search_v1_vector(space.table, where, exact=False)
+            if k > self._ef_search:  # the session default is ef_search; a larger k needs more candidates
+                with conn.transaction():
+                    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(k)),))
                     rows = conn.execute(approximate, args, prepare=True).fetchall()
-            if exact or len(rows) < k:
-                rows = conn.execute(
-                    hybrid_search_v1_vector(space.table, where, exact=True), args, prepare=True
-                ).fetchall()
+            else:
+                rows = conn.execute(approximate, args, prepare=True).fetchall()
+        if exact or len(rows) < k:
+            rows = conn.execute(hybrid_search_v1_vector(space.table, where, exact=True), args, prepare=True).fetchall()
         return [ChannelHit(str(r[0]), float(r[1])) for r in rows]
 
     def _large(self, conn: Any, space: _Space, namespace: str) -> bool:
@@ -829,112 +590,12 @@ class PostgresBackend:
             self._sizes[key] = (large, now + _SIZE_TTL)
         return large
 
-    def get_vectors(self, namespace: str, model: str, ids: Sequence[str]) -> dict[str, Vector]:
-        """Stored vectors of ``ids`` in ``model``'s space (missing ones omitted)."""
-        if not ids or not storable(namespace):
-            return {}
-        with self._read() as conn:
-            space = self._space(conn, model)
-            if space is None:
-                return {}
-            rows = conn.execute(
-                f"SELECT id, embedding::text FROM {space.table} WHERE namespace = %s AND id = ANY(%s::text[])",
-                (namespace, text_list(ids)),
-            ).fetchall()
-        found = {str(r[0]): parse_vector(r[1]) for r in rows}
-        return {i: found[i] for i in ids if i in found}
-
-    def pending_embeddings(self, namespace: str | None, limit: int) -> builtins.list[MemoryItem]:
-        """Items whose embedding_status is 'pending' or 'failed', oldest first (any namespace if None)."""
-        sql = f"SELECT {ITEM_SELECT} FROM items i WHERE i.embedding_status IN ('pending', 'failed')"
-        params: list[Any] = []
-        if namespace is not None:
-            if not storable(namespace):
-                return []
-            sql += " AND i.namespace = %s"
-            params.append(namespace)
-        sql += " ORDER BY i.created_at, i.id LIMIT %s"
-        with self._read() as conn:
-            rows = conn.execute(sql, [*params, max(int(limit), 0)]).fetchall()
-        return [row_to_item(r) for r in rows]
-
-    def history(self, namespace: str, item_id: str) -> builtins.list[LedgerEntry]:
-        """Ledger entries of an item, oldest first (also after deletion)."""
-        if not storable(namespace) or not storable(item_id):
-            return []
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {LEDGER_SELECT} FROM ledger WHERE namespace = %s AND item_id = %s ORDER BY seq",
-                (namespace, item_id),
-            ).fetchall()
-        return [row_to_ledger(r) for r in rows]
-
-    def ledger_count(self, namespace: str) -> int:
-        """Number of ledger entries in ``namespace``."""
-        if not storable(namespace):
-            return 0
-        with self._read() as conn:
-            return int(conn.execute("SELECT count(*) FROM ledger WHERE namespace = %s", (namespace,)).fetchone()[0])
-
-    def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
-        """Every ledger entry of every namespace, in the order recorded, read in batches."""
-        after = 0
-        while True:
-            with self._read() as conn:
-                rows = conn.execute(
-                    f"SELECT {LEDGER_SELECT}, seq FROM ledger WHERE seq > %s ORDER BY seq LIMIT %s",
-                    (after, batch_size),
-                ).fetchall()
-            for row in rows:
-                yield row_to_ledger(row[:-1])
-            if len(rows) < batch_size:
-                return
-            after = int(rows[-1][-1])
-
-    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
-        """Append ledger entries as they are, in one transaction (copying a store's history)."""
-        if entries:
-            with self._tx() as conn, conn.cursor() as cur:
-                cur.executemany(_INSERT_LEDGER, [ledger_values(entry) for entry in entries])
-
-    def group_counts(self, flt: Filter, column: str) -> dict[str, int]:
-        """Counts of matching items grouped by ``column`` (kind, sensitivity or embedding_status)."""
-        sql_column = _GROUP_COLUMNS.get(column)
-        if sql_column is None:
-            raise InvalidInputError(f"cannot group by {column!r}; use one of {', '.join(_GROUP_COLUMNS)}")
-        where, params = compile_filter(flt)
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {sql_column}, count(*) FROM items i WHERE {where} GROUP BY {sql_column}", params
-            ).fetchall()
-        return {str(value): int(n) for value, n in rows}
-
-    def namespaces(self) -> builtins.list[str]:
-        """Namespaces that hold at least one item, sorted."""
-        with self._read() as conn:
-            return [str(r[0]) for r in conn.execute("SELECT DISTINCT namespace FROM items ORDER BY namespace")]
-
-    def iter_items(self, flt: Filter, batch_size: int = 500) -> Iterator[MemoryItem]:
-        """All items matching ``flt``, oldest first, read in keyset batches of ``batch_size``."""
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
-        where, params = compile_filter(flt)
-        after: tuple[datetime, str] | None = None
-        while True:
-            clause, values = where, list(params)
-            if after is not None:
-                clause += " AND (i.created_at, i.id) > (%s, %s)"
-                values += list(after)
-            with self._read() as conn:
-                rows = conn.execute(
-                    f"SELECT {ITEM_SELECT} FROM items i WHERE {clause} ORDER BY i.created_at, i.id LIMIT %s",
-                    [*values, batch_size],
-                ).fetchall()
-            items = [row_to_item(r) for r in rows]
-            yield from items
-            if len(rows) < batch_size:
-                return
-            after = (items[-1].created_at, items[-1].id)
+    def _stored_vectors(self, conn: Any, space: _Space, namespace: str, ids: Sequence[str]) -> dict[str, Vector]:
+        rows = conn.execute(
+            f"SELECT id, embedding::text FROM {space.table} WHERE namespace = %s AND id = ANY(%s::text[])",
+            (namespace, text_list(ids)),
+        ).fetchall()
+        return {str(r[0]): parse_vector(r[1]) for r in rows}
 
     # -- other stores --------------------------------------------------------
     @property

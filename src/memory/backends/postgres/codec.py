@@ -1,28 +1,23 @@
-"""Pure conversion between model objects and PostgreSQL rows (timestamptz, jsonb, pgvector text)."""
+"""Pure conversion of model objects to PostgreSQL rows (timestamptz, jsonb, pgvector text).
+
+Rows are read back by the shared store (:class:`memory.backends.items.SQLItemStore`).
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from memory.backends.columns import ITEM_COLUMNS, JSON_COLUMNS, TIME_COLUMNS
-from memory.types import LedgerEntry, MemoryItem
+from memory.backends.columns import ITEM_COLUMNS, JSON_COLUMNS
+from memory.types import MemoryItem
 
 __all__ = [
     "ITEM_COLUMNS",
-    "ITEM_SELECT",
     "INSERT_COLUMNS",
     "item_values",
-    "row_to_item",
-    "LEDGER_COLUMNS",
-    "LEDGER_SELECT",
-    "ledger_values",
-    "row_to_ledger",
     "doc_len",
     "vector_text",
     "parse_vector",
@@ -33,13 +28,9 @@ def _quoted(column: str) -> str:
     return f'"{column}"' if column == "user" else column
 
 
-#: ``SELECT`` list for items aliased ``i``.
-ITEM_SELECT = ", ".join(f"i.{_quoted(c)}" for c in ITEM_COLUMNS)
 #: Column list of an ``INSERT INTO items`` (the item fields plus ``doc_len``).
 INSERT_COLUMNS = ", ".join([*(_quoted(c) for c in ITEM_COLUMNS), "doc_len"])
 
-LEDGER_COLUMNS: tuple[str, ...] = ("id", "namespace", "item_id", "op", "at", "before", "after", "reason")
-LEDGER_SELECT = 'id, namespace, item_id, op, at, "before", "after", reason'
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -61,53 +52,6 @@ def item_values(item: MemoryItem) -> tuple[Any, ...]:
         out.append(value)
     out.append(doc_len(item.content))
     return tuple(out)
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    return None if value is None else value.astimezone(UTC)
-
-
-def row_to_item(row: Sequence[Any]) -> MemoryItem:
-    """Build a MemoryItem from a row selected with :data:`ITEM_SELECT` (extra trailing columns ignored)."""
-    data: dict[str, Any] = {}
-    for column, value in zip(ITEM_COLUMNS, row[: len(ITEM_COLUMNS)], strict=True):
-        if column in TIME_COLUMNS:
-            value = _utc(value)
-        elif column in JSON_COLUMNS and isinstance(value, list):
-            value = tuple(value)
-        data[column] = value
-    return MemoryItem(**data)
-
-
-def ledger_values(entry: LedgerEntry) -> tuple[Any, ...]:
-    """The values of ``entry`` for :data:`LEDGER_COLUMNS`, ready to bind."""
-    from psycopg.types.json import Jsonb
-
-    return (
-        entry.id,
-        entry.namespace,
-        entry.item_id,
-        entry.op,
-        entry.at,
-        None if entry.before is None else Jsonb(entry.before),
-        None if entry.after is None else Jsonb(entry.after),
-        entry.reason,
-    )
-
-
-def row_to_ledger(row: Sequence[Any]) -> LedgerEntry:
-    """Build a LedgerEntry from a row selected with :data:`LEDGER_SELECT`."""
-    entry_id, namespace, item_id, op, at, before, after, reason = row
-    return LedgerEntry(
-        id=entry_id,
-        namespace=namespace,
-        item_id=item_id,
-        op=op,
-        at=at.astimezone(UTC),
-        before=before,
-        after=after,
-        reason=reason,
-    )
 
 
 def vector_text(vector: npt.NDArray[np.float32]) -> str:

@@ -15,6 +15,15 @@ from memory.backends.dialect import Dialect
 __all__ = ["postgres_dialect"]
 
 
+# --- items store ---
+_ITEMS: dict[str, Any] = {
+    "one_of_sql": "{column} = ANY(?::text[])",
+    "native_lists": True,
+    "claim_lock": " FOR UPDATE SKIP LOCKED",
+}
+# --- end items store ---
+
+
 def _advisory_lock(conn: Any, key: str) -> None:
     conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7361))", (key,))
 
@@ -27,5 +36,5 @@ def postgres_dialect(
 
     return Dialect(
         name="postgres", read=read, write=write, mark="%s", rejects_nul=True, native_json=True, native_time=True,
-        xact_lock=_advisory_lock, json_adapter=Jsonb,
+        xact_lock=_advisory_lock, json_adapter=Jsonb, **_ITEMS,
     )  # fmt: skip

@@ -7,11 +7,10 @@ filter is ever written into the SQL text, so hostile strings are only data.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Any
 
-from memory.errors import InvalidInputError
+from memory.backends.items import check_claim
 from memory.filters import Filter
 from memory.types import SENSITIVITY_LEVELS
 
@@ -126,17 +125,3 @@ def compile_filter(flt: Filter, alias: str = "i") -> tuple[str, list[Any]]:
     if not flt.include_invalid:
         add(f"({a}.valid_to IS NULL OR {a}.valid_to > %s)", [flt.now])
     return " AND ".join(parts), params
-
-
-def check_claim(limit: object, worker: object, lease_seconds: object) -> None:
-    """Validate the arguments of a claim (``claim_pending_embeddings``/``claim_pending_messages``).
-
-    Raises InvalidInputError for a negative or non-integer limit, an empty
-    worker name, or a lease that is not a positive finite number.
-    """
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise InvalidInputError(f"limit must be a non-negative integer, got {limit!r}")
-    if not isinstance(worker, str) or not worker.strip() or not storable(worker):
-        raise InvalidInputError("worker must be a non-empty string")
-    if not isinstance(lease_seconds, (int, float)) or not math.isfinite(lease_seconds) or lease_seconds <= 0:
-        raise InvalidInputError(f"lease_seconds must be a positive number, got {lease_seconds!r}")

@@ -10,11 +10,10 @@ serialises the operations of one backend object.
 from __future__ import annotations
 
 import builtins
-import math
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -22,18 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memory.backends.base import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
+from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector
 from memory.backends.feedback_sql import SQLFeedbackStore
+from memory.backends.items import SQLItemStore
 from memory.backends.keys import SQLKeyStore
 from memory.backends.sqlite import vectors
 from memory.backends.sqlite.codec import (
     ITEM_COLUMNS,
-    ITEM_SELECT,
-    LEDGER_COLUMNS,
     item_values,
-    ledger_values,
-    row_to_item,
-    row_to_ledger,
 )
 from memory.backends.sqlite.connection import (
     DEFAULT_BUSY_TIMEOUT,
@@ -44,19 +39,17 @@ from memory.backends.sqlite.connection import (
 )
 from memory.backends.sqlite.dialect import sqlite_dialect
 from memory.backends.sqlite.graph import SQLiteGraph
-from memory.backends.sqlite.migrations import apply_migrations, create_space_tables, space_tables
-from memory.backends.sqlite.sql import compile_filter, json_list, scope_of, storable
+from memory.backends.sqlite.migrations import apply_migrations, create_space_tables
+from memory.backends.sqlite.sql import compile_filter, json_list, scope_of
 from memory.backends.tiers import SQLTierStore
 from memory.errors import (
-    EmbeddingMismatchError,
     InvalidInputError,
-    InvalidVectorError,
     NotFoundError,
     StorageError,
 )
 from memory.filters import Filter
 from memory.ids import to_epoch
-from memory.retrieval.window import LEXICAL_FIELDS, field_weights
+from memory.retrieval.window import LEXICAL_FIELDS
 from memory.types import LedgerEntry, MemoryItem
 
 if TYPE_CHECKING:
@@ -64,20 +57,18 @@ if TYPE_CHECKING:
 
 __all__ = ["SQLiteBackend"]
 
-_GROUP_COLUMNS = {"kind": "i.kind", "sensitivity": "i.sensitivity", "embedding_status": "i.embedding_status"}
-_EMBEDDING_STATUSES = ("done", "pending", "failed", "skipped")
 _INSERT_ITEM = f"INSERT INTO items ({', '.join(ITEM_COLUMNS)}) VALUES ({', '.join('?' for _ in ITEM_COLUMNS)})"
 _UPDATE_ITEM = f"UPDATE items SET {', '.join(f'{c} = ?' for c in ITEM_COLUMNS)} WHERE rid = ?"
-_INSERT_LEDGER = f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) VALUES ({', '.join('?' for _ in LEDGER_COLUMNS)})"
 _IDS = "(SELECT value FROM json_each(?))"
 #: Items added between two refreshes of the planner statistics.
 _OPTIMIZE_EVERY = 10_000
 
 
-class SQLiteBackend:
+class SQLiteBackend(SQLItemStore[vectors.Space]):
     """Memory store in one SQLite file; safe for several threads and processes."""
 
     name = "sqlite"
+    row_key = "rid"
     #: One connection under one lock: reads do not run in parallel.
     concurrent_reads = False
 
@@ -224,108 +215,21 @@ class SQLiteBackend:
                     finally:
                         conn.close()
 
+    def _compile(self, flt: Filter, *, probe: bool = False) -> tuple[str, builtins.list[Any]]:
+        """The filter as a predicate over ``items i`` (see :func:`.sql.compile_filter`)."""
+        return compile_filter(flt, probe=probe)
+
     # -- vector spaces -----------------------------------------------------
-    def _space(self, conn: Any, model: str | None) -> vectors.Space | None:
-        if model is None:
-            return None
-        space = self._spaces.get(model)
-        if space is None:
-            row = conn.execute("SELECT space_id, model, dim FROM vector_spaces WHERE model = ?", (model,)).fetchone()
-            if row is not None:
-                space = vectors.Space(int(row[0]), str(row[1]), int(row[2]))
-                self._spaces[model] = space
-        return space
+    def _new_space(self, space_id: int, model: str, dim: int) -> vectors.Space:
+        return vectors.Space(space_id, model, dim)
 
-    def _all_spaces(self, conn: Any) -> list[vectors.Space]:
-        rows = conn.execute("SELECT space_id, model, dim FROM vector_spaces ORDER BY space_id").fetchall()
-        return [vectors.Space(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+    def _create_space(self, conn: Any, space_id: int, dim: int) -> None:
+        create_space_tables(conn, space_id)
 
-    def _require_space(self, conn: Any, model: str | None) -> vectors.Space:
-        space = self._space(conn, model)
-        if space is None:
-            raise InvalidInputError(f"no vector space registered for model {model!r}; call ensure_vector_space first")
-        return space
-
-    @staticmethod
-    def _checked_vector(space: vectors.Space, vector: Vector) -> Vector:
-        try:
-            array = np.asarray(vector, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise InvalidVectorError(f"vector for {space.model!r} is not numeric: {exc}") from exc
-        if array.shape != (space.dim,):
-            raise InvalidVectorError(f"vector shape {array.shape} does not fit {space.model!r} (dimension {space.dim})")
-        if not np.all(np.isfinite(array)):
-            raise InvalidVectorError("vector contains NaN or infinite values")
-        return array
-
-    def vector_spaces(self) -> list[VectorSpace]:
-        """The embedding models this store holds vectors for, by model name."""
-        with self._read() as conn:
-            rows = conn.execute("SELECT model, dim FROM vector_spaces ORDER BY model").fetchall()
-        return [VectorSpace(str(model), int(dim)) for model, dim in rows]
-
-    def ensure_vector_space(self, model: str, dim: int) -> VectorSpace:
-        """Register ``model`` with ``dim`` (creating its tables) or check it.
-
-        Raises EmbeddingMismatchError when the store holds ``model`` with
-        another dimension, InvalidInputError for an empty model or bad dim.
-        """
-        if not isinstance(model, str) or not model.strip():
-            raise InvalidInputError("vector space model name must be a non-empty string")
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise InvalidInputError(f"vector dimension must be a positive integer, got {dim!r}")
-        with self._read() as conn:
-            space = self._space(conn, model)
-        if space is None:
-            with self._write() as conn:
-                row = conn.execute("SELECT space_id, dim FROM vector_spaces WHERE model = ?", (model,)).fetchone()
-                if row is None:
-                    space_id = conn.execute(
-                        "INSERT INTO vector_spaces (model, dim, table_name, created_at) VALUES (?, ?, '', ?) "
-                        "RETURNING space_id",
-                        (model, dim, time.time()),
-                    ).fetchone()[0]
-                    conn.execute(
-                        "UPDATE vector_spaces SET table_name = ? WHERE space_id = ?",
-                        (space_tables(space_id)[0], space_id),
-                    )
-                    create_space_tables(conn, space_id)
-                    row = (space_id, dim)
-            space = vectors.Space(int(row[0]), model, int(row[1]))
-            with self._lock:
-                self._spaces[model] = space
-        if space.dim != dim:
-            raise EmbeddingMismatchError(
-                f"store holds {model!r} vectors of dimension {space.dim}, embedder gives {dim}"
-            )
-        return VectorSpace(model, dim)
+    def _write_vector(self, conn: Any, space: vectors.Space, namespace: str, key: Any, vector: Vector) -> None:
+        vectors.write_vector(conn, space, namespace, int(key), vector)
 
     # -- writes ------------------------------------------------------------
-    @staticmethod
-    def _duplicate_candidates(
-        conn: Any, items: Sequence[MemoryItem]
-    ) -> dict[tuple[str, str | None, str | None, str | None, str], list[tuple[str, float | None, float | None]]]:
-        """Stored non-secret items sharing a content hash with ``items``, by scope key, oldest first.
-
-        One query per namespace. Secrets are never dedup targets (see :meth:`add`).
-        """
-        out: dict[
-            tuple[str, str | None, str | None, str | None, str], list[tuple[str, float | None, float | None]]
-        ] = {}
-        by_ns: dict[str, set[str]] = {}
-        for item in items:
-            by_ns.setdefault(item.namespace, set()).add(item.content_hash)
-        for namespace, hashes in by_ns.items():
-            for row in conn.execute(
-                "SELECT id, user, agent, thread, content_hash, expires_at, valid_to FROM items "
-                "WHERE namespace = ? AND content_hash IN (SELECT value FROM json_each(?)) "
-                "AND sensitivity <> 'secret' ORDER BY rid",
-                (namespace, json_list(sorted(hashes))),
-            ):
-                key = (namespace, row[1], row[2], row[3], str(row[4]))
-                out.setdefault(key, []).append((str(row[0]), row[5], row[6]))
-        return out
-
     @staticmethod
     def _write_tags(conn: Any, rid: int, item: MemoryItem) -> None:
         conn.execute("DELETE FROM item_tags WHERE rid = ?", (rid,))
@@ -347,8 +251,6 @@ class SQLiteBackend:
         with self._write() as conn:
             # Batched: a bounded number of statements per batch (id check, duplicate lookup, one
             # executemany each for items, tags, ledger and vectors), not several per record.
-            results: list[AddResult] = []
-            staged: dict[tuple[str, str | None, str | None, str | None, str], str] = {}
             seen_ids: set[str] = set()
             for record in records:
                 if record.item.id in seen_ids:
@@ -360,11 +262,9 @@ class SQLiteBackend:
             ).fetchone()
             if taken is not None:
                 raise InvalidInputError(f"id {taken[0]} already exists")
-            stored = self._duplicate_candidates(conn, [r.item for r in records])
             spaces: dict[str | None, vectors.Space] = {}
             new_vectors: dict[tuple[vectors.Space, str], list[tuple[str, Vector]]] = {}
-            inserted: list[NewRecord] = []
-            for record in records:
+            for record in records:  # every vector is checked, also those of duplicates
                 item = record.item
                 if record.vector is not None:
                     if item.embedding_model not in spaces:
@@ -373,29 +273,8 @@ class SQLiteBackend:
                     new_vectors.setdefault((space, item.namespace), []).append(
                         (item.id, self._checked_vector(space, record.vector))
                     )
-                key = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
-                created = to_epoch(item.created_at)
-                # Secrets never dedup, either way: the answer would tell a writer that the secret exists.
-                existing = (
-                    None
-                    if item.sensitivity == "secret"
-                    else staged.get(key)
-                    or next(
-                        (
-                            found
-                            for found, expires, valid_to in stored.get(key, ())
-                            if (expires is None or expires > created) and (valid_to is None or valid_to > created)
-                        ),
-                        None,
-                    )
-                )
-                if existing is not None:
-                    results.append(AddResult(existing, False))
-                    continue
-                inserted.append(record)
-                if item.sensitivity != "secret":
-                    staged[key] = item.id
-                results.append(AddResult(item.id, True))
+            stored = self._stored_duplicates(conn, [r.item for r in records])
+            results, inserted = self._plan_adds(records, stored)
             conn.executemany(_INSERT_ITEM, [item_values(r.item) for r in inserted])
             rid_of = {
                 str(row[0]): int(row[1])
@@ -408,7 +287,7 @@ class SQLiteBackend:
                 "INSERT OR IGNORE INTO item_tags (namespace, tag, rid) VALUES (?, ?, ?)",
                 [(r.item.namespace, tag, rid_of[r.item.id]) for r in inserted for tag in r.item.tags],
             )
-            conn.executemany(_INSERT_LEDGER, [ledger_values(r.ledger) for r in inserted])
+            self._append_ledger(conn, [r.ledger for r in inserted])
             for (space, namespace), rows in new_vectors.items():
                 kept = [(rid_of[item_id], vector) for item_id, vector in rows if item_id in rid_of]
                 vectors.write_new_vectors(conn, space, namespace, kept)
@@ -459,33 +338,7 @@ class SQLiteBackend:
                     vectors.delete_vectors(conn, space, item.namespace, [rid])
             if new_space is not None and checked is not None:
                 vectors.write_vector(conn, new_space, item.namespace, rid, checked)
-            conn.execute(_INSERT_LEDGER, ledger_values(ledger))
-
-    def set_vectors(self, namespace: str, model: str, updates: Sequence[tuple[str, Vector]]) -> int:
-        """Store vectors for existing items of ``namespace`` and mark them embedded; returns rows updated.
-
-        Every vector is checked before anything is written (InvalidInputError).
-        """
-        if not updates:
-            return 0
-        with self._write() as conn:
-            space = self._require_space(conn, model)
-            checked = [(item_id, self._checked_vector(space, vector)) for item_id, vector in updates]
-            count = 0
-            for item_id, vector in checked:
-                row = conn.execute(
-                    "SELECT rid FROM items WHERE id = ? AND namespace = ?", (item_id, namespace)
-                ).fetchone()
-                if row is None:
-                    continue
-                conn.execute(
-                    "UPDATE items SET embedding_status = 'done', embedding_model = ?, embedding_error = NULL, "
-                    "claimed_by = NULL, claimed_until = NULL WHERE rid = ?",
-                    (model, row[0]),
-                )
-                vectors.write_vector(conn, space, namespace, int(row[0]), vector)
-                count += 1
-            return count
+            self._append_ledger(conn, [ledger])
 
     def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
         """Store the context windows of existing items: (id, window text, window vector or None).
@@ -530,20 +383,6 @@ class SQLiteBackend:
                 )
             return len(found)
 
-    def mark_embedding(self, namespace: str, ids: Sequence[str], status: str, error: str | None) -> int:
-        """Set embedding_status (and error) on items of ``namespace``; returns rows updated."""
-        if status not in _EMBEDDING_STATUSES:
-            raise InvalidInputError(f"embedding status must be one of {', '.join(_EMBEDDING_STATUSES)}; got {status!r}")
-        if not ids:
-            return 0
-        with self._write() as conn:
-            cursor = conn.executemany(
-                "UPDATE items SET embedding_status = ?, embedding_error = ?, claimed_by = NULL, claimed_until = NULL "
-                "WHERE namespace = ? AND id = ?",
-                [(status, error, namespace, item_id) for item_id in ids],
-            )
-            return max(int(cursor.rowcount), 0)
-
     def delete(self, namespace: str, ids: Sequence[str], ledger: Sequence[LedgerEntry]) -> int:
         """Delete items of ``namespace`` with their tags, FTS entries and vectors; record ``ledger``.
 
@@ -565,7 +404,7 @@ class SQLiteBackend:
                     vectors.delete_vectors(conn, space, namespace, rids)
                 conn.execute(f"DELETE FROM item_tags WHERE rid IN {_IDS}", (packed,))
                 count = int(conn.execute(f"DELETE FROM items WHERE rid IN {_IDS}", (packed,)).rowcount)
-            conn.executemany(_INSERT_LEDGER, [ledger_values(entry) for entry in ledger])
+            self._append_ledger(conn, ledger)
             return count
 
     def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
@@ -580,72 +419,18 @@ class SQLiteBackend:
             )
 
     # -- reads -------------------------------------------------------------
-    def get(self, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
-        """Items by id in ``namespace``, in the order asked; unknown ids are omitted."""
-        if not ids:
-            return []
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {ITEM_SELECT} FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value "
-                "WHERE i.namespace = ?",
-                (json_list(ids), namespace),
-            ).fetchall()
-        found = {item.id: item for item in map(row_to_item, rows)}
-        return [found[i] for i in ids if i in found]
-
-    def find_ids(self, flt: Filter, limit: int | None = None) -> list[str]:
-        """Ids of the items matching ``flt``, newest first (all when ``limit`` is None or 0)."""
-        where, params = compile_filter(flt)
-        sql = f"SELECT i.id FROM items i WHERE {where} ORDER BY i.created_at DESC, i.id DESC"
-        if limit:
-            sql += " LIMIT ?"
-            params.append(max(int(limit), 0))
-        with self._read() as conn:
-            return [str(r[0]) for r in conn.execute(sql, params)]
-
-    def list(self, flt: Filter, limit: int, order: ListOrder) -> list[MemoryItem]:
-        """Items matching ``flt`` in keyset ``order`` (created_at, id), at most ``limit``."""
-        where, params = compile_filter(flt)
-        direction = "DESC" if order.newest_first else "ASC"
-        if order.after_created_at is not None and order.after_id is not None:
-            where += f" AND (i.created_at, i.id) {'<' if order.newest_first else '>'} (?, ?)"
-            params += [to_epoch(order.after_created_at), order.after_id]
-        sql = (
-            f"SELECT {ITEM_SELECT} FROM items i WHERE {where} "
-            f"ORDER BY i.created_at {direction}, i.id {direction} LIMIT ?"
-        )
-        with self._read() as conn:
-            rows = conn.execute(sql, [*params, max(int(limit), 0)]).fetchall()
-        return [row_to_item(r) for r in rows]
-
-    def count(self, flt: Filter) -> int:
-        """Number of items matching ``flt``."""
-        where, params = compile_filter(flt)
-        with self._read() as conn:
-            return int(conn.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0])
-
-    def search_lexical(
-        self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
+    def _lexical(
+        self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...]
     ) -> builtins.list[ChannelHit]:
-        """BM25-ranked (FTS5) items matching ``flt`` that contain any of ``terms``, best first, ties by id.
+        """FTS5 BM25: each word a quoted FTS5 string; score ``-bm25()``.
 
-        ``fields`` weighs the indexed fields (``content``, ``window``, ``time``;
-        see :mod:`memory.retrieval.window`); by default only content counts.
-
-        Each term is searched as a quoted FTS5 string, so no query syntax
-        gets through; score is ``-bm25()`` (higher is better). Fast path: the
-        FTS index alone ranks its best ``max(4k, 200)`` rows and the filter
-        is checked on those; only when fewer than ``k`` pass (a selective
-        filter, or other namespaces' rows on top) does the full query run,
-        with the FTS match driving it (CROSS JOIN keeps the planner from
-        scanning items).
+        Fast path: the FTS index alone ranks its best ``max(4k, 200)`` rows
+        and the filter is checked on those; only when fewer than ``k`` pass
+        (a selective filter, or other namespaces' rows on top) does the full
+        query run, with the FTS match driving it (CROSS JOIN keeps the
+        planner from scanning items).
         """
-        phrases = ['"' + term.replace('"', '""') + '"' for term in terms if term.strip() and storable(term)]
-        if not phrases or k <= 0:
-            return []
-        weights = field_weights(fields)
-        if not any(weights):
-            return []
+        phrases = ['"' + term.replace('"', '""') + '"' for term in words]
         if weights[1:] == (0.0, 0.0):  # content only: the content index, ranking exactly as before
             table, match, bm25 = "items_fts", " OR ".join(phrases), "bm25(items_fts)"
         else:
@@ -679,91 +464,37 @@ class SQLiteBackend:
             ).fetchall()
         return [ChannelHit(str(r[0]), -float(r[1])) for r in rows]
 
-    def search_vector(self, flt: Filter, model: str, vector: Vector, k: int) -> builtins.list[ChannelHit]:
-        """Items matching ``flt`` nearest to ``vector`` in ``model``'s space; score = cosine, best first.
+    def _nearest(
+        self, conn: Any, space: vectors.Space, flt: Filter, query: Vector, k: int
+    ) -> builtins.list[ChannelHit]:
+        """Sign-bit candidates rescored exactly (see :mod:`.vectors`); exact scan up to ``exact_limit`` matches.
 
-        Exact for filters matching at most ``exact_limit`` items; otherwise
-        sign bits (refined by exact cosine from an in-process float32 copy)
-        pick candidates that are rescored exactly in SQL (see :mod:`.vectors`).
-        Raises InvalidVectorError for a vector of the wrong shape, non-finite
-        or all zeros.
+        Above ``exact_limit`` filter matches, sign bits (refined by exact
+        cosine from an in-process float32 copy) pick candidates that are
+        rescored exactly in SQL.
         """
-        with self._read() as conn:
-            space = self._space(conn, model)
-            if space is None or k <= 0:
-                return []
-            query = self._checked_vector(space, vector)
-            if not math.isfinite(norm := float(np.linalg.norm(query))) or norm == 0.0:
-                raise InvalidVectorError("query vector is all zeros; it has no direction to compare")
-            where, params = compile_filter(flt)
-            scope, scope_params = compile_filter(scope_of(flt))
-            return vectors.search(
-                conn,
-                self._codes,
-                space,
-                flt.namespace,
-                (where, params),
-                compile_filter(flt, probe=True),
-                (scope, scope_params),
-                query,
-                int(k),
-                exact_limit=self._exact_limit,
-            )
-
-    def get_vectors(self, namespace: str, model: str, ids: Sequence[str]) -> dict[str, Vector]:
-        """Stored vectors of ``ids`` in ``model``'s space (missing ones omitted)."""
-        if not ids:
-            return {}
-        with self._read() as conn:
-            space = self._space(conn, model)
-            if space is None:
-                return {}
-            rows = conn.execute(
-                f"SELECT i.id, v.embedding FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value "
-                f"CROSS JOIN {space.vectors_table} v ON v.rid = i.rid WHERE i.namespace = ?",
-                (json_list(ids), namespace),
-            ).fetchall()
-        found = {str(r[0]): np.frombuffer(r[1], dtype=np.float32).copy() for r in rows}
-        return {i: found[i] for i in ids if i in found}
-
-    def pending_embeddings(self, namespace: str | None, limit: int) -> builtins.list[MemoryItem]:
-        """Items whose embedding_status is 'pending' or 'failed', oldest first (any namespace if None)."""
-        sql = f"SELECT {ITEM_SELECT} FROM items i WHERE i.embedding_status IN ('pending', 'failed')"
-        params: list[Any] = []
-        if namespace is not None:
-            sql += " AND i.namespace = ?"
-            params.append(namespace)
-        sql += " ORDER BY i.created_at, i.id LIMIT ?"
-        with self._read() as conn:
-            rows = conn.execute(sql, [*params, max(int(limit), 0)]).fetchall()
-        return [row_to_item(r) for r in rows]
-
-    def claim_pending_embeddings(
-        self, namespace: str | None, limit: int, worker: str, lease_seconds: float, now: datetime
-    ) -> builtins.list[MemoryItem]:
-        """Claim up to ``limit`` unleased, non-secret items still to embed, oldest first.
-
-        Inside one ``BEGIN IMMEDIATE`` transaction, so two processes never
-        claim the same item; the lease ends at ``now + lease_seconds``.
-        """
-        stamp = to_epoch(now)
-        sql = (
-            f"SELECT {ITEM_SELECT}, i.rid FROM items i WHERE i.embedding_status IN ('pending', 'failed') "
-            "AND i.sensitivity != 'secret' AND (i.claimed_until IS NULL OR i.claimed_until <= ?)"
+        where, params = compile_filter(flt)
+        scope, scope_params = compile_filter(scope_of(flt))
+        return vectors.search(
+            conn,
+            self._codes,
+            space,
+            flt.namespace,
+            (where, params),
+            compile_filter(flt, probe=True),
+            (scope, scope_params),
+            query,
+            int(k),
+            exact_limit=self._exact_limit,
         )
-        params: list[Any] = [stamp]
-        if namespace is not None:
-            sql += " AND i.namespace = ?"
-            params.append(namespace)
-        sql += " ORDER BY i.created_at, i.id LIMIT ?"
-        params.append(max(int(limit), 0))
-        with self._write() as conn:
-            rows = conn.execute(sql, params).fetchall()
-            conn.execute(
-                f"UPDATE items SET claimed_by = ?, claimed_until = ? WHERE rid IN {_IDS}",
-                (worker, stamp + float(lease_seconds), json_list([row[-1] for row in rows])),
-            )
-        return [row_to_item(r) for r in rows]
+
+    def _stored_vectors(self, conn: Any, space: vectors.Space, namespace: str, ids: Sequence[str]) -> dict[str, Vector]:
+        rows = conn.execute(
+            f"SELECT i.id, v.embedding FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value "
+            f"CROSS JOIN {space.vectors_table} v ON v.rid = i.rid WHERE i.namespace = ?",
+            (json_list(ids), namespace),
+        ).fetchall()
+        return {str(r[0]): np.frombuffer(r[1], dtype=np.float32).copy() for r in rows}
 
     @property
     def episodic(self) -> SQLiteEpisodicStore:
@@ -775,78 +506,4 @@ class SQLiteBackend:
                 self._episodic = SQLiteEpisodicStore(self)
             return self._episodic
 
-    def history(self, namespace: str, item_id: str) -> builtins.list[LedgerEntry]:
-        """Ledger entries of an item, oldest first (also after deletion)."""
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {', '.join(LEDGER_COLUMNS)} FROM ledger WHERE namespace = ? AND item_id = ? ORDER BY seq",
-                (namespace, item_id),
-            ).fetchall()
-        return [row_to_ledger(r) for r in rows]
-
-    def ledger_count(self, namespace: str) -> int:
-        """Number of ledger entries in ``namespace``."""
-        with self._read() as conn:
-            return int(conn.execute("SELECT count(*) FROM ledger WHERE namespace = ?", (namespace,)).fetchone()[0])
-
-    def group_counts(self, flt: Filter, column: str) -> dict[str, int]:
-        """Counts of matching items grouped by ``column`` (kind, sensitivity or embedding_status)."""
-        sql_column = _GROUP_COLUMNS.get(column)
-        if sql_column is None:
-            raise InvalidInputError(f"cannot group by {column!r}; use one of {', '.join(_GROUP_COLUMNS)}")
-        where, params = compile_filter(flt)
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {sql_column}, count(*) FROM items i WHERE {where} GROUP BY {sql_column}", params
-            ).fetchall()
-        return {str(value): int(n) for value, n in rows}
-
-    def namespaces(self) -> builtins.list[str]:
-        """Namespaces that hold at least one item, sorted."""
-        with self._read() as conn:
-            return [str(r[0]) for r in conn.execute("SELECT DISTINCT namespace FROM items ORDER BY namespace")]
-
-    def iter_items(self, flt: Filter, batch_size: int = 500) -> Iterator[MemoryItem]:
-        """All items matching ``flt``, oldest first, read in keyset batches of ``batch_size``."""
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
-        where, params = compile_filter(flt)
-        after: tuple[float, str] | None = None
-        while True:
-            clause, values = where, list(params)
-            if after is not None:
-                clause += " AND (i.created_at, i.id) > (?, ?)"
-                values += list(after)
-            with self._read() as conn:
-                rows = conn.execute(
-                    f"SELECT {ITEM_SELECT}, i.created_at FROM items i WHERE {clause} "
-                    "ORDER BY i.created_at, i.id LIMIT ?",
-                    [*values, batch_size],
-                ).fetchall()
-            for row in rows:
-                yield row_to_item(row)
-            if len(rows) < batch_size:
-                return
-            after = (float(rows[-1][-1]), str(rows[-1][0]))
-
     # -- ledger transfer (memory migrate) ------------------------------------
-    def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
-        """Every ledger entry of every namespace, in the order recorded, read in batches."""
-        after = 0
-        while True:
-            with self._read() as conn:
-                rows = conn.execute(
-                    f"SELECT {', '.join(LEDGER_COLUMNS)}, seq FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?",
-                    (after, batch_size),
-                ).fetchall()
-            for row in rows:
-                yield row_to_ledger(row[:-1])
-            if len(rows) < batch_size:
-                return
-            after = int(rows[-1][-1])
-
-    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
-        """Append ledger entries as they are, in one transaction (copying a store's history)."""
-        if entries:
-            with self._write() as conn:
-                conn.executemany(_INSERT_LEDGER, [ledger_values(entry) for entry in entries])

@@ -20,3 +20,8 @@ def sqlite_dialect(
 ) -> Dialect:
     """The dialect of a SQLite connection whose reads and immediate write transactions ``read``/``write`` open."""
     return Dialect(name="sqlite", read=read, write=write)
+
+
+# --- items store ---
+# The SQLite dialect's defaults already are the items store's answers (lists as JSON read with
+# json_each, claims serialised by BEGIN IMMEDIATE).

@@ -1,0 +1,451 @@
+"""The items store's SQL written once for every SQL engine (SQLite and PostgreSQL).
+
+:class:`SQLItemStore` holds the item and ledger queries that read the same
+on every engine: reads by id and by filter, counts, keyset iteration, the
+ledger, the embedding queue and its claims. It speaks ``?`` SQL through the
+backend's :class:`~memory.backends.dialect.Dialect` and asks the engine only
+for what truly differs (:meth:`SQLItemStore._compile`: the filter predicate,
+whose tag, metadata and list syntax is the engine's). Vector spaces come from
+:class:`~memory.backends.item_vectors.SQLVectorStore`. The rankings (FTS5 or
+tsvector BM25, sign bits or pgvector), writes that keep engine-side indexes
+(FTS5 rows, tsvector statistics, vector tables) and DDL stay in the engine
+packages.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import closing
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypedDict
+
+from memory.backends.columns import ITEM_COLUMNS, JSON_COLUMNS, TIME_COLUMNS
+from memory.backends.item_vectors import S, SQLVectorStore
+from memory.backends.values import AddResult, ChannelHit, ListOrder, NewRecord
+from memory.errors import InvalidInputError
+from memory.filters import Filter
+from memory.retrieval.window import field_weights
+from memory.types import LedgerEntry, MemoryItem
+
+#: Items dedup within (namespace, user, agent, thread, content hash).
+DedupKey = tuple[str, str | None, str | None, str | None, str]
+_Rows = list[tuple[Any, ...]]
+
+__all__ = [
+    "DedupKey",
+    "ITEM_SELECT",
+    "ItemCounts",
+    "SQLItemStore",
+    "check_claim",
+    "EMBEDDING_STATUSES",
+    "GROUP_COLUMNS",
+]
+
+#: The columns :meth:`SQLItemStore.group_counts` may group by.
+GROUP_COLUMNS = {"kind": "i.kind", "sensitivity": "i.sensitivity", "embedding_status": "i.embedding_status"}
+EMBEDDING_STATUSES = ("done", "pending", "failed", "skipped")
+#: ``SELECT`` list of the item columns for ``items`` aliased ``i``, in ITEM_COLUMNS order ("user" quoted).
+ITEM_SELECT = ", ".join(f'i."{c}"' if c == "user" else f"i.{c}" for c in ITEM_COLUMNS)
+#: Columns of ``ledger`` in :class:`~memory.types.LedgerEntry` order (``before``/``after`` quoted for PostgreSQL).
+LEDGER_SELECT = 'id, namespace, item_id, op, at, "before", "after", reason'
+_INSERT_LEDGER = f"INSERT INTO ledger ({LEDGER_SELECT}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+class ItemCounts(TypedDict):
+    """The counts of a scope's items, from one scan (see :meth:`SQLItemStore.item_counts`)."""
+
+    total: int
+    by_kind: dict[str, int]
+    by_sensitivity: dict[str, int]
+    by_embedding_status: dict[str, int]
+
+
+def check_claim(limit: object, worker: object, lease_seconds: object) -> None:
+    """Validate the arguments of a claim (``claim_pending_embeddings``/``claim_pending_messages``).
+
+    Raises InvalidInputError for a negative or non-integer limit, an empty
+    worker name, or a lease that is not a positive finite number.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise InvalidInputError(f"limit must be a non-negative integer, got {limit!r}")
+    if not isinstance(worker, str) or not worker.strip() or "\x00" in worker:
+        raise InvalidInputError("worker must be a non-empty string")
+    try:
+        worker.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError("worker must be a non-empty string") from None
+    if not isinstance(lease_seconds, (int, float)) or not math.isfinite(lease_seconds) or lease_seconds <= 0:
+        raise InvalidInputError(f"lease_seconds must be a positive number, got {lease_seconds!r}")
+
+
+class SQLItemStore(SQLVectorStore[S]):
+    """Item and ledger queries shared by the SQL backends (a base class of each engine's backend).
+
+    The engine sets :attr:`dialect`, ``_spaces`` (a cache) and ``_lock``, and
+    implements :meth:`_compile`, :meth:`_lexical` and the vector hooks of
+    :class:`~memory.backends.item_vectors.SQLVectorStore`; everything here
+    runs on the dialect's transactions. ``S`` is the engine's vector space object.
+    """
+
+    #: ``SELECT`` list of the item columns for ``items`` aliased ``i``, in ITEM_COLUMNS order.
+    item_select: str = ITEM_SELECT
+
+    def _compile(self, flt: Filter, *, probe: bool = False) -> tuple[str, builtins.list[Any]]:
+        """The engine's predicate over ``items i`` that ``flt`` matches, and its parameters."""
+        raise NotImplementedError
+
+    def _lexical(
+        self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...]
+    ) -> builtins.list[ChannelHit]:
+        """The engine's BM25 ranking (FTS5 or tsvector) of ``words`` over items matching ``flt``."""
+        raise NotImplementedError
+
+    # -- rows ----------------------------------------------------------------
+    def _time(self, raw: Any) -> datetime | None:
+        value = self.dialect.time_value(raw)
+        return None if value is None else value.astimezone(UTC)
+
+    def _item(self, row: Sequence[Any]) -> MemoryItem:
+        """A MemoryItem from a row selected with :attr:`item_select` (extra trailing columns ignored)."""
+        data: dict[str, Any] = {}
+        for column, value in zip(ITEM_COLUMNS, row[: len(ITEM_COLUMNS)], strict=True):
+            if column in JSON_COLUMNS:
+                value = self.dialect.json_value(value)
+                if isinstance(value, list):
+                    value = tuple(value)
+            elif column in TIME_COLUMNS:
+                value = self._time(value)
+            data[column] = value
+        return MemoryItem(**data)
+
+    def _ledger_values(self, entry: LedgerEntry) -> tuple[Any, ...]:
+        d = self.dialect
+        return (
+            entry.id, entry.namespace, entry.item_id, entry.op, d.time_param(entry.at),
+            None if entry.before is None else d.json_compact(entry.before),
+            None if entry.after is None else d.json_compact(entry.after),
+            entry.reason,
+        )  # fmt: skip
+
+    def _ledger(self, row: Sequence[Any]) -> LedgerEntry:
+        entry_id, namespace, item_id, op, at, before, after, reason = row
+        d = self.dialect
+        when = self._time(at)
+        assert when is not None  # NOT NULL column
+        return LedgerEntry(
+            id=entry_id, namespace=namespace, item_id=item_id, op=op, at=when,
+            before=None if before is None else d.json_value(before),
+            after=None if after is None else d.json_value(after), reason=reason,
+        )  # fmt: skip
+
+    def _items(self, conn: Any, text: str, params: Sequence[Any]) -> builtins.list[MemoryItem]:
+        return [self._item(r) for r in self.dialect.rows(conn, text, params)]
+
+    # -- search channels (the engine ranks; the arguments are checked here) --------
+    def search_lexical(
+        self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
+    ) -> builtins.list[ChannelHit]:
+        """BM25-ranked items matching ``flt`` that contain any of ``terms``, best first, ties by id.
+
+        ``fields`` weighs the indexed fields (``content``, ``window``, ``time``;
+        see :mod:`memory.retrieval.window`); by default only content counts,
+        and a field of weight 0 does not match. Terms are only ever bound as
+        data (no query syntax gets through); higher scores are better.
+        """
+        weights = field_weights(fields)
+        words = [t for t in terms if isinstance(t, str) and t.strip() and self.dialect.storable(t)]
+        if not words or k <= 0 or not any(weights):
+            return []
+        return self._lexical(flt, words, int(k), weights)
+
+    # -- dedup (the rule of ``add``, one copy for every engine) -----------------
+    def _stored_duplicates(
+        self, conn: Any, items: Sequence[MemoryItem]
+    ) -> dict[DedupKey, builtins.list[tuple[Any, ...]]]:
+        """Stored non-secret items sharing a content hash with ``items``: ``(id, expires_at, valid_to)`` raw
+        rows by dedup key, oldest first. One query per namespace; secrets are never dedup targets."""
+        d = self.dialect
+        by_ns: dict[str, set[str]] = {}
+        for item in items:
+            by_ns.setdefault(item.namespace, set()).add(item.content_hash)
+        out: dict[DedupKey, _Rows] = {}
+        for namespace, hashes in by_ns.items():
+            where, values = d.one_of("content_hash", sorted(hashes))
+            for row in d.rows(
+                conn,
+                'SELECT id, "user", agent, thread, content_hash, expires_at, valid_to FROM items '
+                f"WHERE namespace = ? AND {where} AND sensitivity <> 'secret' ORDER BY created_at, id",
+                (namespace, *values),
+            ):
+                out.setdefault((namespace, row[1], row[2], row[3], str(row[4])), []).append(
+                    (str(row[0]), row[5], row[6])
+                )
+        return out
+
+    def _plan_adds(
+        self, records: Sequence[NewRecord], stored: dict[DedupKey, _Rows]
+    ) -> tuple[builtins.list[AddResult], builtins.list[NewRecord]]:
+        """Which records ``add`` inserts, and its answer for each: the dedup rule.
+
+        A record whose scope holds a live item (neither expired nor closed at
+        the record's ``created_at``) with its content hash, stored or inserted
+        earlier in the batch, answers that item's id with ``created=False``.
+        Secrets never dedup, either way: the answer would tell a writer that
+        the secret exists.
+        """
+        results: builtins.list[AddResult] = []
+        inserted: builtins.list[NewRecord] = []
+        staged: dict[DedupKey, str] = {}
+        for record in records:
+            item = record.item
+            key: DedupKey = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
+            existing: str | None = None
+            if item.sensitivity != "secret":
+                created = self.dialect.time_param(item.created_at)
+                existing = staged.get(key) or next(
+                    (
+                        found
+                        for found, expires, valid_to in stored.get(key, ())
+                        if (expires is None or expires > created) and (valid_to is None or valid_to > created)
+                    ),
+                    None,
+                )
+            if existing is not None:
+                results.append(AddResult(existing, False))
+                continue
+            inserted.append(record)
+            if item.sensitivity != "secret":
+                staged[key] = item.id
+            results.append(AddResult(item.id, True))
+        return results, inserted
+
+    # -- reads ---------------------------------------------------------------
+    def get(self, namespace: str, ids: Sequence[str]) -> builtins.list[MemoryItem]:
+        """Items by id in ``namespace``, in the order asked; unknown ids are omitted."""
+        if not ids or not self.dialect.storable(namespace):
+            return []
+        # Through the engine's filter, which knows how its planner reaches rows by id best.
+        flt = Filter.model_construct(
+            namespace=namespace, ids=tuple(ids), clearance="secret", include_expired=True, include_invalid=True,
+            now=datetime.now(UTC),
+        )  # fmt: skip
+        where, params = self._compile(flt)
+        sql = f"SELECT {self.item_select} FROM items i WHERE {where}"
+        with self.dialect.read() as conn:
+            found = {item.id: item for item in self._items(conn, sql, params)}
+        return [found[i] for i in ids if i in found]
+
+    def find_ids(self, flt: Filter, limit: int | None = None) -> builtins.list[str]:
+        """Ids of the items matching ``flt``, newest first (all when ``limit`` is None or 0)."""
+        where, params = self._compile(flt)
+        sql = f"SELECT i.id FROM items i WHERE {where} ORDER BY i.created_at DESC, i.id DESC"
+        if limit:
+            sql += " LIMIT ?"
+            params.append(max(int(limit), 0))
+        with self.dialect.read() as conn:
+            return [str(r[0]) for r in self.dialect.rows(conn, sql, params)]
+
+    def list(self, flt: Filter, limit: int, order: ListOrder) -> builtins.list[MemoryItem]:
+        """Items matching ``flt`` in keyset ``order`` (created_at, id), at most ``limit``."""
+        where, params = self._compile(flt)
+        direction = "DESC" if order.newest_first else "ASC"
+        if order.after_created_at is not None and order.after_id is not None:
+            where += f" AND (i.created_at, i.id) {'<' if order.newest_first else '>'} (?, ?)"
+            after_id = order.after_id if self.dialect.storable(order.after_id) else ""
+            params += [self.dialect.time_param(order.after_created_at), after_id]
+        sql = (
+            f"SELECT {self.item_select} FROM items i WHERE {where} "
+            f"ORDER BY i.created_at {direction}, i.id {direction} LIMIT ?"
+        )
+        with self.dialect.read() as conn:
+            return self._items(conn, sql, [*params, max(int(limit), 0)])
+
+    def count(self, flt: Filter) -> int:
+        """Number of items matching ``flt``."""
+        where, params = self._compile(flt)
+        with self.dialect.read() as conn:
+            return int(self.dialect.rows(conn, f"SELECT count(*) FROM items i WHERE {where}", params)[0][0])
+
+    def group_counts(self, flt: Filter, column: str) -> dict[str, int]:
+        """Counts of matching items grouped by ``column`` (kind, sensitivity or embedding_status)."""
+        sql_column = GROUP_COLUMNS.get(column)
+        if sql_column is None:
+            raise InvalidInputError(f"cannot group by {column!r}; use one of {', '.join(GROUP_COLUMNS)}")
+        where, params = self._compile(flt)
+        with self.dialect.read() as conn:
+            rows = self.dialect.rows(
+                conn, f"SELECT {sql_column}, count(*) FROM items i WHERE {where} GROUP BY {sql_column}", params
+            )
+        return {str(value): int(n) for value, n in rows}
+
+    def item_counts(self, flt: Filter) -> ItemCounts:
+        """The number of items matching ``flt`` and their counts by kind, sensitivity and embedding status.
+
+        One scan: a single ``GROUP BY`` over the three columns (a handful of
+        groups), summed here, instead of a count and three grouped scans.
+        """
+        where, params = self._compile(flt)
+        sql = (
+            "SELECT i.kind, i.sensitivity, i.embedding_status, count(*) FROM items i "
+            f"WHERE {where} GROUP BY i.kind, i.sensitivity, i.embedding_status"
+        )
+        with self.dialect.read() as conn:
+            rows = self.dialect.rows(conn, sql, params)
+        counts = ItemCounts(total=0, by_kind={}, by_sensitivity={}, by_embedding_status={})
+        for kind, sensitivity, status, n in rows:
+            counts["total"] += int(n)
+            for group, value in (("by_kind", kind), ("by_sensitivity", sensitivity), ("by_embedding_status", status)):
+                into: dict[str, int] = counts[group]  # type: ignore[literal-required]
+                into[str(value)] = into.get(str(value), 0) + int(n)
+        return counts
+
+    def namespaces(self) -> builtins.list[str]:
+        """Namespaces that hold at least one item, sorted."""
+        with self.dialect.read() as conn:
+            return [
+                str(r[0]) for r in self.dialect.rows(conn, "SELECT DISTINCT namespace FROM items ORDER BY namespace")
+            ]
+
+    def iter_items(self, flt: Filter, batch_size: int = 500) -> Iterator[MemoryItem]:
+        """All items matching ``flt``, oldest first, read in keyset batches of ``batch_size``."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+        where, params = self._compile(flt)
+        after: tuple[Any, str] | None = None
+        while True:
+            clause, values = where, builtins.list(params)
+            if after is not None:
+                clause += " AND (i.created_at, i.id) > (?, ?)"
+                values += builtins.list(after)
+            with self.dialect.read() as conn:
+                rows = self.dialect.rows(
+                    conn,
+                    f"SELECT {self.item_select}, i.created_at FROM items i WHERE {clause} "
+                    "ORDER BY i.created_at, i.id LIMIT ?",
+                    [*values, batch_size],
+                )
+            for row in rows:
+                yield self._item(row)
+            if len(rows) < batch_size:
+                return
+            after = (rows[-1][-1], str(rows[-1][0]))  # the stored created_at, as the engine compares it
+
+    # -- the embedding queue ---------------------------------------------------
+    def pending_embeddings(self, namespace: str | None, limit: int) -> builtins.list[MemoryItem]:
+        """Items whose embedding_status is 'pending' or 'failed', oldest first (any namespace if None)."""
+        sql = f"SELECT {self.item_select} FROM items i WHERE i.embedding_status IN ('pending', 'failed')"
+        params: builtins.list[Any] = []
+        if namespace is not None:
+            if not self.dialect.storable(namespace):
+                return []
+            sql += " AND i.namespace = ?"
+            params.append(namespace)
+        sql += " ORDER BY i.created_at, i.id LIMIT ?"
+        with self.dialect.read() as conn:
+            return self._items(conn, sql, [*params, max(int(limit), 0)])
+
+    def claim_pending_embeddings(
+        self, namespace: str | None, limit: int, worker: str, lease_seconds: float, now: datetime
+    ) -> builtins.list[MemoryItem]:
+        """Claim up to ``limit`` pending/failed, non-secret items no live lease holds; oldest first.
+
+        The rows are picked and leased (``claimed_by=worker``,
+        ``claimed_until=now+lease``) in one write transaction; the dialect's
+        claim lock (``FOR UPDATE SKIP LOCKED`` on PostgreSQL; SQLite's
+        ``BEGIN IMMEDIATE`` serialises claimers already) keeps two concurrent
+        callers from getting the same item. ``set_vectors`` and
+        ``mark_embedding`` clear the claim.
+        """
+        check_claim(limit, worker, lease_seconds)
+        d = self.dialect
+        if limit == 0 or (namespace is not None and not d.storable(namespace)):
+            return []
+        sql = (
+            f"SELECT {self.item_select} FROM items i WHERE i.embedding_status IN ('pending', 'failed') "
+            "AND i.sensitivity <> 'secret' AND (i.claimed_until IS NULL OR i.claimed_until <= ?)"
+        )
+        params: builtins.list[Any] = [d.time_param(now)]
+        if namespace is not None:
+            sql += " AND i.namespace = ?"
+            params.append(namespace)
+        sql += f" ORDER BY i.created_at, i.id LIMIT ?{d.claim_lock}"
+        until = d.time_param(now + timedelta(seconds=float(lease_seconds)))
+        with d.write() as conn:
+            items = self._items(conn, sql, [*params, limit])
+            by_namespace: dict[str, builtins.list[str]] = {}
+            for item in items:
+                by_namespace.setdefault(item.namespace, []).append(item.id)
+            for ns, ids in by_namespace.items():
+                where, values = d.one_of("id", ids)
+                conn.execute(
+                    d.sql(f"UPDATE items SET claimed_by = ?, claimed_until = ? WHERE namespace = ? AND {where}"),
+                    (worker, until, ns, *values),
+                )
+        return items
+
+    def mark_embedding(self, namespace: str, ids: Sequence[str], status: str, error: str | None) -> int:
+        """Set embedding_status (and error) on items of ``namespace`` and clear their claim; returns rows updated."""
+        if status not in EMBEDDING_STATUSES:
+            raise InvalidInputError(f"embedding status must be one of {', '.join(EMBEDDING_STATUSES)}; got {status!r}")
+        if not ids or not self.dialect.storable(namespace):
+            return 0
+        where, values = self.dialect.one_of("id", ids)
+        with self.dialect.write() as conn:
+            cursor = conn.execute(
+                self.dialect.sql(
+                    "UPDATE items SET embedding_status = ?, embedding_error = ?, claimed_by = NULL, "
+                    f"claimed_until = NULL WHERE namespace = ? AND {where}"
+                ),
+                (status, error, namespace, *values),
+            )
+            return max(int(cursor.rowcount), 0)
+
+    # -- the ledger ------------------------------------------------------------
+    def history(self, namespace: str, item_id: str) -> builtins.list[LedgerEntry]:
+        """Ledger entries of an item, oldest first (also after deletion)."""
+        if not self.dialect.storable(namespace, item_id):
+            return []
+        with self.dialect.read() as conn:
+            rows = self.dialect.rows(
+                conn,
+                f"SELECT {LEDGER_SELECT} FROM ledger WHERE namespace = ? AND item_id = ? ORDER BY seq",
+                (namespace, item_id),
+            )
+        return [self._ledger(r) for r in rows]
+
+    def ledger_count(self, namespace: str) -> int:
+        """Number of ledger entries in ``namespace``."""
+        if not self.dialect.storable(namespace):
+            return 0
+        with self.dialect.read() as conn:
+            return int(self.dialect.rows(conn, "SELECT count(*) FROM ledger WHERE namespace = ?", (namespace,))[0][0])
+
+    def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
+        """Every ledger entry of every namespace, in the order recorded, read in batches."""
+        after = 0
+        while True:
+            with self.dialect.read() as conn:
+                rows = self.dialect.rows(
+                    conn,
+                    f"SELECT {LEDGER_SELECT}, seq FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?",
+                    (after, batch_size),
+                )
+            for row in rows:
+                yield self._ledger(row[:-1])
+            if len(rows) < batch_size:
+                return
+            after = int(rows[-1][-1])
+
+    def _append_ledger(self, conn: Any, entries: Sequence[LedgerEntry]) -> None:
+        """Insert ledger entries on ``conn`` (inside the caller's transaction)."""
+        if entries:
+            with closing(conn.cursor()) as cursor:
+                cursor.executemany(self.dialect.sql(_INSERT_LEDGER), [self._ledger_values(e) for e in entries])
+
+    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
+        """Append ledger entries as they are, in one transaction (copying a store's history)."""
+        if entries:
+            with self.dialect.write() as conn:
+                self._append_ledger(conn, entries)
