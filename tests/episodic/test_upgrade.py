@@ -42,3 +42,32 @@ def test_a_store_from_before_feedback_upgrades(tmp_path: Path) -> None:
         assert names == [m.name for m in MIGRATIONS]
         mem.prompts.create("p", "text")
         assert mem.feedback.record("t1", rating=5, prompt="p").reward == 1.0
+
+
+def test_graph_relation_sources_get_their_namespace(tmp_path: Path) -> None:
+    db = tmp_path / "graph-era.db"
+    first_new = next(i for i, m in enumerate(MIGRATIONS) if m.name.endswith("_graph_source_namespace"))
+    conn = connect(db)
+    try:
+        apply_migrations(conn, MIGRATIONS[:first_new])
+        conn.execute("PRAGMA foreign_keys = OFF")  # the source memory is not needed to read the relation back
+        conn.execute("BEGIN IMMEDIATE")
+        for entity in ("e1", "e2"):
+            conn.execute(
+                "INSERT INTO graph_entities (id, namespace, name, type, created_at, updated_at) "
+                "VALUES (?, 'ns', ?, 'person', 1.0, 1.0)",
+                (entity, entity.upper()),
+            )
+        conn.execute(
+            "INSERT INTO graph_relations (id, namespace, subject_id, predicate, object_id, created_at) "
+            "VALUES ('r1', 'ns', 'e1', 'knows', 'e2', 1.0)"
+        )
+        conn.execute("INSERT INTO graph_relation_sources (relation_id, memory_id) VALUES ('r1', 'm1')")
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    with Memory(str(db), embedder=HashingEmbedder()) as mem:
+        assert mem.backend.graph is not None
+        (relation,) = mem.backend.graph.relations("ns")
+        assert (relation.text, relation.source_ids) == ("E1 knows E2", ("m1",))
+        assert mem.backend.graph.relations("other") == []
