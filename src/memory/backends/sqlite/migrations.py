@@ -413,6 +413,14 @@ _GRAPH_SOURCE_NAMESPACE = [
 ]
 
 
+# The episodic store is one SQL implementation over both engines (backends/episodic_sql.py):
+# archived messages keep their creation time in a column, as in PostgreSQL.
+_ARCHIVE_CREATED_AT = [
+    "ALTER TABLE message_archive ADD COLUMN created_at REAL NOT NULL DEFAULT 0",
+    "UPDATE message_archive SET created_at = (julianday(json_extract(data, '$.created_at')) - 2440587.5) * 86400.0",
+]
+
+
 def _langgraph_checkpoints(conn: Any) -> None:
     """LangGraph's checkpoint tables; a store that made them on first use (as ``graph_*``) keeps its rows."""
     for old, new in EARLIER_TABLES.items():
@@ -453,6 +461,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0011_feedback", _FEEDBACK),
     Migration("0012_graph_source_namespace", _GRAPH_SOURCE_NAMESPACE),
     Migration("0013_langgraph_checkpoints", _langgraph_checkpoints),
+    Migration("0014_archive_created_at", _ARCHIVE_CREATED_AT),
 )
 
 
