@@ -34,12 +34,14 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
+
 from memory.backends.blocks_sql import SQLBlocksAndJobs
 from memory.backends.dialect import Dialect
 from memory.backends.episodic import MESSAGE_STATUSES
 from memory.backends.values import Vector
 from memory.episodic.types import MediaRef, Message, MessageQuery, ThreadInfo
-from memory.errors import InvalidInputError
+from memory.errors import InvalidInputError, InvalidVectorError
 from memory.types import SENSITIVITY_LEVELS
 
 __all__ = ["SQLEpisodicStore", "COLUMNS", "SELECT", "check_claim"]
@@ -97,6 +99,31 @@ class SQLEpisodicStore(SQLBlocksAndJobs):
     def _store_vector(self, conn: Any, message: Message, model: str, vector: Vector) -> None:
         """Store an imported message's vector (the message row exists)."""
         raise NotImplementedError
+
+    def _space(self, conn: Any, model: str, *, create: bool) -> Any:
+        """The message vector space of ``model`` (its tables made when ``create``), None if there is none."""
+        raise NotImplementedError
+
+    def _checked(self, space: Any, vector: Vector) -> Vector:
+        """``vector`` as the space's float32 vector; InvalidVectorError when it does not fit."""
+        raise NotImplementedError
+
+    # -- vector spaces (through the hooks) -------------------------------------
+    def _writable_space(self, conn: Any, model: str) -> Any:
+        space = self._space(conn, model, create=True)
+        if space is None:
+            raise InvalidInputError(f"no vector space registered for model {model!r}; call ensure_vector_space")
+        return space
+
+    def _query_space(self, conn: Any, model: str, vector: Vector, k: int) -> tuple[Any, Vector] | None:
+        """The space and checked query vector of a vector search (None: nothing to search)."""
+        space = self._space(conn, model, create=False)
+        if space is None or k <= 0:
+            return None
+        checked = self._checked(space, vector)
+        if not math.isfinite(norm := float(np.linalg.norm(checked))) or norm == 0.0:
+            raise InvalidVectorError("query vector is all zeros; it has no direction to compare")
+        return space, checked
 
     # -- rows ----------------------------------------------------------------
     def _values(self, m: Message) -> tuple[Any, ...]:

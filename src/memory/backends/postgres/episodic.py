@@ -13,12 +13,9 @@ hybrid_search_v1 statement over ``messages``), and vectors in
 from __future__ import annotations
 
 import builtins
-import math
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from memory.backends.episodic_sql import SQLEpisodicStore
 from memory.backends.postgres.codec import doc_len, parse_vector, vector_text
@@ -27,7 +24,6 @@ from memory.backends.postgres.schema_episodic import create_message_space_table,
 from memory.backends.postgres.sql import HNSW_MAX_DIM, storable, text_list
 from memory.backends.values import ChannelHit, Vector
 from memory.episodic.types import Message, MessageQuery
-from memory.errors import InvalidInputError, InvalidVectorError
 
 if TYPE_CHECKING:
     from memory.backends.postgres.backend import PostgresBackend
@@ -129,11 +125,12 @@ class PostgresEpisodicStore(SQLEpisodicStore):
         self._bump_stats(conn, {namespace: [-len(rows), -sum(int(r[0]) for r in rows)]})
         return len(rows)
 
+    def _checked(self, space: Any, vector: Vector) -> Vector:
+        return self._b._checked_vector(space, vector)
+
     def _store_vector(self, conn: Any, message: Message, model: str, vector: Vector) -> None:
-        space = self._space(conn, model, create=True)
-        if space is None:
-            raise InvalidInputError(f"no vector space registered for model {model!r}")
-        checked = self._b._checked_vector(space, vector)  # type: ignore[arg-type]
+        space = self._writable_space(conn, model)
+        checked = self._checked(space, vector)
         conn.execute(
             f"INSERT INTO {space.table} (namespace, id, embedding) VALUES (%s, %s, %s::vector)",
             (message.namespace, message.id, vector_text(checked)),
@@ -156,12 +153,9 @@ class PostgresEpisodicStore(SQLEpisodicStore):
     ) -> builtins.list[ChannelHit]:
         """Cosine search over matching hot messages: exact up to ``exact_limit`` vectors, else HNSW."""
         with self._b._read() as conn:
-            space = self._space(conn, model, create=False)
-            if space is None or k <= 0:
+            if (found := self._query_space(conn, model, vector, k)) is None:
                 return []
-            checked = self._b._checked_vector(space, vector)  # type: ignore[arg-type]
-            if not math.isfinite(norm := float(np.linalg.norm(checked))) or norm == 0.0:
-                raise InvalidVectorError("query vector is all zeros; it has no direction to compare")
+            space, checked = found
             if not storable(query.namespace):
                 return []
             where, params = self.where(query)
@@ -226,10 +220,8 @@ class PostgresEpisodicStore(SQLEpisodicStore):
         if not updates:
             return 0
         with self._b._tx() as conn:
-            space = self._space(conn, model, create=True)
-            if space is None:
-                raise InvalidInputError(f"no vector space registered for model {model!r}; call ensure_vector_space")
-            checked = {i: self._b._checked_vector(space, v) for i, v in updates}  # type: ignore[arg-type]
+            space = self._writable_space(conn, model)
+            checked = {i: self._checked(space, v) for i, v in updates}
             if not storable(namespace):
                 return 0
             done = [

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import builtins
 import json
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +22,6 @@ from memory.backends.sqlite import vectors
 from memory.backends.sqlite.dialect import sqlite_dialect
 from memory.backends.values import ChannelHit, Vector
 from memory.episodic.types import Message, MessageQuery
-from memory.errors import InvalidInputError, InvalidVectorError
 
 if TYPE_CHECKING:
     from memory.backends.sqlite.backend import SQLiteBackend
@@ -96,12 +94,13 @@ class SQLiteEpisodicStore(SQLEpisodicStore):
             ).rowcount
         )
 
+    def _checked(self, space: Any, vector: Vector) -> Vector:
+        return self._b._checked_vector(space, vector)
+
     def _store_vector(self, conn: Any, message: Message, model: str, vector: Vector) -> None:
-        space = self._space(conn, model, create=True)
-        if space is None:
-            raise InvalidInputError(f"no vector space registered for model {model!r}")
+        space = self._writable_space(conn, model)
         rid = self._rids(conn, message.namespace, [message.id])[message.id]
-        vectors.write_vector(conn, space, message.namespace, rid, self._b._checked_vector(space, vector))
+        vectors.write_vector(conn, space, message.namespace, rid, self._checked(space, vector))
 
     # -- search ------------------------------------------------------------
     def search_messages_lexical(self, query: MessageQuery, terms: Sequence[str], k: int) -> builtins.list[ChannelHit]:
@@ -124,12 +123,9 @@ class SQLiteEpisodicStore(SQLEpisodicStore):
     ) -> builtins.list[ChannelHit]:
         """Cosine search over matching hot messages via :func:`.vectors.search`."""
         with self._b._read() as conn:
-            space = self._space(conn, model, create=False)
-            if space is None or k <= 0:
+            if (found := self._query_space(conn, model, vector, k)) is None:
                 return []
-            checked = self._b._checked_vector(space, vector)
-            if not math.isfinite(norm := float(np.linalg.norm(checked))) or norm == 0.0:
-                raise InvalidVectorError("query vector is all zeros; it has no direction to compare")
+            space, checked = found
             predicate = self.where(query, "i")  # vectors.search names the owner table ``i``
             scope = self.where(
                 query.model_copy(update={"clearance": "secret", "include_expired": True, "created_after": None,
@@ -161,10 +157,8 @@ class SQLiteEpisodicStore(SQLEpisodicStore):
         if not updates:
             return 0
         with self._b._write() as conn:
-            space = self._space(conn, model, create=True)
-            if space is None:
-                raise InvalidInputError(f"no vector space registered for model {model!r}; call ensure_vector_space")
-            checked = [(i, self._b._checked_vector(space, v)) for i, v in updates]
+            space = self._writable_space(conn, model)
+            checked = [(i, self._checked(space, v)) for i, v in updates]
             others = [s for s in self._all_spaces(conn) if s.space_id != space.space_id]
             rids = self._rids(conn, namespace, [i for i, _ in checked])
             for message_id, vector in checked:
