@@ -64,9 +64,12 @@ class Dialect:
     one_of: str = "{} IN (SELECT value FROM json_each(?))"
     #: True when that list binds as an array (PostgreSQL ``text[]``), False for JSON text.
     native_arrays: bool = False
+    #: Without arrays, lists up to this long are bound value by value (``IN (?, ?)``): SQLite's planner
+    #: then uses the column's index instead of scanning a namespace for a ``json_each`` list.
+    expand_up_to: int = 500
     #: True when float-vector columns are ``real[]`` (PostgreSQL), False for float32 bytes (BLOB).
     native_floats: bool = False
-    #: Appended to a SELECT to hold its rows until commit (None where write transactions serialise).
+    #: Appended to a SELECT to hold its rows until commit ("" where write transactions already serialise).
     for_update: str = ""
     #: Appended to a SELECT so its rows cannot be deleted before commit.
     for_key_share: str = ""
@@ -120,11 +123,13 @@ class Dialect:
 
     # --- episodic/graph stores ---
     def any_of(self, column: str, values: Sequence[str]) -> tuple[str, list[Any]]:
-        """``column`` equal to one of ``values`` (strings), bound as one parameter however many there are.
+        """``column`` equal to one of ``values`` (strings); a long list is bound as one parameter.
 
         Strings the engine cannot store are dropped: they never equal a stored value.
         """
         kept = [v for v in values if self.storable(v)]
+        if not self.native_arrays and len(kept) <= self.expand_up_to:
+            return self.in_list(column, kept)
         return self.one_of.format(column), [kept if self.native_arrays else json.dumps(kept)]
 
     def floats_param(self, vector: Any) -> Any:

@@ -178,7 +178,7 @@ class SQLEpisodicStore(SQLBlocksAndJobs):
         level = SENSITIVITY_LEVELS[query.clearance]
         allowed = [name for name, rank in SENSITIVITY_LEVELS.items() if rank <= level]
         if len(allowed) < len(SENSITIVITY_LEVELS):
-            levels, level_params = d.any_of(f"{a}.sensitivity", allowed)
+            levels, level_params = d.in_list(f"{a}.sensitivity", allowed)  # at most four: bound one by one
             parts.append(levels)
             params += level_params
         if not query.include_expired:

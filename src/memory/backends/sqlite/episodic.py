@@ -76,8 +76,8 @@ class SQLiteEpisodicStore(SQLEpisodicStore):
     @staticmethod
     def _rids(conn: Any, namespace: str, ids: Sequence[str]) -> dict[str, int]:
         rows = conn.execute(
-            "SELECT id, rid FROM messages WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
-            (namespace, json.dumps(list(ids))),
+            "SELECT m.id, m.rid FROM json_each(?) AS j CROSS JOIN messages m ON m.id = j.value WHERE m.namespace = ?",
+            (json.dumps(list(ids)), namespace),
         ).fetchall()
         return {str(r[0]): int(r[1]) for r in rows}
 
