@@ -4,14 +4,17 @@ One SQL implementation over a DB-API connection, for SQLite (the backend's
 connection, lock and transactions; ``memory://`` is SQLite too) and PostgreSQL
 (the backend's pool). Values arrive
 already serialised as ``(type, bytes)`` pairs: this module never unpickles or
-decodes anything. Tables, created on first use (``IF NOT EXISTS``, so opening
-the store twice or from several processes is safe):
+decodes anything. Tables, created by the engines' named migrations
+(:func:`checkpoint_tables`; SQLite ``0013_langgraph_checkpoints``, PostgreSQL
+``0011_langgraph_checkpoints``). Earlier versions created them on first use as
+``graph_checkpoints``, ``graph_blobs`` and ``graph_writes``; the migrations
+rename those (:data:`EARLIER_TABLES`), so their checkpoints are kept:
 
-* ``graph_checkpoints (thread_id, checkpoint_ns, checkpoint_id)`` — the
+* ``langgraph_checkpoints (thread_id, checkpoint_ns, checkpoint_id)`` — the
   checkpoint without its channel values, its metadata, parent id and run id;
-* ``graph_blobs (thread_id, checkpoint_ns, channel, version)`` — one channel
+* ``langgraph_blobs (thread_id, checkpoint_ns, channel, version)`` — one channel
   value per version (stored once, shared by every checkpoint that saw it);
-* ``graph_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)`` —
+* ``langgraph_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)`` —
   pending writes of a step, in the order LangGraph replays them.
 """
 
@@ -26,7 +29,14 @@ from typing import Any
 from memory.backends.base import Backend
 from memory.errors import ConfigError
 
-__all__ = ["CheckpointRow", "WriteRow", "SQLCheckpointStore", "open_checkpoint_store"]
+__all__ = [
+    "CheckpointRow", "WriteRow", "SQLCheckpointStore", "EARLIER_TABLES", "checkpoint_tables", "open_checkpoint_store",
+]  # fmt: skip
+
+#: Table names of versions that created the tables on first use, and their names now.
+EARLIER_TABLES = {
+    "graph_checkpoints": "langgraph_checkpoints", "graph_blobs": "langgraph_blobs", "graph_writes": "langgraph_writes",
+}  # fmt: skip
 
 Typed = tuple[str, bytes]
 
@@ -54,17 +64,18 @@ class WriteRow:
     task_path: str
 
 
-def _ddl(blob: str) -> list[str]:
+def checkpoint_tables(blob: str) -> list[str]:
+    """The statements creating the checkpoint tables, ``blob`` the engine's bytes type (for the migrations)."""
     return [
-        "CREATE TABLE IF NOT EXISTS graph_checkpoints (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
+        "CREATE TABLE IF NOT EXISTS langgraph_checkpoints (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
         f"checkpoint_id TEXT NOT NULL, parent_id TEXT, run_id TEXT, type TEXT NOT NULL, checkpoint {blob} NOT NULL, "
         f"metadata_type TEXT NOT NULL, metadata {blob} NOT NULL, "
         "PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id))",
-        "CREATE INDEX IF NOT EXISTS graph_checkpoints_run ON graph_checkpoints (run_id)",
-        "CREATE TABLE IF NOT EXISTS graph_blobs (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
+        "CREATE INDEX IF NOT EXISTS langgraph_checkpoints_run ON langgraph_checkpoints (run_id)",
+        "CREATE TABLE IF NOT EXISTS langgraph_blobs (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
         f"channel TEXT NOT NULL, version TEXT NOT NULL, type TEXT NOT NULL, blob {blob}, "
         "PRIMARY KEY (thread_id, checkpoint_ns, channel, version))",
-        "CREATE TABLE IF NOT EXISTS graph_writes (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
+        "CREATE TABLE IF NOT EXISTS langgraph_writes (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, "
         "checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL, idx INTEGER NOT NULL, channel TEXT NOT NULL, "
         f"type TEXT NOT NULL, blob {blob} NOT NULL, task_path TEXT NOT NULL DEFAULT '', "
         "PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx))",
@@ -87,15 +98,11 @@ class SQLCheckpointStore:
         write: Callable[[], AbstractContextManager[Any]],
         *,
         mark: str = "?",
-        blob_type: str = "BLOB",
     ) -> None:
-        """Run reads in ``read()`` and writes in ``write()`` (one transaction each); creates the tables."""
+        """Run reads in ``read()`` and writes in ``write()`` (one transaction each); the migrations made the tables."""
         self._read = read
         self._write = write
         self._mark = mark
-        with self._write() as conn:
-            for statement in _ddl(blob_type):
-                conn.execute(statement)
 
     def _sql(self, text: str) -> str:
         return text if self._mark == "?" else text.replace("?", self._mark)
@@ -116,7 +123,7 @@ class SQLCheckpointStore:
                 kind, data = value if value is not None else ("empty", None)
                 conn.execute(
                     self._sql(
-                        "INSERT INTO graph_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
+                        "INSERT INTO langgraph_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
                         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, checkpoint_ns, channel, version) "
                         "DO UPDATE SET type = excluded.type, blob = excluded.blob"
                     ),
@@ -124,7 +131,7 @@ class SQLCheckpointStore:
                 )
             conn.execute(
                 self._sql(
-                    f"INSERT INTO graph_checkpoints ({_CP_COLUMNS}, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    f"INSERT INTO langgraph_checkpoints ({_CP_COLUMNS}, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
                     "parent_id = excluded.parent_id, type = excluded.type, checkpoint = excluded.checkpoint, "
                     "metadata_type = excluded.metadata_type, "
@@ -148,7 +155,7 @@ class SQLCheckpointStore:
                 )
                 conn.execute(
                     self._sql(
-                        "INSERT INTO graph_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, "
+                        "INSERT INTO langgraph_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, "
                         "type, blob, task_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
                         f"ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"
                     ),
@@ -161,7 +168,7 @@ class SQLCheckpointStore:
     def delete_thread(self, thread_id: str) -> None:
         """Remove every checkpoint, blob and write of a thread."""
         with self._write() as conn:
-            for table in ("graph_writes", "graph_blobs", "graph_checkpoints"):
+            for table in ("langgraph_writes", "langgraph_blobs", "langgraph_checkpoints"):
                 conn.execute(self._sql(f"DELETE FROM {table} WHERE thread_id = ?"), (thread_id,))
 
     def delete_runs(self, run_ids: Sequence[str]) -> None:
@@ -172,7 +179,7 @@ class SQLCheckpointStore:
             marks = ", ".join("?" for _ in run_ids)
             found = self._rows(
                 conn,
-                f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM graph_checkpoints WHERE run_id IN ({marks})",
+                f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM langgraph_checkpoints WHERE run_id IN ({marks})",
                 run_ids,
             )
             self._delete_checkpoints(conn, found)
@@ -180,33 +187,34 @@ class SQLCheckpointStore:
     def _delete_checkpoints(self, conn: Any, keys: Sequence[tuple[Any, ...]]) -> None:
         for key in keys:
             where = "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
-            conn.execute(self._sql(f"DELETE FROM graph_writes WHERE {where}"), key)
-            conn.execute(self._sql(f"DELETE FROM graph_checkpoints WHERE {where}"), key)
+            conn.execute(self._sql(f"DELETE FROM langgraph_writes WHERE {where}"), key)
+            conn.execute(self._sql(f"DELETE FROM langgraph_checkpoints WHERE {where}"), key)
 
     def copy_thread(self, source: str, target: str) -> None:
         """Copy every checkpoint, blob and write of ``source`` to ``target`` (same ids, replacing clashes)."""
         with self._write() as conn:
             conn.execute(
                 self._sql(
-                    f"INSERT INTO graph_checkpoints ({_CP_COLUMNS}, run_id) SELECT ?, checkpoint_ns, checkpoint_id, "
-                    "parent_id, type, checkpoint, metadata_type, metadata, run_id FROM graph_checkpoints "
-                    "WHERE thread_id = ? ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING"
+                    f"INSERT INTO langgraph_checkpoints ({_CP_COLUMNS}, run_id) "
+                    "SELECT ?, checkpoint_ns, checkpoint_id, parent_id, type, checkpoint, metadata_type, metadata, "
+                    "run_id FROM langgraph_checkpoints WHERE thread_id = ? "
+                    "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING"
                 ),
                 (target, source),
             )
             conn.execute(
                 self._sql(
-                    "INSERT INTO graph_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
-                    "SELECT ?, checkpoint_ns, channel, version, type, blob FROM graph_blobs WHERE thread_id = ? "
+                    "INSERT INTO langgraph_blobs (thread_id, checkpoint_ns, channel, version, type, blob) "
+                    "SELECT ?, checkpoint_ns, channel, version, type, blob FROM langgraph_blobs WHERE thread_id = ? "
                     "ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING"
                 ),
                 (target, source),
             )
             conn.execute(
                 self._sql(
-                    "INSERT INTO graph_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, "
-                    "blob, task_path) SELECT ?, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob, "
-                    "task_path FROM graph_writes WHERE thread_id = ? "
+                    "INSERT INTO langgraph_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, "
+                    "type, blob, task_path) SELECT ?, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob, "
+                    "task_path FROM langgraph_writes WHERE thread_id = ? "
                     "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING"
                 ),
                 (target, source),
@@ -226,7 +234,7 @@ class SQLCheckpointStore:
                     _row(r)
                     for r in self._rows(
                         conn,
-                        f"SELECT {_CP_COLUMNS} FROM graph_checkpoints WHERE thread_id = ? "
+                        f"SELECT {_CP_COLUMNS} FROM langgraph_checkpoints WHERE thread_id = ? "
                         "ORDER BY checkpoint_ns, checkpoint_id DESC",
                         (thread_id,),
                     )
@@ -240,7 +248,7 @@ class SQLCheckpointStore:
                     self._delete_checkpoints(conn, doomed)
                     if not kept:
                         conn.execute(
-                            self._sql("DELETE FROM graph_blobs WHERE thread_id = ? AND checkpoint_ns = ?"),
+                            self._sql("DELETE FROM langgraph_blobs WHERE thread_id = ? AND checkpoint_ns = ?"),
                             (thread_id, ns),
                         )
 
@@ -251,14 +259,14 @@ class SQLCheckpointStore:
             if checkpoint_id is not None:
                 found = self._rows(
                     conn,
-                    f"SELECT {_CP_COLUMNS} FROM graph_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+                    f"SELECT {_CP_COLUMNS} FROM langgraph_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
                     "AND checkpoint_id = ?",
                     (thread_id, checkpoint_ns, checkpoint_id),
                 )
             else:
                 found = self._rows(
                     conn,
-                    f"SELECT {_CP_COLUMNS} FROM graph_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+                    f"SELECT {_CP_COLUMNS} FROM langgraph_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
                     "ORDER BY checkpoint_id DESC LIMIT 1",
                     (thread_id, checkpoint_ns),
                 )
@@ -297,7 +305,7 @@ class SQLCheckpointStore:
                     "AND checkpoint_ns > ?))))"
                 )
                 extra = [after[0], after[0], after[1], after[1], after[2]]
-            sql = f"SELECT {_CP_COLUMNS} FROM graph_checkpoints"
+            sql = f"SELECT {_CP_COLUMNS} FROM langgraph_checkpoints"
             if where:
                 sql += " WHERE " + " AND ".join(where)
             sql += f" ORDER BY thread_id, checkpoint_id DESC, checkpoint_ns LIMIT {int(page)}"
@@ -318,7 +326,7 @@ class SQLCheckpointStore:
             for channel, version in versions:
                 found = self._rows(
                     conn,
-                    "SELECT type, blob FROM graph_blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? "
+                    "SELECT type, blob FROM langgraph_blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? "
                     "AND version = ?",
                     (thread_id, checkpoint_ns, channel, version),
                 )
@@ -331,7 +339,7 @@ class SQLCheckpointStore:
         with self._read() as conn:
             found = self._rows(
                 conn,
-                "SELECT task_id, idx, channel, type, blob, task_path FROM graph_writes "
+                "SELECT task_id, idx, channel, type, blob, task_path FROM langgraph_writes "
                 "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
                 (thread_id, checkpoint_ns, checkpoint_id),
             )
@@ -349,5 +357,5 @@ def open_checkpoint_store(backend: Backend) -> SQLCheckpointStore:
     except ImportError:  # pragma: no cover - psycopg not installed
         PostgresBackend = None  # type: ignore[assignment,misc]  # noqa: N806
     if PostgresBackend is not None and isinstance(backend, PostgresBackend):
-        return SQLCheckpointStore(backend._read, backend._tx, mark="%s", blob_type="BYTEA")
+        return SQLCheckpointStore(backend._read, backend._tx, mark="%s")
     raise ConfigError(f"the {backend.name} backend cannot store graph checkpoints")

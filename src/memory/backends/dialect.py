@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from memory.ids import from_epoch, to_epoch
 
 __all__ = ["Dialect"]
@@ -56,6 +58,19 @@ class Dialect:
     xact_lock: Callable[[Any, str], None] | None = None
     #: Wraps a structured value for a JSON parameter (jsonb adapter), when ``native_json``.
     json_adapter: Callable[[Any], Any] | None = None
+
+    # --- episodic/graph stores ---
+    #: Without arrays, lists up to this long are bound value by value (``IN (?, ?)``): SQLite's planner
+    #: then uses the column's index instead of scanning a namespace for a ``json_each`` list.
+    expand_up_to: int = 500
+    #: True when float-vector columns are ``real[]`` (PostgreSQL), False for float32 bytes (BLOB).
+    native_floats: bool = False
+    #: Appended to a SELECT to hold its rows until commit ("" where write transactions already serialise).
+    for_update: str = ""
+    #: Appended to a SELECT so its rows cannot be deleted before commit.
+    for_key_share: str = ""
+    #: Appended to a claiming SELECT: lock the rows, skipping rows another transaction holds.
+    skip_locked: str = ""
 
     def sql(self, text: str) -> str:
         """``text`` (written with ``?``) in this engine's placeholders."""
@@ -127,3 +142,43 @@ class Dialect:
         if self.native_json and self.json_adapter is not None:
             return self.json_adapter(value)
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+    # --- episodic/graph stores ---
+    def any_of(self, column: str, values: Sequence[str]) -> tuple[str, list[Any]]:
+        """``column`` equal to one of ``values`` (strings); a long list is bound as one parameter.
+
+        Strings the engine cannot store are dropped: they never equal a stored value.
+        """
+        kept = [v for v in values if self.storable(v)]
+        if not self.native_lists and len(kept) <= self.expand_up_to:
+            return self.in_list(column, kept)
+        return self.one_of_sql.format(column=column), [kept if self.native_lists else json.dumps(kept)]
+
+    def floats_param(self, vector: Any) -> Any:
+        """A float vector (or None) bound for a vector column: ``real[]`` values or float32 bytes."""
+        if vector is None:
+            return None
+        values = np.asarray(vector, dtype=np.float32)
+        return [float(x) for x in values] if self.native_floats else values.tobytes()
+
+    def floats_value(self, raw: Any) -> Any:
+        """A vector column's value as a float32 numpy array (NULL: None)."""
+        if raw is None:
+            return None
+        if isinstance(raw, (bytes, bytearray, memoryview)):
+            return np.frombuffer(bytes(raw), dtype=np.float32).copy()
+        return np.asarray(raw, dtype=np.float32)
+
+    def run(self, conn: Any, text: str, params: Sequence[Any] = ()) -> Any:
+        """Execute ``text`` (written with ``?``) with ``params``; the cursor (for ``rowcount``)."""
+        return conn.execute(self.sql(text), tuple(params))
+
+    def many(self, conn: Any, text: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run the statement ``text`` (written with ``?``) once per row of ``rows``."""
+        if not rows:
+            return
+        cursor = conn.cursor()
+        try:
+            cursor.executemany(self.sql(text), rows)
+        finally:
+            cursor.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any
 
 from memory.backends.dialect import Dialect
@@ -34,7 +35,16 @@ def postgres_dialect(
     """The dialect of a psycopg pool whose reads and write transactions ``read``/``write`` open."""
     from psycopg.types.json import Jsonb
 
-    return Dialect(
+    dialect = Dialect(
         name="postgres", read=read, write=write, mark="%s", rejects_nul=True, native_json=True, native_time=True,
         xact_lock=_advisory_lock, json_adapter=Jsonb, **_ITEMS,
     )  # fmt: skip
+    return replace(dialect, **_EPISODIC_GRAPH)
+
+
+# --- episodic/graph stores ---
+#: Lists bind as ``text[]``, vectors as ``real[]``; rows are held with row locks, claims skip locked rows.
+_EPISODIC_GRAPH: dict[str, Any] = {
+    "native_floats": True,
+    "for_update": " FOR UPDATE", "for_key_share": " FOR KEY SHARE", "skip_locked": " FOR UPDATE SKIP LOCKED",
+}  # fmt: skip

@@ -34,6 +34,8 @@ can distribute all tables by ``namespace`` and co-locate them):
   is the sum over the masks that meet its fields, so it never counts postings.
 * ``feedback_records`` and ``prompt_versions`` (0010) — conversation records
   keyed by ``(namespace, thread)``, prompt versions by ``(namespace, name, version)``.
+* ``langgraph_checkpoints``, ``langgraph_blobs``, ``langgraph_writes`` (0011) — LangGraph
+  checkpoints (:mod:`memory.backends.checkpoints`), keyed by thread (not namespaced).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory.backends.checkpoints import EARLIER_TABLES, checkpoint_tables
 from memory.backends.postgres.schema_episodic import EPISODIC_STATEMENTS
 from memory.backends.postgres.schema_graph import GRAPH_STATEMENTS
 from memory.backends.postgres.sql import HNSW_MAX_DIM
@@ -262,6 +265,19 @@ _FEEDBACK = [
     "CREATE UNIQUE INDEX prompt_versions_active ON prompt_versions (namespace, name) WHERE status = 'active'",
 ]
 
+# LangGraph checkpoint tables that earlier versions made on first use, renamed in the store's own schema.
+_EARLIER_CHECKPOINTS = [
+    f"""DO $$ BEGIN
+        IF to_regclass(format('%I.%I', current_schema(), '{old}')) IS NOT NULL THEN
+            EXECUTE format('ALTER TABLE %I.{old} RENAME TO {new}', current_schema());
+        END IF;
+        IF to_regclass(format('%I.%I', current_schema(), '{old}_run')) IS NOT NULL THEN
+            EXECUTE format('ALTER INDEX %I.{old}_run RENAME TO {new}_run', current_schema());
+        END IF;
+    END $$"""
+    for old, new in EARLIER_TABLES.items()
+]
+
 #: API keys (hashes only; see memory.keys). Keys are not namespaced (one key may cover
 #: several namespaces, or ``*``): keyed by the key id alone; on Citus a reference table.
 API_KEYS_STATEMENTS: list[str] = [
@@ -290,6 +306,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0008_tiers", _TIERS),
     Migration("0009_lexical_terms", _LEXICAL_TERMS),
     Migration("0010_feedback", _FEEDBACK),
+    # LangGraph checkpoints; a store that made them on first use (as graph_*) keeps its rows.
+    Migration("0011_langgraph_checkpoints", [*_EARLIER_CHECKPOINTS, *checkpoint_tables("BYTEA")]),
 )
 
 

@@ -24,6 +24,8 @@ Schema (times are REAL epoch seconds, UTC; list/dict fields are JSON text):
 * ``graph_*`` — entities (+ normalised name/alias keys), relations (+ their source
   memories), mentions and memory links; see :mod:`memory.backends.graph`.
 * ``api_keys`` — hashed API keys of the servers (see :mod:`memory.backends.keys`).
+* ``langgraph_checkpoints``, ``langgraph_blobs``, ``langgraph_writes`` — LangGraph
+  checkpoints (:mod:`memory.backends.checkpoints`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory.backends.checkpoints import EARLIER_TABLES, checkpoint_tables
 from memory.errors import SchemaError
 from memory.retrieval.window import MONTHS
 
@@ -401,6 +404,33 @@ _FEEDBACK = [
     "CREATE UNIQUE INDEX prompt_versions_active ON prompt_versions (namespace, name) WHERE status = 'active'",
 ]
 
+# The graph store is one SQL implementation over both engines (backends/graph_sql.py):
+# relation sources carry their namespace, as in PostgreSQL.
+_GRAPH_SOURCE_NAMESPACE = [
+    "ALTER TABLE graph_relation_sources ADD COLUMN namespace TEXT NOT NULL DEFAULT ''",
+    "UPDATE graph_relation_sources SET namespace = "
+    "(SELECT r.namespace FROM graph_relations r WHERE r.id = graph_relation_sources.relation_id)",
+]
+
+
+# The episodic store is one SQL implementation over both engines (backends/episodic_sql.py):
+# archived messages keep their creation time in a column, as in PostgreSQL.
+_ARCHIVE_CREATED_AT = [
+    "ALTER TABLE message_archive ADD COLUMN created_at REAL NOT NULL DEFAULT 0",
+    "UPDATE message_archive SET created_at = (julianday(json_extract(data, '$.created_at')) - 2440587.5) * 86400.0",
+]
+
+
+def _langgraph_checkpoints(conn: Any) -> None:
+    """LangGraph's checkpoint tables; a store that made them on first use (as ``graph_*``) keeps its rows."""
+    for old, new in EARLIER_TABLES.items():
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (old,)).fetchone():
+            conn.execute(f"ALTER TABLE {old} RENAME TO {new}")
+    conn.execute("DROP INDEX IF EXISTS graph_checkpoints_run")
+    for statement in checkpoint_tables("BLOB"):
+        conn.execute(statement)
+
+
 #: API keys (hashes only; see memory.keys): one table for the whole file, keyed by the key id.
 API_KEYS_MIGRATION = [
     """CREATE TABLE api_keys (
@@ -429,6 +459,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0009_index_window", _INDEX_WINDOW),
     Migration("0010_tiers", _TIERS),
     Migration("0011_feedback", _FEEDBACK),
+    Migration("0012_graph_source_namespace", _GRAPH_SOURCE_NAMESPACE),
+    Migration("0013_langgraph_checkpoints", _langgraph_checkpoints),
+    Migration("0014_archive_created_at", _ARCHIVE_CREATED_AT),
 )
 
 
