@@ -27,6 +27,7 @@ from memory.records import (
     check_datetime,
     check_importance,
     check_kind,
+    check_limit,
     check_metadata,
     check_name,
     check_seconds,
@@ -39,7 +40,7 @@ from memory.records import (
     normalise_content,
     offset_time,
 )
-from memory.services import Core, check_limit
+from memory.services import Core
 from memory.types import SENSITIVITY_LEVELS, LedgerEntry, MemoryItem, Page, Stats
 from memory.windows import Windows, anchor_of
 
@@ -216,6 +217,10 @@ class Items:
         results = self._backend.add(records)
         self._windows.after_add([r.item for r, res in zip(records, results, strict=True) if res.created])
         return builtins.list(zip(records, results, strict=True))
+
+    def remember(self, content: object, **fields: Any) -> str:
+        """Store one memory (no extraction) and return its id, as ``Memory.remember`` does."""
+        return self.add([content], fields)[0][1].id  # type: ignore[list-item]
 
     def update(
         self, memory_id: str, *, namespace: str | None = None, reason: str | None = None, **changes: Any
@@ -402,6 +407,14 @@ class Items:
             embedding_dim=space.dim if space else None,
             backend=self._backend.name,
         )
+
+    def namespaces(self) -> builtins.list[str]:
+        """Namespaces that hold memories, messages or blocks."""
+        found = set(self._backend.namespaces())
+        store = self._backend.episodic
+        if store is not None:
+            found.update(store.message_namespaces())
+        return sorted(found)
 
     def vector_of(self, memory_id: str, *, namespace: str | None = None) -> np.ndarray | None:
         """The stored embedding of a memory in the current embedder's space, or None."""

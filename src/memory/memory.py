@@ -27,12 +27,12 @@ from memory.graph import GraphView
 from memory.ids import utcnow
 from memory.items import Items
 from memory.llms import LLM, create_llm
-from memory.records import check_metadata, check_name, normalise_content
+from memory.records import check_limit, check_name, normalise_content
 from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.recall import Recall
-from memory.services import Core, EmbeddingSpace, check_limit
+from memory.services import Core, EmbeddingSpace
 from memory.types import Hit, LedgerEntry, MemoryItem, Page, Stats
-from memory.windows import Anchor, Windows
+from memory.windows import Windows
 
 if TYPE_CHECKING:
     from memory.backends.graph import MemoryLink
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from memory.episodic.prune import PruneReport
     from memory.episodic.summarize import ConversationEnd, Summarizer
     from memory.episodic.sync import SyncEstimate, SyncReport, SyncStatus
+    from memory.episodic.types import Message, MessageExtraction
     from memory.extraction.pipeline import ExtractionReport
     from memory.extraction.service import Extraction
     from memory.feedback.service import Feedback, Prompts
@@ -122,7 +123,7 @@ class Memory:
             self._windows = Windows(self._core)
             self._items = Items(self._core, self._windows)
             self._recall = Recall(self._core)
-            self.graph = GraphView(self)
+            self.graph = GraphView(self._core)
         except BaseException:
             self._backend.close()
             raise
@@ -173,23 +174,6 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- temporary: services still bound to the facade ----------------------
-    @property
-    def _retrieval(self) -> RetrievalConfig:
-        return self._core.retrieval
-
-    def _ensure_space(self, *, strict: bool) -> bool:
-        return self._core.ensure_space(strict=strict)
-
-    def _ns(self, namespace: str | None) -> str:
-        return self._core.ns(namespace)
-
-    def _refresh_windows(self, namespace: str, anchors: Iterable[Anchor]) -> None:
-        self._windows.refresh(namespace, anchors)
-
-    def _windows_after_add(self, items: Iterable[MemoryItem]) -> None:
-        self._windows.after_add(items)
 
     def filter(
         self,
@@ -258,39 +242,12 @@ class Memory:
     def remember_batch(self, entries: Sequence[str | Mapping[str, Any]], **defaults: Any) -> builtins.list[str]:
         """Store many memories in one transaction; returns their ids in order (see :meth:`remember`)."""
         self._items.check_batch(entries)
-        mode = self._extract_mode(defaults.pop("extract", False))
-        if mode is not None:
-            defaults["metadata"] = {**check_metadata(defaults.get("metadata")), "_extraction": "pending"}
-            entries = [
-                {**e, "metadata": {**check_metadata(e.get("metadata")), "_extraction": "pending"}}
-                if isinstance(e, Mapping) and e.get("metadata") is not None
-                else e
-                for e in entries
-            ]
-        stored = self._items.add(entries, defaults)
-        ids = [result.id for _, result in stored]
-        if mode == "inline":
-            from memory.extraction.pipeline import safe_process
+        extract = defaults.pop("extract", False)
+        if extract is False or extract is None:
+            return [result.id for _, result in self._items.add(entries, defaults)]
+        from memory.extraction.pipeline import remember_extracting
 
-            for position, (record, result) in enumerate(stored):
-                if result.created:
-                    found = self._backend.get(record.item.namespace, [result.id])
-                    if found:
-                        ids[position] = safe_process(self, found[0]).result_id
-        return ids
-
-    def _extract_mode(self, value: object) -> str | None:
-        if value is False or value is None:
-            return None
-        self.graph.store  # noqa: B018 - raises GraphUnavailableError before anything is written
-        if value is True:
-            mode = self.settings.extraction.mode
-            if mode == "auto":
-                return "inline" if getattr(self._llm, "provider", "") == "heuristic" else "background"
-            return mode
-        if value in ("inline", "background"):
-            return str(value)
-        raise InvalidInputError(f"extract must be True, False, 'inline' or 'background', got {value!r}")
+        return remember_extracting(self._core, self._items, entries, defaults, extract)
 
     def extract(self, text: str, *, speaker: str | None = None, namespace: str | None = None) -> Extraction:
         """What extraction would store for ``text`` (facts, keywords, entities, relations); writes nothing.
@@ -302,7 +259,7 @@ class Memory:
 
         content = normalise_content(text, max_chars=self.settings.limits.max_content_chars)
         store = self._backend.graph
-        known = [e.name for e in store.list_entities(self._ns(namespace), 200)] if store is not None else []
+        known = [e.name for e in store.list_entities(self._core.ns(namespace), 200)] if store is not None else []
         return extract(content, llm=self._llm, known_entities=known, speaker=speaker)
 
     def extract_pending(
@@ -316,8 +273,8 @@ class Memory:
         from memory.extraction.pipeline import pending, safe_process
 
         limit = check_limit(limit)
-        ns = self._ns(namespace) if namespace is not None else None
-        return [safe_process(self, item) for item in pending(self, ns, limit, retry_failed)]
+        ns = self._core.ns(namespace) if namespace is not None else None
+        return [safe_process(self._core, item) for item in pending(self._core, ns, limit, retry_failed)]
 
     def link(
         self,
@@ -335,7 +292,7 @@ class Memory:
         """
         if not isinstance(type, str) or not type.strip() or len(type) > 64:
             raise InvalidInputError("link type must be a non-empty string of at most 64 characters")
-        ns = self._ns(namespace)
+        ns = self._core.ns(namespace)
         for memory_id in (source_id, target_id):
             self.get(memory_id, namespace=ns, clearance=clearance)
         if source_id == target_id:
@@ -413,23 +370,9 @@ class Memory:
         processes can run this at once without embedding the same memory twice.
         On an embedder failure the batch stays pending with the error.
         """
-        from memory.episodic.sync import embed_item_batch, worker_id
+        from memory.episodic.sync import embed_pending
 
-        ns = None if namespace is None else self._ns(namespace)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
-        worker = worker_id()
-        done, remaining = 0, limit
-        while remaining > 0:
-            size = min(remaining, self.settings.limits.embed_batch_size)
-            claimed, embedded, error = embed_item_batch(
-                self, namespace=ns, limit=size, worker=worker, failed_status="pending"
-            )
-            done += embedded
-            remaining -= claimed
-            if error is not None or claimed == 0:
-                break
-        return done
+        return embed_pending(self._core, namespace=namespace, limit=limit)
 
     # -- conversations, blocks, jobs (issue 4; code in memory.episodic) -----
     @property
@@ -438,8 +381,15 @@ class Memory:
         if self._messages is None:
             from memory.episodic.messages import Messages
 
-            self._messages = Messages(self)
+            self._messages = Messages(
+                self._core, on_stored=lambda stored: self.tiers.observe_messages(stored), extract=self._extract_messages
+            )
         return self._messages
+
+    def _extract_messages(self, messages: Sequence[Message]) -> builtins.list[MessageExtraction]:
+        from memory.episodic.extract import extract_messages
+
+        return extract_messages(self._core, messages)
 
     @property
     def tiers(self) -> Tiers:
@@ -447,7 +397,7 @@ class Memory:
         if self._tiers is None:
             from memory.tiers.service import Tiers
 
-            self._tiers = Tiers(self)
+            self._tiers = Tiers(self._core, self.messages)
         return self._tiers
 
     @property
@@ -455,7 +405,7 @@ class Memory:
         """Working-memory blocks: ``mem.blocks.get/replace/append/history(label, user=...)``."""
         from memory.episodic.blocks import Blocks
 
-        return Blocks(self)
+        return Blocks(self._core)
 
     def end_conversation(
         self,
@@ -478,7 +428,16 @@ class Memory:
 
         default = ExtractiveSummarizer() if self._llm.provider == "heuristic" else LLMSummarizer(self._llm)
         chosen = summarizer or self._summarizer or default
-        result = end_conversation(self, thread, summarizer=chosen, namespace=namespace, user=user, agent=agent)
+        result = end_conversation(
+            self._core,
+            self.messages,
+            self.blocks,
+            thread,
+            summarizer=chosen,
+            namespace=namespace,
+            user=user,
+            agent=agent,
+        )
         if self._backend.feedback is not None:  # the conversation record: summary and reward
             result.record = self.feedback.on_conversation_end(result, namespace)
         return result
@@ -490,7 +449,7 @@ class Memory:
         if self._feedback is None:
             from memory.feedback.service import Feedback
 
-            self._feedback = Feedback(self)
+            self._feedback = Feedback(self._core, self.messages)
         return self._feedback
 
     @property
@@ -499,7 +458,7 @@ class Memory:
         if self._prompts is None:
             from memory.feedback.service import Prompts
 
-            self._prompts = Prompts(self)
+            self._prompts = Prompts(self._core, self.messages)
         return self._prompts
 
     def reflect(
@@ -510,15 +469,7 @@ class Memory:
         Examines at most ``limit`` (default ``feedback.reflect_batch``) records not
         reflected yet; ``dry_run`` writes nothing. See :mod:`memory.feedback.reflect`.
         """
-        from memory.feedback.reflect import reflect
-        from memory.feedback.service import feedback_store
-
-        settings = self.settings.feedback
-        limit = settings.reflect_batch if limit is None else check_limit(limit)
-        return reflect(
-            self, feedback_store(self), self._ns(namespace), limit=limit, low=settings.low_reward,
-            high=settings.high_reward, dry_run=bool(dry_run),
-        )  # fmt: skip
+        return self.feedback.reflect(limit=limit, dry_run=dry_run, namespace=namespace)
 
     def run_sync(
         self,
@@ -536,7 +487,7 @@ class Memory:
         from memory.episodic.sync import DEFAULT_LEASE_SECONDS, SyncJob
 
         job = SyncJob(
-            self, namespace=namespace, batch_size=batch_size,
+            self._core, namespace=namespace, batch_size=batch_size,
             lease_seconds=DEFAULT_LEASE_SECONDS if lease_seconds is None else lease_seconds,
         )  # fmt: skip
         return job.estimate() if dry_run else job.run(max_batches=max_batches)
@@ -545,14 +496,14 @@ class Memory:
         """Pending counts by status and the sync job's cursor and last error."""
         from memory.episodic.sync import SyncJob
 
-        return SyncJob(self, namespace=namespace).status()
+        return SyncJob(self._core, namespace=namespace).status()
 
     def prune(self, *, namespace: str | None = None, media_grace_seconds: float | None = None) -> PruneReport:
         """Delete expired messages and memories (TTL); everywhere also unreferenced media files. Returns counts."""
         from memory.episodic.prune import MEDIA_GRACE_SECONDS, prune
 
         grace = MEDIA_GRACE_SECONDS if media_grace_seconds is None else media_grace_seconds
-        return prune(self, namespace=namespace, media_grace_seconds=grace)
+        return prune(self._core, self.messages, namespace=namespace, media_grace_seconds=grace)
 
     # -- reads -------------------------------------------------------------
     def get(self, memory_id: str, *, namespace: str | None = None, clearance: str = "private") -> MemoryItem:
@@ -648,11 +599,7 @@ class Memory:
 
     def namespaces(self) -> builtins.list[str]:
         """Namespaces that hold memories, messages or blocks."""
-        found = set(self._backend.namespaces())
-        store = self._backend.episodic
-        if store is not None:
-            found.update(store.message_namespaces())
-        return sorted(found)
+        return self._items.namespaces()
 
     def vector_of(self, memory_id: str, *, namespace: str | None = None) -> np.ndarray | None:
         """The stored embedding of a memory in the current embedder's space, or None."""

@@ -13,26 +13,61 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from memory.backends.base import Backend
+from memory.backends.episodic import EpisodicStore
+from memory.backends.feedback import FeedbackStore
+from memory.backends.tiers import TierStore
 from memory.config import Settings
 from memory.embedders.base import Embedder
-from memory.errors import EmbeddingMismatchError, Error, InvalidInputError, ProviderError
+from memory.errors import EmbeddingMismatchError, Error, InvalidInputError, ProviderError, StoreUnavailableError
 from memory.filters import Filter
-from memory.limits import MAX_LIMIT, MAX_METADATA_FILTERS
+from memory.limits import MAX_METADATA_FILTERS
 from memory.llms import LLM
 from memory.records import check_datetime, check_kind, check_name, check_sensitivity, check_strings, check_tags
 from memory.retrieval.config import RetrievalConfig, preset
 
-__all__ = ["Core", "EmbeddingSpace", "check_limit"]
+__all__ = [
+    "Core",
+    "EmbeddingSpace",
+    "HasCore",
+    "core_of",
+    "episodic_store",
+    "feedback_store",
+    "tier_store",
+]
 
 
-def check_limit(limit: object, what: str = "limit") -> int:
-    """``limit`` as an int from 1 to MAX_LIMIT; InvalidInputError otherwise."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInputError(f"{what} must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
-    return limit
+def episodic_store(backend: Backend) -> EpisodicStore:
+    """The backend's conversation store. Raises StoreUnavailableError when it has none."""
+    store = backend.episodic
+    if store is None:
+        raise StoreUnavailableError(
+            f"the {backend.name} backend has no conversation store yet "
+            "(messages, blocks, sync); use the sqlite, postgres or inmemory backend for these features"
+        )
+    return store
+
+
+def feedback_store(backend: Backend) -> FeedbackStore:
+    """The backend's feedback store. Raises StoreUnavailableError when the backend has none."""
+    store = backend.feedback
+    if store is None:
+        raise StoreUnavailableError(
+            f"the {backend.name} backend has no feedback store; use sqlite, postgres or inmemory"
+        )
+    return store
+
+
+def tier_store(backend: Backend) -> TierStore:
+    """The backend's tier store. Raises StoreUnavailableError when the backend has none."""
+    store = backend.tiers
+    if store is None:
+        raise StoreUnavailableError(
+            f"the {backend.name} backend has no tier store; use sqlite, postgres or inmemory for tiers"
+        )
+    return store
 
 
 @dataclass
@@ -180,3 +215,16 @@ class Core:
             raise
         except ValueError as exc:  # pydantic validation of the Filter model
             raise InvalidInputError(f"invalid filter: {exc}") from exc
+
+
+class HasCore(Protocol):
+    """An object that owns a store's :class:`Core` (a ``Memory``)."""
+
+    @property
+    def core(self) -> Core:
+        """The store's service context."""
+
+
+def core_of(store: Core | HasCore) -> Core:
+    """The :class:`Core` of ``store``: itself, or the one a ``Memory`` owns."""
+    return store if isinstance(store, Core) else store.core

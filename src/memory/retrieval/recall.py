@@ -16,31 +16,57 @@ import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from memory.backends.base import ChannelHit, Vector
-from memory.embedders.base import embed_query
+from memory.backends.base import Backend, ChannelHit, Vector
+from memory.embedders.base import Embedder, embed_query
 from memory.errors import InvalidInputError, ProviderError
 from memory.filters import Filter
 from memory.limits import MAX_QUERY_CHARS, VISIBLE
-from memory.records import check_encodable
+from memory.records import check_encodable, check_limit
 from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.fusion import fuse, rank
 from memory.retrieval.text import feedback_terms, query_terms
 from memory.retrieval.window import window_model
-from memory.services import Core, check_limit
 from memory.types import Hit
 
-__all__ = ["Recall"]
+__all__ = ["Recall", "RecallContext"]
 
 log = logging.getLogger(__name__)
 _VISIBLE = re.compile(VISIBLE)
 
 
+class RecallContext(Protocol):
+    """What recall needs of a store (``memory.services.Core`` provides it)."""
+
+    @property
+    def backend(self) -> Backend:
+        """The storage backend."""
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder of the store's vector space."""
+
+    def ensure_space(self, *, strict: bool) -> bool:
+        """Register/check the embedder's vector space; False if its dimension is unknown yet."""
+
+    def filter(self, *args: Any, **kwargs: Any) -> Filter:
+        """A validated filter with the store's defaults and clock."""
+
+    def retrieval_config(self, retrieval: RetrievalConfig | str | None) -> RetrievalConfig:
+        """The given config, a preset by name, or the store's default."""
+
+    def keys_on(self) -> bool:
+        """Whether the backend indexes the key fields."""
+
+    def windows_on(self) -> bool:
+        """Whether the store keeps context windows."""
+
+
 class Recall:
     """Hybrid recall over one store (``Memory.recall`` delegates here)."""
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: RecallContext) -> None:
         """Bind to the store's backend, embedder, settings and clock."""
         self._core = core
         self._backend = core.backend
