@@ -1,10 +1,7 @@
-"""The `Memory` facade: the one public object over storage, embedding and retrieval.
+"""The `Memory` facade: opens a store, builds its :class:`~memory.services.Core` and composes the services.
 
-It opens the store, builds the :class:`~memory.services.Core` context and
-composes the services that do the work: item operations (:mod:`memory.items`),
-recall (:mod:`memory.retrieval.recall`), windows, the graph view, messages,
-blocks, tiers, feedback and extraction. Its methods validate nothing twice and
-hold no logic of their own beyond choosing which service runs.
+Items (:mod:`memory.items`), recall (:mod:`memory.retrieval.recall`), messages, blocks, tiers,
+feedback and extraction do the work; each receives the Core, never the facade.
 """
 
 from __future__ import annotations
@@ -12,25 +9,24 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from functools import cached_property
 from typing import IO, TYPE_CHECKING, Any, overload
 
 import numpy as np
 
-from memory.backends import open_backend
 from memory.backends.base import Backend
 from memory.config import Settings, load_settings
-from memory.embedders import create_embedder
 from memory.embedders.base import Embedder
 from memory.errors import InvalidInputError
 from memory.filters import Filter
 from memory.graph import GraphView
 from memory.ids import utcnow
 from memory.items import Items
-from memory.llms import LLM, create_llm
-from memory.records import check_limit, check_name, normalise_content
+from memory.llms import LLM
+from memory.records import check_name
 from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.recall import Recall
-from memory.services import Core, EmbeddingSpace
+from memory.services import Core, open_core
 from memory.types import Hit, LedgerEntry, MemoryItem, Page, Stats
 from memory.windows import Windows
 
@@ -42,7 +38,6 @@ if TYPE_CHECKING:
     from memory.episodic.prune import PruneReport
     from memory.episodic.summarize import ConversationEnd, Summarizer
     from memory.episodic.sync import SyncEstimate, SyncReport, SyncStatus
-    from memory.episodic.types import Message, MessageExtraction
     from memory.extraction.pipeline import ExtractionReport
     from memory.extraction.service import Extraction
     from memory.feedback.service import Feedback, Prompts
@@ -97,36 +92,16 @@ class Memory:
         check_name(self.settings.namespace, "namespace", optional=False)
         self._clock = clock or utcnow
         self._summarizer = summarizer
-        self._messages: Messages | None = None
-        self._tiers: Tiers | None = None
-        self._feedback: Feedback | None = None
-        self._prompts: Prompts | None = None
-        self._backend: Backend = backend or open_backend(self.settings.database)
-        try:
-            self._owns_embedder = isinstance(embedder, str) or embedder is None
-            if self._owns_embedder:
-                spec = self.settings.embedder
-                self._embedder: Embedder = create_embedder(spec.provider, spec.options)
-            else:
-                self._embedder = embedder  # type: ignore[assignment]
-            space = EmbeddingSpace(self._backend, self._embedder)
-            space.ensure(strict=False)
-            self._owns_llm = not isinstance(llm, LLM)
-            self._llm: LLM = (
-                llm if isinstance(llm, LLM) else create_llm(self.settings.llm.provider, self.settings.llm.options)
-            )
-            self._core = Core(
-                backend=self._backend, embedder=self._embedder, llm=self._llm, settings=self.settings,
-                retrieval=retrieval if isinstance(retrieval, RetrievalConfig) else self.settings.retrieval_config(),
-                clock=lambda: self._clock(), space=space,
-            )  # fmt: skip
-            self._windows = Windows(self._core)
-            self._items = Items(self._core, self._windows)
-            self._recall = Recall(self._core)
-            self.graph = GraphView(self._core)
-        except BaseException:
-            self._backend.close()
-            raise
+        self._core, self._close = open_core(
+            self.settings, backend=backend, embedder=None if isinstance(embedder, str) else embedder,
+            llm=llm if isinstance(llm, LLM) else None, clock=lambda: self._clock(),
+            retrieval=retrieval if isinstance(retrieval, RetrievalConfig) else None,
+        )  # fmt: skip
+        self._backend, self._embedder, self._llm = self._core.backend, self._core.embedder, self._core.llm
+        self._windows = Windows(self._core)
+        self._items = Items(self._core, self._windows)
+        self._recall = Recall(self._core)
+        self.graph = GraphView(self._core)
 
     # -- plumbing ----------------------------------------------------------
     @property
@@ -161,13 +136,7 @@ class Memory:
     def close(self) -> None:
         """Close the store (and the embedder, if this Memory created it). Idempotent."""
         self._recall.close()
-        self._backend.close()
-        closer = getattr(self._embedder, "close", None) if self._owns_embedder else None
-        if callable(closer):
-            closer()
-        llm_closer = getattr(self._llm, "close", None) if getattr(self, "_owns_llm", False) else None
-        if callable(llm_closer):
-            llm_closer()
+        self._close()
 
     def __enter__(self) -> Memory:
         return self
@@ -255,12 +224,9 @@ class Memory:
         Known entity names of the namespace help the extractor. Raises
         InvalidInputError for bad text, LLMError when a model provider fails.
         """
-        from memory.extraction.service import extract
+        from memory.extraction.pipeline import preview
 
-        content = normalise_content(text, max_chars=self.settings.limits.max_content_chars)
-        store = self._backend.graph
-        known = [e.name for e in store.list_entities(self._core.ns(namespace), 200)] if store is not None else []
-        return extract(content, llm=self._llm, known_entities=known, speaker=speaker)
+        return preview(self._core, text, speaker=speaker, namespace=namespace)
 
     def extract_pending(
         self, *, namespace: str | None = None, limit: int = 100, retry_failed: bool = False
@@ -270,11 +236,9 @@ class Memory:
         Returns one report per memory. An LLM failure marks that memory
         ``failed`` (kept, retried with ``retry_failed=True``) and moves on.
         """
-        from memory.extraction.pipeline import pending, safe_process
+        from memory.extraction.pipeline import extract_pending
 
-        limit = check_limit(limit)
-        ns = self._core.ns(namespace) if namespace is not None else None
-        return [safe_process(self._core, item) for item in pending(self._core, ns, limit, retry_failed)]
+        return extract_pending(self._core, namespace=namespace, limit=limit, retry_failed=retry_failed)
 
     def link(
         self,
@@ -344,24 +308,16 @@ class Memory:
             clearance=clearance, include_expired=True, include_invalid=True,
         )  # fmt: skip
         total = self._items.forget_matching(flt, reason=reason)
-        if self._backend.tiers is not None and flt.thread is None:
-            self._forget_tiers(flt.namespace, flt.user, flt.agent)
+        if self._backend.tiers is not None and flt.thread is None:  # the users' tier data, as tiers.forget
+            owners = self.tiers.store.owners(flt.namespace)
+            for name in sorted({u for a, u in owners if u and flt.user in (None, u) and flt.agent in (None, a)}):
+                self.tiers.forget(user=name, agent=flt.agent, namespace=flt.namespace)
         store = self._backend.feedback
         if store is not None:  # conversation records of the scope; prompts when the whole namespace goes
             store.delete_records(flt.namespace, thread=flt.thread, user=flt.user, agent=flt.agent)
             if flt.user is None and flt.agent is None and flt.thread is None:
                 store.delete_prompts(flt.namespace)
         return total
-
-    def _forget_tiers(self, namespace: str, user: str | None, agent: str | None) -> None:
-        """What the tiers hold about the scope's users (pages, segments, user personas), as ``tiers.forget``.
-
-        Shared tier data (agent personas, system memory) stays, as with ``tiers.forget``.
-        """
-        owners = self.tiers.store.owners(namespace)
-        users = sorted({u for a, u in owners if u and (user is None or u == user) and (agent is None or a == agent)})
-        for name in users:
-            self.tiers.forget(user=name, agent=agent, namespace=namespace)
 
     def embed_pending(self, *, namespace: str | None = None, limit: int = 1000) -> int:
         """Embed memories left pending (e.g. after an embedder outage); returns how many got vectors.
@@ -375,30 +331,23 @@ class Memory:
         return embed_pending(self._core, namespace=namespace, limit=limit)
 
     # -- conversations, blocks, jobs (issue 4; code in memory.episodic) -----
-    @property
+    @cached_property
     def messages(self) -> Messages:
         """Conversation history: ``mem.messages.append(thread, content, role=...)``, recent, search, archive."""
-        if self._messages is None:
-            from memory.episodic.messages import Messages
-
-            self._messages = Messages(
-                self._core, on_stored=lambda stored: self.tiers.observe_messages(stored), extract=self._extract_messages
-            )
-        return self._messages
-
-    def _extract_messages(self, messages: Sequence[Message]) -> builtins.list[MessageExtraction]:
         from memory.episodic.extract import extract_messages
+        from memory.episodic.messages import Messages
 
-        return extract_messages(self._core, messages)
+        return Messages(
+            self._core, on_stored=lambda stored: self.tiers.observe_messages(stored),
+            extract=lambda found: extract_messages(self._core, found),
+        )  # fmt: skip
 
-    @property
+    @cached_property
     def tiers(self) -> Tiers:
         """Hierarchical memory (MemoryOS): ``mem.tiers.add_page/retrieve/consolidate/configure/show``."""
-        if self._tiers is None:
-            from memory.tiers.service import Tiers
+        from memory.tiers.service import Tiers
 
-            self._tiers = Tiers(self._core, self.messages)
-        return self._tiers
+        return Tiers(self._core, self.messages)
 
     @property
     def blocks(self) -> Blocks:
@@ -423,43 +372,32 @@ class Memory:
         extractive default. An LLM failure falls back to the extractive summary
         (``result.fallback_reason`` says why).
         """
-        from memory.episodic.llm_summarize import LLMSummarizer
-        from memory.episodic.summarize import ExtractiveSummarizer, end_conversation
+        from memory.episodic.llm_summarize import default_summarizer
+        from memory.episodic.summarize import end_conversation
 
-        default = ExtractiveSummarizer() if self._llm.provider == "heuristic" else LLMSummarizer(self._llm)
-        chosen = summarizer or self._summarizer or default
+        chosen = summarizer or self._summarizer or default_summarizer(self._llm)
         result = end_conversation(
-            self._core,
-            self.messages,
-            self.blocks,
-            thread,
-            summarizer=chosen,
-            namespace=namespace,
-            user=user,
+            self._core, self.messages, self.blocks, thread, summarizer=chosen, namespace=namespace, user=user,
             agent=agent,
-        )
+        )  # fmt: skip
         if self._backend.feedback is not None:  # the conversation record: summary and reward
             result.record = self.feedback.on_conversation_end(result, namespace)
         return result
 
     # -- feedback, prompt versions, reflection (issue 9; code in memory.feedback) --
-    @property
+    @cached_property
     def feedback(self) -> Feedback:
         """Conversation records: ``mem.feedback.record(thread, rating=..., feedback=...)``, get, list, summarize."""
-        if self._feedback is None:
-            from memory.feedback.service import Feedback
+        from memory.feedback.service import Feedback
 
-            self._feedback = Feedback(self._core, self.messages)
-        return self._feedback
+        return Feedback(self._core, self.messages)
 
-    @property
+    @cached_property
     def prompts(self) -> Prompts:
         """Versioned prompts: ``mem.prompts.create/use/stats/suggest/promote``."""
-        if self._prompts is None:
-            from memory.feedback.service import Prompts
+        from memory.feedback.service import Prompts
 
-            self._prompts = Prompts(self._core, self.messages)
-        return self._prompts
+        return Prompts(self._core, self.messages)
 
     def reflect(
         self, *, limit: int | None = None, dry_run: bool = False, namespace: str | None = None

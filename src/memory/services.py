@@ -13,12 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memory.backends.base import Backend
-from memory.backends.episodic import EpisodicStore
-from memory.backends.feedback import FeedbackStore
-from memory.backends.tiers import TierStore
 from memory.config import Settings
 from memory.embedders.base import Embedder
 from memory.errors import EmbeddingMismatchError, Error, InvalidInputError, ProviderError, StoreUnavailableError
@@ -27,6 +24,11 @@ from memory.limits import MAX_METADATA_FILTERS
 from memory.llms import LLM
 from memory.records import check_datetime, check_kind, check_name, check_sensitivity, check_strings, check_tags
 from memory.retrieval.config import RetrievalConfig, preset
+
+if TYPE_CHECKING:
+    from memory.backends.episodic import EpisodicStore
+    from memory.backends.feedback import FeedbackStore
+    from memory.backends.tiers import TierStore
 
 __all__ = [
     "Core",
@@ -228,3 +230,49 @@ class HasCore(Protocol):
 def core_of(store: Core | HasCore) -> Core:
     """The :class:`Core` of ``store``: itself, or the one a ``Memory`` owns."""
     return store if isinstance(store, Core) else store.core
+
+
+def open_core(
+    settings: Settings,
+    *,
+    backend: Backend | None,
+    embedder: Embedder | None,
+    llm: LLM | None,
+    retrieval: RetrievalConfig | None,
+    clock: Callable[[], datetime],
+) -> tuple[Core, Callable[[], None]]:
+    """Open what ``settings`` name and is not given; returns the Core and the function that closes it.
+
+    The closer closes the backend, and the embedder and LLM only when they
+    were created here. On a failure (ConfigError, EmbeddingMismatchError) the
+    backend is closed before the error propagates.
+    """
+    from memory.backends import open_backend
+    from memory.embedders import create_embedder
+    from memory.llms import create_llm
+
+    opened = backend or open_backend(settings.database)
+    try:
+        chosen = (
+            embedder if embedder is not None else create_embedder(settings.embedder.provider, settings.embedder.options)
+        )
+        space = EmbeddingSpace(opened, chosen)
+        space.ensure(strict=False)
+        model = llm if llm is not None else create_llm(settings.llm.provider, settings.llm.options)
+    except BaseException:
+        opened.close()
+        raise
+    core = Core(
+        backend=opened, embedder=chosen, llm=model, settings=settings, clock=clock, space=space,
+        retrieval=retrieval if retrieval is not None else settings.retrieval_config(),
+    )  # fmt: skip
+    owned = [x for x, given in ((chosen, embedder), (model, llm)) if given is None]
+
+    def close() -> None:
+        opened.close()
+        for thing in owned:
+            closer = getattr(thing, "close", None)
+            if callable(closer):
+                closer()
+
+    return core, close

@@ -139,9 +139,6 @@ class Messages:
             self._media = MediaStore(default_media_dir(self._core.backend, configured))
         return self._media
 
-    def _ns(self, namespace: str | None) -> str:
-        return self._core.ns(namespace)
-
     # -- writing -----------------------------------------------------------
     def _build(self, thread: object, content: object, fields: Mapping[str, Any], now: datetime) -> Message:
         unknown = set(fields) - _FIELDS
@@ -190,7 +187,7 @@ class Messages:
         speaker = fields.get("speaker")
         return Message(
             id=new_id(),
-            namespace=self._ns(fields.get("namespace")),
+            namespace=self._core.ns(fields.get("namespace")),
             thread=thread_name,
             role=role,
             speaker=check_name(speaker, "speaker"),
@@ -284,7 +281,7 @@ class Messages:
         if isinstance(message_ids, str) or not isinstance(message_ids, Sequence):
             raise InvalidInputError("message_ids must be a list of message ids")
         ids = [str(check_name(i, "message id", optional=False)) for i in message_ids]
-        found = self.store.get_messages(self._ns(namespace), ids) if ids else []
+        found = self.store.get_messages(self._core.ns(namespace), ids) if ids else []
         return self._extract_messages(found)
 
     def _extract_messages(self, messages: Sequence[Message]) -> builtins.list[MessageExtraction]:
@@ -316,7 +313,7 @@ class Messages:
                 if not isinstance(role, str) or not ROLE_PATTERN.fullmatch(role):
                     raise InvalidInputError(f"role {role!r} is not valid")
         return MessageQuery(
-            namespace=self._ns(namespace),
+            namespace=self._core.ns(namespace),
             thread=check_name(thread, "thread"),
             user=check_name(user, "user"),
             agent=check_name(agent, "agent"),
@@ -359,7 +356,7 @@ class Messages:
     def get(self, message_id: str, *, namespace: str | None = None, clearance: str = "private") -> Message:
         """One message (hot or archived). Raises NotFoundError (also when expired, or secret without clearance)."""
         check_name(message_id, "message id", optional=False)
-        ns = self._ns(namespace)
+        ns = self._core.ns(namespace)
         found = self.store.get_messages(ns, [message_id], include_archived=True)
         query = self.query(namespace=ns, clearance=clearance)
         from memory.episodic.query import message_matches
@@ -373,13 +370,13 @@ class Messages:
     ) -> builtins.list[ThreadInfo]:
         """Threads of the namespace, most recently active first."""
         return self.store.threads(
-            self._ns(namespace), user=check_name(user, "user"), agent=check_name(agent, "agent"),
+            self._core.ns(namespace), user=check_name(user, "user"), agent=check_name(agent, "agent"),
             limit=_positive(limit, "limit"),
         )  # fmt: skip
 
     def archived(self, thread: str | None = None, *, namespace: str | None = None) -> builtins.list[Message]:
         """Archived messages (one thread, or all), in (thread, turn) order."""
-        return list(self.store.iter_archived(self._ns(namespace), check_name(thread, "thread")))
+        return list(self.store.iter_archived(self._core.ns(namespace), check_name(thread, "thread")))
 
     def media(self, message: Message) -> bytes:
         """The bytes of a message's stored media file. Raises NotFoundError."""
@@ -493,7 +490,7 @@ class Messages:
         ``keep_last=N`` keeps the newest N; ``older_than`` (seconds, timedelta
         or a datetime) archives messages created before it; both: either rule.
         """
-        ns = self._ns(namespace)
+        ns = self._core.ns(namespace)
         name = check_name(thread, "thread", optional=False)
         before_turn, cutoff = self._selection(ns, name, keep_last, older_than)  # type: ignore[arg-type]
         if before_turn is None and cutoff is None:
@@ -503,13 +500,13 @@ class Messages:
     def delete(self, message_id: str, *, namespace: str | None = None) -> bool:
         """Delete one message (hot or archived) for good; False when the namespace holds no such message."""
         check_name(message_id, "message id", optional=False)
-        return self.store.delete_message(self._ns(namespace), message_id)
+        return self.store.delete_message(self._core.ns(namespace), message_id)
 
     def clear(
         self, thread: str, *, keep_last: int | None = None, older_than: object = None, namespace: str | None = None
     ) -> int:
         """Delete older messages of ``thread`` for good (hot and archived); same selection as :meth:`archive`."""
-        ns = self._ns(namespace)
+        ns = self._core.ns(namespace)
         name = check_name(thread, "thread", optional=False)
         before_turn, cutoff = self._selection(ns, name, keep_last, older_than)  # type: ignore[arg-type]
         if before_turn is None and cutoff is None:

@@ -34,7 +34,7 @@ from memory.extraction.service import Decision, Extraction, decide, extract
 from memory.graph import GraphView
 from memory.items import Items
 from memory.llms.base import Usage
-from memory.records import check_metadata, ledger_entry
+from memory.records import check_limit, check_metadata, ledger_entry, normalise_content
 from memory.retrieval.fusion import fuse
 from memory.retrieval.text import query_terms
 from memory.services import Core
@@ -44,7 +44,15 @@ from memory.windows import Windows
 if TYPE_CHECKING:
     from memory.backends.graph import Entity, GraphStore
 
-__all__ = ["ExtractionReport", "process", "remember_extracting", "MARKER", "DECIDED_KINDS"]
+__all__ = [
+    "ExtractionReport",
+    "extract_pending",
+    "preview",
+    "process",
+    "remember_extracting",
+    "MARKER",
+    "DECIDED_KINDS",
+]
 
 #: Metadata key holding the extraction state: pending | done | failed | skipped.
 MARKER = "_extraction"
@@ -309,3 +317,20 @@ def remember_extracting(
                 if found:
                     ids[position] = safe_process(core, found[0]).result_id
     return ids
+
+
+def extract_pending(
+    core: Core, *, namespace: str | None = None, limit: int = 100, retry_failed: bool = False
+) -> list[ExtractionReport]:
+    """``Memory.extract_pending``: extract the memories queued for it, oldest first; one report each."""
+    limit = check_limit(limit)
+    ns = core.ns(namespace) if namespace is not None else None
+    return [safe_process(core, item) for item in pending(core, ns, limit, retry_failed)]
+
+
+def preview(core: Core, text: str, *, speaker: str | None = None, namespace: str | None = None) -> Extraction:
+    """``Memory.extract``: what extraction would store for ``text``, helped by the namespace's entity names."""
+    content = normalise_content(text, max_chars=core.settings.limits.max_content_chars)
+    store = core.backend.graph
+    known = [e.name for e in store.list_entities(core.ns(namespace), 200)] if store is not None else []
+    return extract(content, llm=core.llm, known_entities=known, speaker=speaker)
