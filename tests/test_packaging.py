@@ -46,3 +46,29 @@ def test_engine_modules_are_imported_only_inside_backends() -> None:
                 if name.startswith(("memory.backends.postgres", "memory.backends.sqlite", "psycopg", "sqlite3")):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
     assert offenders == []
+
+
+#: Where ``Memory`` is used as a whole: the facade itself, its async twin and the interfaces above it.
+_ABOVE_THE_FACADE = ("memory.py", "aio.py", "__init__.py", "importers.py", "vector_store.py", "client.py")
+_INTERFACES = ("cli", "server", "bench", "integrations", "agent", "context")
+
+
+def test_services_do_not_reach_into_the_facade() -> None:
+    """Feature services take the typed Core: none imports memory.memory or touches a Memory private."""
+    import ast
+    import re
+
+    src = ROOT / "src" / "memory"
+    private = re.compile(r"\bmem(?:ory)?\._(?:ns|ensure_space|refresh_windows|windows_after_add|retrieval|backend)\b")
+    offenders = []
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src)
+        if rel.parts[0] in _INTERFACES or (len(rel.parts) == 1 and rel.name in _ABOVE_THE_FACADE):
+            continue
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            offenders += [f"{rel}:{node.lineno} imports {n}" for n in names if n == "memory.memory"]
+        offenders += [f"{rel}: {m.group(0)}" for m in private.finditer(text)]
+    assert offenders == []

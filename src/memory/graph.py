@@ -19,7 +19,7 @@ from memory.errors import GraphUnavailableError, InvalidInputError, NotFoundErro
 from memory.records import check_sensitivity
 
 if TYPE_CHECKING:
-    from memory.memory import Memory
+    from memory.services import Core
 
 __all__ = ["GraphView", "GraphResult", "MAX_DEPTH"]
 
@@ -53,17 +53,17 @@ def _depth(value: object) -> int:
 class GraphView:
     """Graph queries of a :class:`~memory.Memory`."""
 
-    def __init__(self, mem: Memory) -> None:
-        """Bind to ``mem`` (its backend, namespace and clock)."""
-        self._mem = mem
+    def __init__(self, core: Core) -> None:
+        """Bind to the store's backend, default namespace and clock."""
+        self._core = core
 
     @property
     def store(self) -> GraphStore:
         """The backend's graph store. Raises GraphUnavailableError when the backend has none."""
-        store = self._mem.backend.graph
+        store = self._core.backend.graph
         if store is None:
             raise GraphUnavailableError(
-                f"the {self._mem.backend.name} backend has no graph store; use sqlite or inmemory for graph features"
+                f"the {self._core.backend.name} backend has no graph store; use sqlite or inmemory for graph features"
             )
         return store
 
@@ -71,7 +71,7 @@ class GraphView:
         """The entity named ``name`` (or with that alias). Raises NotFoundError."""
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError("entity name must be a non-empty string")
-        ns = self._mem._ns(namespace)
+        ns = self._core.ns(namespace)
         found = self.store.find_entities(ns, [name])
         if not found:
             raise NotFoundError(f"no entity {name!r} in namespace {ns!r}")
@@ -86,7 +86,7 @@ class GraphView:
         relation visible at ``clearance``: a name extracted only from secrets is not listed without
         secret clearance (it is the secret's text).
         """
-        ns = self._mem._ns(namespace)
+        ns = self._core.ns(namespace)
         found = self.store.list_entities(ns, limit, type)
         known = self._known(ns, [e.id for e in found], clearance)
         return [e for e in found if e.id in known]
@@ -106,8 +106,8 @@ class GraphView:
     def _visible_ids(self, namespace: str, ids: Sequence[str], clearance: str) -> set[str]:
         if not ids:
             return set()
-        flt = self._mem.filter(namespace, clearance=clearance, include_invalid=True)
-        return set(self._mem.backend.find_ids(flt.model_copy(update={"ids": tuple(ids)})))
+        flt = self._core.filter(namespace, clearance=clearance, include_invalid=True)
+        return set(self._core.backend.find_ids(flt.model_copy(update={"ids": tuple(ids)})))
 
     def facts_about(
         self,
@@ -129,7 +129,7 @@ class GraphView:
         """
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError("entity name must be a non-empty string")
-        ns = self._mem._ns(namespace)
+        ns = self._core.ns(namespace)
         found = self.store.find_entities(ns, [name])
         if not found:
             return []
@@ -137,8 +137,8 @@ class GraphView:
         if user is None and agent is None:  # still no fact that only memories above ``clearance`` support
             return self.visible(relations, namespace=ns, clearance=clearance)
         sources = sorted({s for r in relations for s in r.source_ids})
-        flt = self._mem.filter(ns, user=user, agent=agent, clearance=clearance, include_invalid=include_invalid)
-        allowed = set(self._mem.backend.find_ids(flt.model_copy(update={"ids": tuple(sources)}))) if sources else set()
+        flt = self._core.filter(ns, user=user, agent=agent, clearance=clearance, include_invalid=include_invalid)
+        allowed = set(self._core.backend.find_ids(flt.model_copy(update={"ids": tuple(sources)}))) if sources else set()
         return [r for r in relations if allowed & set(r.source_ids)]
 
     def memories_about(self, name: str, *, namespace: str | None = None) -> builtins.list[str]:
@@ -204,7 +204,7 @@ class GraphView:
         only secret memories support, and the entities only it reaches, stay hidden.
         """
         depth = _depth(depth)
-        ns = self._mem._ns(namespace)
+        ns = self._core.ns(namespace)
         store = self.store
         wanted_predicates = {p.lower() for p in predicates} if predicates else None
         wanted_types = set(entity_types) if entity_types else None
@@ -253,8 +253,8 @@ class GraphView:
         supporting = list(dict.fromkeys(m for r in relations for m in r.source_ids))
         visible_sources: set[str] = set()
         if supporting:
-            flt = self._mem.filter(ns, clearance=clearance, include_invalid=True)
-            visible_sources = set(self._mem.backend.find_ids(flt.model_copy(update={"ids": tuple(supporting)})))
+            flt = self._core.filter(ns, clearance=clearance, include_invalid=True)
+            visible_sources = set(self._core.backend.find_ids(flt.model_copy(update={"ids": tuple(supporting)})))
         memory_ids = [i for i in supporting if i in visible_sources]
         return GraphResult(entities=entities, relations=relations, memory_ids=memory_ids)
 
@@ -266,8 +266,8 @@ class GraphView:
         sources = sorted({s for r in relations for s in r.source_ids})
         if not sources:
             return list(relations)
-        flt = self._mem.filter(self._mem._ns(namespace), clearance=clearance, include_invalid=True)
-        allowed = set(self._mem.backend.find_ids(flt.model_copy(update={"ids": tuple(sources)})))
+        flt = self._core.filter(self._core.ns(namespace), clearance=clearance, include_invalid=True)
+        allowed = set(self._core.backend.find_ids(flt.model_copy(update={"ids": tuple(sources)})))
         return [r for r in relations if not r.source_ids or allowed & set(r.source_ids)]
 
     # -- memory links ------------------------------------------------------------
@@ -275,12 +275,12 @@ class GraphView:
         self, memory_id: str, *, namespace: str | None = None, types: Sequence[str] | None = None
     ) -> builtins.list[MemoryLink]:
         """Links from or to a memory."""
-        return self.store.links(self._mem._ns(namespace), [memory_id], list(types) if types else None)
+        return self.store.links(self._core.ns(namespace), [memory_id], list(types) if types else None)
 
     def unlink(self, source_id: str, target_id: str, type: str | None = None, *, namespace: str | None = None) -> int:
         """Remove links from ``source_id`` to ``target_id`` (of ``type``, or all); returns how many."""
-        return self.store.unlink(self._mem._ns(namespace), source_id, target_id, type)
+        return self.store.unlink(self._core.ns(namespace), source_id, target_id, type)
 
     def counts(self, *, namespace: str | None = None) -> dict[str, int]:
         """Numbers of entities, relations, mentions and links in a namespace."""
-        return self.store.counts(self._mem._ns(namespace))
+        return self.store.counts(self._core.ns(namespace))

@@ -25,6 +25,7 @@ from memory.limits import (
     KIND_PATTERN,
     MAX_CONTENT_CHARS,
     MAX_ITEM_CHARS,
+    MAX_LIMIT,
     MAX_LIST_ITEMS,
     MAX_METADATA_BYTES,
     MAX_METADATA_DEPTH,
@@ -37,6 +38,7 @@ from memory.limits import (
 from memory.types import SENSITIVITY_LEVELS, LedgerEntry, LedgerOp, MemoryItem
 
 __all__ = [
+    "check_limit",
     "check_seconds",
     "offset_time",
     "content_hash",
@@ -378,3 +380,10 @@ def build_item(
         content_hash=content_hash(content),
         embedding_status="pending",
     )
+
+
+def check_limit(limit: object, what: str = "limit") -> int:
+    """``limit`` as an int from 1 to MAX_LIMIT; InvalidInputError otherwise."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInputError(f"{what} must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
+    return limit

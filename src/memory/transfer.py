@@ -35,7 +35,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import numpy as np
 from pydantic import ValidationError
@@ -57,10 +57,9 @@ from memory.records import (
     ledger_entry,
     normalise_content,
 )
+from memory.services import Core, HasCore, core_of, episodic_store, feedback_store, tier_store
 from memory.types import MemoryItem
-
-if TYPE_CHECKING:
-    from memory.memory import Memory
+from memory.windows import Windows
 
 __all__ = ["FORMAT", "VERSION", "ImportReport", "export_filter", "export_jsonl", "import_jsonl"]
 
@@ -107,7 +106,7 @@ def _dumps(obj: Any) -> str:
 
 
 def export_filter(
-    mem: Memory,
+    core: Core,
     *,
     user: str | None = None,
     agent: str | None = None,
@@ -124,7 +123,7 @@ def export_filter(
 
     Raises InvalidInputError for bad filter values.
     """
-    return mem.filter(
+    return core.filter(
         None, user=user, agent=agent, thread=thread, kinds=kinds, tags=tags, tags_all=tags_all,
         metadata=metadata, since=since, until=until, clearance=clearance,
         include_expired=False, include_invalid=True,
@@ -143,7 +142,7 @@ def _batches(items: Iterable[MemoryItem], size: int) -> Iterator[list[MemoryItem
 
 
 def export_jsonl(
-    mem: Memory,
+    store: Core | HasCore,
     stream: IO[str],
     *,
     user: str | None = None,
@@ -164,20 +163,21 @@ def export_jsonl(
     never. Raises InvalidInputError for bad filters, StorageError if the
     backend fails.
     """
+    core = core_of(store)
     flt = export_filter(
-        mem, user=user, agent=agent, thread=thread, kinds=kinds, tags=tags, tags_all=tags_all,
+        core, user=user, agent=agent, thread=thread, kinds=kinds, tags=tags, tags_all=tags_all,
         metadata=metadata, since=since, until=until, clearance=clearance,
     )  # fmt: skip
-    backend = mem.backend
+    backend = core.backend
     spaces = {space.model: space.dim for space in backend.vector_spaces()}
-    model = mem.embedder.model_name
+    model = core.embedder.model_name
     header = {
         "type": "header",
         "format": FORMAT,
         "version": VERSION,
         "embedding_model": model if model in spaces else None,
         "embedding_dim": spaces.get(model),
-        "exported_at": mem.now().isoformat().replace("+00:00", "Z"),
+        "exported_at": core.now().isoformat().replace("+00:00", "Z"),
     }
     stream.write(_dumps(header) + "\n")
     total = backend.count(flt) if on_progress is not None else 0
@@ -205,13 +205,13 @@ def export_jsonl(
             on_progress(written, max(total, written))
     from memory.episodic.transfer import export_episodic
 
-    export_episodic(mem, stream, flt, memory_only_filters=bool(kinds or tags or tags_all or metadata))
+    export_episodic(core, stream, flt, memory_only_filters=bool(kinds or tags or tags_all or metadata))
     from memory.tiers.transfer import export_tiers
 
-    export_tiers(mem, stream, flt, memory_only_filters=bool(kinds or tags or tags_all or metadata))
+    export_tiers(core, stream, flt, memory_only_filters=bool(kinds or tags or tags_all or metadata))
     from memory.feedback.transfer import export_feedback
 
-    export_feedback(mem, stream, flt, memory_only_filters=bool(kinds or tags or tags_all or metadata))
+    export_feedback(core, stream, flt, memory_only_filters=bool(kinds or tags or tags_all or metadata))
     stream.flush()
     return written
 
@@ -397,25 +397,25 @@ def _plan(entry: _Entry, store_model: str, store_dim: Callable[[], int]) -> _Pla
     return _Plan(item, None, False)
 
 
-def _existing_ids(mem: Memory, plans: list[_Plan]) -> set[str]:
+def _existing_ids(core: Core, plans: list[_Plan]) -> set[str]:
     by_ns: dict[str, list[str]] = {}
     for plan in plans:
         by_ns.setdefault(plan.item.namespace, []).append(plan.item.id)
     found: set[str] = set()
     for namespace, ids in by_ns.items():
-        found.update(item.id for item in mem.backend.get(namespace, ids))
+        found.update(item.id for item in core.backend.get(namespace, ids))
     return found
 
 
-def _embed(mem: Memory, plans: list[_Plan]) -> None:
+def _embed(core: Core, plans: list[_Plan]) -> None:
     """Embed the plans that need it, in place; a failing embedder leaves them pending."""
     todo = [plan for plan in plans if plan.embed]
     if not todo:
         return
-    embedder = mem.embedder
+    embedder = core.embedder
     try:
         matrix = embed_texts(
-            embedder, [plan.item.content for plan in todo], batch_size=mem.settings.limits.embed_batch_size
+            embedder, [plan.item.content for plan in todo], batch_size=core.settings.limits.embed_batch_size
         )
     except ProviderError as exc:
         for plan in todo:
@@ -430,7 +430,9 @@ def _embed(mem: Memory, plans: list[_Plan]) -> None:
         plan.vector = row
 
 
-def import_jsonl(mem: Memory, stream: Iterable[str], *, on_progress: ProgressCallback | None = None) -> ImportReport:
+def import_jsonl(
+    store: Core | HasCore, stream: Iterable[str], *, on_progress: ProgressCallback | None = None
+) -> ImportReport:
     """Import a file written by :func:`export_jsonl` into ``mem``'s store; returns what happened.
 
     Items keep their ids, namespaces and every field. The whole file is
@@ -441,44 +443,43 @@ def import_jsonl(mem: Memory, stream: Iterable[str], *, on_progress: ProgressCal
     from memory.feedback.transfer import FeedbackLine, import_feedback
     from memory.tiers.transfer import TierLine, import_tiers
 
+    core = core_of(store)
     mixed: list[Any] = []
-    entries = _read_entries(stream, mem.settings.limits.max_content_chars, mixed)
+    entries = _read_entries(stream, core.settings.limits.max_content_chars, mixed)
     extras = [e for e in mixed if not isinstance(e, (TierLine, FeedbackLine))]
     tier_lines = [e for e in mixed if isinstance(e, TierLine)]
     feedback_lines = [e for e in mixed if isinstance(e, FeedbackLine)]
     if extras:
-        from memory.episodic.messages import episodic_store
-
-        episodic_store(mem.backend)  # a store without conversations refuses before anything is written
+        episodic_store(core.backend)  # a store without conversations refuses before anything is written
     if tier_lines:
-        mem.tiers.store  # likewise for tiers  # noqa: B018
+        tier_store(core.backend)  # likewise for tiers
     if feedback_lines:
-        mem.feedback.store  # and for feedback  # noqa: B018
-    embedder = mem.embedder
+        feedback_store(core.backend)  # and for feedback
+    embedder = core.embedder
     store_model = embedder.model_name
     plans = [_plan(entry, store_model, lambda: embedder.dimension) for entry in entries]
     if any(plan.vector is not None or plan.embed for plan in plans):
         try:
-            mem.backend.ensure_vector_space(store_model, embedder.dimension)
+            core.backend.ensure_vector_space(store_model, embedder.dimension)
         except ProviderError:
             if any(plan.vector is not None for plan in plans):
                 raise
     imported = duplicates = skipped = reembedded = pending = 0
     total = len(plans)
-    now = mem.now()
+    now = core.now()
     for start in range(0, total, IMPORT_BATCH):
         batch = plans[start : start + IMPORT_BATCH]
-        existing = _existing_ids(mem, batch)
+        existing = _existing_ids(core, batch)
         fresh = [plan for plan in batch if plan.item.id not in existing]
         skipped += len(batch) - len(fresh)
-        _embed(mem, fresh)
+        _embed(core, fresh)
         records = [
             NewRecord(plan.item, plan.vector, ledger_entry("add", plan.item.id, plan.item.namespace, now,
                                                            after=plan.item, reason="import"))
             for plan in fresh
         ]  # fmt: skip
-        results = mem.backend.add(records) if records else []
-        mem._windows_after_add([r.item for r, res in zip(records, results, strict=True) if res.created])  # noqa: SLF001
+        results = core.backend.add(records) if records else []
+        Windows(core).after_add([r.item for r, res in zip(records, results, strict=True) if res.created])
         for plan, result in zip(fresh, results, strict=True):
             if result.created:
                 imported += 1
@@ -491,7 +492,7 @@ def import_jsonl(mem: Memory, stream: Iterable[str], *, on_progress: ProgressCal
             on_progress(min(start + IMPORT_BATCH, total), total)
     from memory.episodic.transfer import import_episodic
 
-    messages, blocks = import_episodic(mem, extras)
-    tiers = import_tiers(mem, tier_lines)
-    feedback = import_feedback(mem, feedback_lines)
+    messages, blocks = import_episodic(core, extras)
+    tiers = import_tiers(core, tier_lines)
+    feedback = import_feedback(core, feedback_lines)
     return ImportReport(imported, duplicates, skipped, reembedded, pending, messages, blocks, tiers, feedback)

@@ -13,13 +13,24 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from memory.backends.base import Backend, ListOrder
 from memory.filters import Filter
-from memory.retrieval.window import context_share, window_neighbours, window_text, window_vector
+from memory.retrieval.window import (
+    context_share,
+    event_time_words,
+    window_model,
+    window_neighbours,
+    window_text,
+    window_vector,
+)
 from memory.types import MemoryItem
 
-__all__ = ["Anchor", "anchor_of", "refresh_windows"]
+if TYPE_CHECKING:
+    from memory.services import Core
+
+__all__ = ["Anchor", "Windows", "anchor_of", "refresh_windows"]
 
 #: Where a write happened: (thread, created_at, id); the memory need not exist any more.
 Anchor = tuple[str | None, datetime, str]
@@ -111,3 +122,58 @@ def refresh_windows(
     if window_index is None:
         return 0
     return window_index.set_windows(namespace, window_space if model is not None else None, updates)
+
+
+class Windows:
+    """Keeps a store's context windows current after its writes (the facade's and the services')."""
+
+    def __init__(self, core: Core) -> None:
+        """Bind to the store's backend, embedder and settings."""
+        self._core = core
+
+    def refresh(self, namespace: str, anchors: Iterable[Anchor]) -> None:
+        """Recompute the context windows around ``anchors``."""
+        core = self._core
+        anchors = list(anchors)
+        if not anchors or not core.windows_on():
+            return
+        model = space = None
+        if core.ensure_space(strict=False):
+            model = core.embedder.model_name
+            space = window_model(model)
+            if all(s.model != space for s in core.backend.vector_spaces()):
+                # First windows in this store (new, or written before windows existed): index
+                # every memory, so the vector channel never searches a partial window space.
+                core.backend.ensure_vector_space(space, core.embedder.dimension)
+                self.rebuild()
+                return
+        refresh_windows(
+            core.backend,
+            namespace,
+            anchors,
+            size=core.settings.context_window,
+            model=model,
+            window_space=space,
+            scope_filter=lambda thread: core.filter(
+                namespace, thread=thread, clearance="secret", include_expired=True, include_invalid=True
+            ),
+        )
+
+    def rebuild(self) -> None:
+        """Compute the context window of every memory in every namespace (once per store)."""
+        core = self._core
+        for ns in core.backend.namespaces():
+            flt = core.filter(ns, clearance="secret", include_expired=True, include_invalid=True)
+            anchors = [anchor_of(item) for item in core.backend.iter_items(flt)]
+            for start in range(0, len(anchors), 5000):
+                self.refresh(ns, anchors[start : start + 5000])
+
+    def after_add(self, items: Iterable[MemoryItem]) -> None:
+        """Compute the context windows of newly stored ``items`` and of their thread neighbours."""
+        by_ns: dict[str, list[Anchor]] = {}
+        for item in items:
+            if item.thread is None and not item.context and not event_time_words(item.content, item.created_at):
+                continue  # stored with an empty window and no window vector: nothing to compute
+            by_ns.setdefault(item.namespace, []).append(anchor_of(item))
+        for ns, anchors in by_ns.items():
+            self.refresh(ns, anchors)

@@ -255,16 +255,17 @@ def test_first_windows_in_an_existing_store_index_every_memory(make_memory: Call
     """A store written without windows (or before they existed) gets all of them at its next write."""
     from memory.config import Settings
     from memory.embedders.hashing import HashingEmbedder
+    from memory.retrieval.recall import Recall
 
     embedder = HashingEmbedder()
     old = make_memory(embedder=embedder, settings=Settings(database="memory://", context_window=0))
     ids = old.remember(TURNS, thread="t") + [old.remember("elsewhere", namespace="other", thread="x")]
     space = window_model(embedder.model_name)
     assert space not in [s.model for s in old.backend.vector_spaces()]
-    assert old._vector_space(PRESETS["balanced"]) == embedder.model_name  # no window space: content vectors
+    assert Recall(old.core).vector_space(PRESETS["balanced"]) == embedder.model_name  # no window space: content vectors
     new = Memory(backend=old.backend, embedder=embedder, settings=Settings(database="memory://"))
     new.remember("Bob: see you soon", thread="t")
     assert set(new.backend.get_vectors("default", space, ids[:-1])) == set(ids[:-1])
     assert set(new.backend.get_vectors("other", space, ids[-1:])) == {ids[-1]}
     assert _window_hits(new, "pixel") == {TURNS[1], TURNS[2]}
-    assert new._vector_space(PRESETS["balanced"]) == space
+    assert Recall(new.core).vector_space(PRESETS["balanced"]) == space

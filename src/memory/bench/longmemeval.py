@@ -245,8 +245,8 @@ class _Ingest:
 
 #: Parts of an ingest timed for the cost split: (label, module path fragment, function name).
 _SPLIT = (
-    ("validate", "memory/memory.py", "_prepare"),
-    ("embed", "memory/memory.py", "_embed_items"),
+    ("validate", "memory/items.py", "_prepare"),
+    ("embed", "memory/items.py", "_embed_items"),
     ("store rows + vectors", "backends/", "add"),
     ("windows: read threads", "memory/windows.py", "_thread_slice"),
     ("windows: compute", "memory/retrieval/window.py", "window_text"),

@@ -174,7 +174,7 @@ def _memory_stage(
     live_total = time.perf_counter() - started
     live_embed = timed.reset()
 
-    backend = mem._backend  # noqa: SLF001 - the benchmark times the backend's own bulk-load path
+    backend = mem.backend  # the benchmark times the backend's own bulk-load path
     index_after = index_after_load and len(bulk) > 0 and backend.drop_vector_indexes()
     started = time.perf_counter()
     for chunk in _chunks(bulk.start, bulk.stop, stage.batch):

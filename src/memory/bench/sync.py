@@ -167,7 +167,7 @@ def run_sync_bench(
                     nonlocal inside, batches
                     timed.reset()
                     t0 = time.perf_counter()
-                    result = SyncJob(mem, batch_size=batch_size).run()
+                    result = SyncJob(mem.core, batch_size=batch_size).run()
                     sync_times.append(time.perf_counter() - t0)
                     inside += timed.reset()
                     batches += result.batches

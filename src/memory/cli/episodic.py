@@ -363,7 +363,7 @@ def sync(
 
     ns = ctx.find_root().obj.namespace if ctx.find_root().obj is not None else None
     with open_memory(ctx) as mem:
-        job = SyncJob(mem, namespace=ns, batch_size=batch_size, lease_seconds=lease)
+        job = SyncJob(mem.core, namespace=ns, batch_size=batch_size, lease_seconds=lease)
         if status:
             data = job.status().to_dict()
             if as_json:

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import builtins
 import re
-from typing import TYPE_CHECKING
 
 from memory import limits
 from memory.backends.episodic import EpisodicStore
 from memory.episodic.types import Block, BlockChange
 from memory.errors import BlockLimitError, InvalidInputError, StorageError
 from memory.records import check_encodable, check_name
-
-if TYPE_CHECKING:
-    from memory.memory import Memory
+from memory.services import Core, episodic_store
 
 __all__ = ["Blocks", "STANDARD_LIMITS", "DEFAULT_LIMIT", "MAX_LIMIT", "check_label"]
 
@@ -66,19 +63,17 @@ def _check_limit(limit: object) -> int:
 class Blocks:
     """Working-memory blocks of a :class:`~memory.Memory` (``mem.blocks``)."""
 
-    def __init__(self, mem: Memory) -> None:
-        """Bind to ``mem``'s backend and clock."""
-        self._mem = mem
+    def __init__(self, core: Core) -> None:
+        """Bind to the store's backend, clock and default namespace."""
+        self._core = core
 
     @property
     def store(self) -> EpisodicStore:
         """The backend's episodic store (StoreUnavailableError if it has none)."""
-        from memory.episodic.messages import episodic_store
-
-        return episodic_store(self._mem.backend)
+        return episodic_store(self._core.backend)
 
     def _scope(self, namespace: str | None, user: str | None, agent: str | None) -> tuple[str, str | None, str | None]:
-        return self._mem._ns(namespace), check_name(user, "user"), check_name(agent, "agent")
+        return self._core.ns(namespace), check_name(user, "user"), check_name(agent, "agent")
 
     def get(
         self, label: str, *, user: str | None = None, agent: str | None = None, namespace: str | None = None
@@ -130,7 +125,7 @@ class Blocks:
                     f"block {label!r} would be {len(new_value)} characters, over its limit of {cap}; "
                     "shorten the text, replace the block, or give a larger limit"
                 )
-            now = self._mem.now()
+            now = self._core.now()
             block = Block(
                 namespace=ns, user=user, agent=agent, label=label, value=new_value, limit=cap,
                 version=old_version + 1, updated_at=now,

@@ -27,57 +27,36 @@ from __future__ import annotations
 import builtins
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from memory.episodic.types import MessageExtraction, MessageQuery
 from memory.errors import Error, LLMError
+from memory.services import Core, episodic_store
 
 if TYPE_CHECKING:
     from memory.episodic.types import Message
-    from memory.memory import Memory
 
 __all__ = ["MessageExtraction", "extract_messages", "skip_reason"]
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class MessageExtraction:
-    """What extraction did for one message: the fact memories stored (ids), or why not."""
-
-    message_id: str
-    status: str  # done | skipped | failed
-    memory_ids: list[str] = field(default_factory=list)
-    facts: list[str] = field(default_factory=list)
-    error: str | None = None
-    #: fact memories closed by this message (superseded, negated, corrected)
-    closed_ids: list[str] = field(default_factory=list)
-    #: why the LLM's answer was not used (the offline extractor was), or None
-    fallback: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "message_id": self.message_id, "status": self.status, "memory_ids": self.memory_ids,
-            "facts": self.facts, "error": self.error, "closed_ids": self.closed_ids, "fallback": self.fallback,
-        }  # fmt: skip
-
-
-def skip_reason(mem: Memory, message: Message) -> str | None:
+def skip_reason(core: Core, message: Message) -> str | None:
     """Why ``message`` is not extracted (secret, expired, no text), or None."""
     if message.sensitivity == "secret":
         return "secret: never extracted"
-    if message.expires_at is not None and message.expires_at <= mem.now():
+    if message.expires_at is not None and message.expires_at <= core.now():
         return "expired"
     if not message.content or not message.content.strip():
         return "no text"
     return None
 
 
-def _listener(mem: Memory, message: Message, speaker: str) -> str | None:
+def _listener(core: Core, message: Message, speaker: str) -> str | None:
     """The other person in the conversation: the newest earlier speaker of the thread who is not ``speaker``."""
     try:
-        recent = mem.messages.recent(message.thread, 12, namespace=message.namespace)
+        query = MessageQuery(namespace=message.namespace, thread=message.thread, clearance="private", now=core.now())
+        recent = list(reversed(episodic_store(core.backend).list_messages(query, 12, newest_first=True)))
     except Error:
         return None
     for other in reversed(recent):
@@ -89,21 +68,21 @@ def _listener(mem: Memory, message: Message, speaker: str) -> str | None:
     return None
 
 
-def extract_messages(mem: Memory, messages: Sequence[Message]) -> builtins.list[MessageExtraction]:
+def extract_messages(core: Core, messages: Sequence[Message]) -> builtins.list[MessageExtraction]:
     """Extract facts from ``messages`` and store them as memories citing the message (see the module docstring)."""
     from memory.extraction.knowledge import store_facts
     from memory.extraction.message_facts import facts_of_message
 
     reports: list[MessageExtraction] = []
     for message in messages:
-        reason = skip_reason(mem, message)
+        reason = skip_reason(core, message)
         if reason is not None:
             reports.append(MessageExtraction(message.id, "skipped", error=reason))
             continue
         speaker = message.speaker or (message.user if message.role == "user" else message.agent) or message.role
         found = facts_of_message(
-            message.content, speaker=speaker, listener=_listener(mem, message, speaker), at=message.created_at,
-            llm=mem.llm,
+            message.content, speaker=speaker, listener=_listener(core, message, speaker), at=message.created_at,
+            llm=core.llm,
         )  # fmt: skip
         report = MessageExtraction(message.id, "done", facts=[f.statement for f in found.facts])
         report.fallback = found.fallback_reason
@@ -111,7 +90,7 @@ def extract_messages(mem: Memory, messages: Sequence[Message]) -> builtins.list[
             log.warning("LLM extraction of message %s failed, offline extractor used: %s", message.id,
                         found.fallback_reason)  # fmt: skip
         try:
-            report.memory_ids, report.closed_ids = store_facts(mem, message, found)
+            report.memory_ids, report.closed_ids = store_facts(core, message, found)
         except LLMError as exc:  # pragma: no cover - store_facts calls no LLM; kept for safety
             report.status, report.error = "failed", f"{type(exc).__name__}: {exc}"[:500]
         reports.append(report)

@@ -17,11 +17,12 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory.episodic.summarize import ExtractiveSummarizer, Summarizer
 from memory.episodic.types import Block, Message
 from memory.errors import LLMOutputError
 from memory.llms.base import LLM, structured
 
-__all__ = ["BlockUpdates", "LLMSummarizer", "MAX_TRANSCRIPT_CHARS"]
+__all__ = ["BlockUpdates", "LLMSummarizer", "MAX_TRANSCRIPT_CHARS", "default_summarizer"]
 
 #: The transcript sent to the model is cut to its newest messages within this many characters.
 MAX_TRANSCRIPT_CHARS = 24_000
@@ -79,3 +80,8 @@ class LLMSummarizer:
         if not updates["last_conversation_summary"].strip():
             raise LLMOutputError("the model returned an empty conversation summary")
         return {label: value.strip() for label, value in updates.items() if value is not None and value.strip()}
+
+
+def default_summarizer(llm: LLM) -> Summarizer:
+    """The summarizer a store uses by default: the LLM's, else (``heuristic``) the extractive one."""
+    return ExtractiveSummarizer() if llm.provider == "heuristic" else LLMSummarizer(llm)

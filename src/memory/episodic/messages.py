@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,15 @@ from memory import limits
 from memory.backends.episodic import EpisodicStore
 from memory.embedders.base import embed_query
 from memory.episodic.media import MediaStore
-from memory.episodic.types import CONTENT_TYPES, MediaRef, Message, MessageHit, MessageQuery, ThreadInfo
+from memory.episodic.types import (
+    CONTENT_TYPES,
+    MediaRef,
+    Message,
+    MessageExtraction,
+    MessageHit,
+    MessageQuery,
+    ThreadInfo,
+)
 from memory.errors import Error, InvalidInputError, NotFoundError, ProviderError, StoreUnavailableError
 from memory.ids import new_id
 from memory.records import (
@@ -37,11 +45,15 @@ from memory.records import (
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, recency_factor
 from memory.retrieval.text import feedback_terms, query_terms
+from memory.services import Core, episodic_store
 
 if TYPE_CHECKING:
     from memory.backends.base import Backend
-    from memory.episodic.extract import MessageExtraction
-    from memory.memory import Memory
+
+#: Called with messages just stored (the tiers' auto pages); set by the facade.
+OnStored = Callable[[builtins.list[Message]], object]
+#: Extracts facts from stored messages (``memory.episodic.extract.extract_messages`` bound to a store).
+ExtractMessages = Callable[[Sequence[Message]], builtins.list[MessageExtraction]]
 
 __all__ = ["Messages", "episodic_store", "default_media_dir", "ROLE_PATTERN"]
 
@@ -53,17 +65,6 @@ _FIELDS = {
     "role", "speaker", "user", "agent", "namespace", "content_type", "media", "media_name", "mime", "uri",
     "tags", "metadata", "sensitivity", "ttl", "expires_at", "created_at",
 }  # fmt: skip
-
-
-def episodic_store(backend: Backend) -> EpisodicStore:
-    """The backend's conversation store. Raises StoreUnavailableError when it has none."""
-    store = backend.episodic
-    if store is None:
-        raise StoreUnavailableError(
-            f"the {backend.name} backend has no conversation store yet "
-            "(messages, blocks, sync); use the sqlite, postgres or inmemory backend for these features"
-        )
-    return store
 
 
 def default_media_dir(backend: Backend, configured: str | None) -> Path:
@@ -116,26 +117,27 @@ def _note_unsupported(config: RetrievalConfig) -> None:
 class Messages:
     """Conversation history of a :class:`~memory.Memory` (``mem.messages``)."""
 
-    def __init__(self, mem: Memory) -> None:
-        """Bind to ``mem``'s backend, embedder, clock and settings."""
-        self._mem = mem
+    def __init__(
+        self, core: Core, *, on_stored: OnStored | None = None, extract: ExtractMessages | None = None
+    ) -> None:
+        """Bind to the store's ``core``; ``on_stored`` sees appended messages, ``extract`` extracts facts."""
+        self._core = core
+        self._on_stored = on_stored
+        self._extract = extract
         self._media: MediaStore | None = None
 
     @property
     def store(self) -> EpisodicStore:
         """The backend's episodic store (StoreUnavailableError if it has none)."""
-        return episodic_store(self._mem.backend)
+        return episodic_store(self._core.backend)
 
     @property
     def media_store(self) -> MediaStore:
         """Where media files go: ``media_dir`` from settings, else next to the database."""
         if self._media is None:
-            configured = getattr(self._mem.settings, "media_dir", None)
-            self._media = MediaStore(default_media_dir(self._mem.backend, configured))
+            configured = getattr(self._core.settings, "media_dir", None)
+            self._media = MediaStore(default_media_dir(self._core.backend, configured))
         return self._media
-
-    def _ns(self, namespace: str | None) -> str:
-        return self._mem._ns(namespace)
 
     # -- writing -----------------------------------------------------------
     def _build(self, thread: object, content: object, fields: Mapping[str, Any], now: datetime) -> Message:
@@ -149,7 +151,7 @@ class Messages:
         content_type = fields.get("content_type", "text")
         if content_type not in CONTENT_TYPES:
             raise InvalidInputError(f"content_type must be one of {', '.join(CONTENT_TYPES)}; got {content_type!r}")
-        limit = self._mem.settings.limits.max_content_chars
+        limit = self._core.settings.limits.max_content_chars
         media: MediaRef | None = None
         raw_media = fields.get("media")
         uri = fields.get("uri")
@@ -185,7 +187,7 @@ class Messages:
         speaker = fields.get("speaker")
         return Message(
             id=new_id(),
-            namespace=self._ns(fields.get("namespace")),
+            namespace=self._core.ns(fields.get("namespace")),
             thread=thread_name,
             role=role,
             speaker=check_name(speaker, "speaker"),
@@ -231,7 +233,7 @@ class Messages:
             raise InvalidInputError(f"extract must be True or False, got {extract!r}")
         if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
             raise InvalidInputError("entries must be a list of mappings with thread and content")
-        now = self._mem.now()
+        now = self._core.now()
         built = []
         for index, entry in enumerate(entries):
             if not isinstance(entry, Mapping):
@@ -251,21 +253,20 @@ class Messages:
         if embed and stored:
             from memory.episodic.sync import embed_messages
 
-            embed_messages(self._mem, store, stored)
+            embed_messages(self._core, store, stored)
             stored = [store.get_messages(m.namespace, [m.id])[0] for m in stored]
         if (
             stored
-            and getattr(self._mem.backend, "tiers", None) is not None
+            and self._on_stored is not None
+            and getattr(self._core.backend, "tiers", None) is not None
             and any(m.role == "assistant" and m.agent for m in stored)
         ):
             try:  # the agent's tiers, when on (auto_pages), get a page per user+assistant pair
-                self._mem.tiers.observe_messages(stored)
+                self._on_stored(stored)
             except Error as exc:
                 log.warning("tier pages from messages failed (messages kept): %s", exc)
         if extract and stored:
-            from memory.episodic.extract import extract_messages
-
-            for report in extract_messages(self._mem, stored):
+            for report in self._extract_messages(stored):
                 if report.status == "failed":
                     log.warning("extraction of message %s failed (message kept): %s", report.message_id, report.error)
         return stored
@@ -277,13 +278,16 @@ class Messages:
 
         Unknown ids are left out. Raises InvalidInputError for bad ids.
         """
-        from memory.episodic.extract import extract_messages
-
         if isinstance(message_ids, str) or not isinstance(message_ids, Sequence):
             raise InvalidInputError("message_ids must be a list of message ids")
         ids = [str(check_name(i, "message id", optional=False)) for i in message_ids]
-        found = self.store.get_messages(self._ns(namespace), ids) if ids else []
-        return extract_messages(self._mem, found)
+        found = self.store.get_messages(self._core.ns(namespace), ids) if ids else []
+        return self._extract_messages(found)
+
+    def _extract_messages(self, messages: Sequence[Message]) -> builtins.list[MessageExtraction]:
+        if self._extract is None:
+            raise StoreUnavailableError("fact extraction from messages is not wired to this message log")
+        return self._extract(messages)
 
     # -- reading -----------------------------------------------------------
     def query(
@@ -309,7 +313,7 @@ class Messages:
                 if not isinstance(role, str) or not ROLE_PATTERN.fullmatch(role):
                     raise InvalidInputError(f"role {role!r} is not valid")
         return MessageQuery(
-            namespace=self._ns(namespace),
+            namespace=self._core.ns(namespace),
             thread=check_name(thread, "thread"),
             user=check_name(user, "user"),
             agent=check_name(agent, "agent"),
@@ -319,7 +323,7 @@ class Messages:
             created_before=check_datetime(until, "until"),
             clearance=check_sensitivity(clearance),
             include_expired=bool(include_expired),
-            now=self._mem.now(),
+            now=self._core.now(),
         )
 
     def recent(
@@ -352,7 +356,7 @@ class Messages:
     def get(self, message_id: str, *, namespace: str | None = None, clearance: str = "private") -> Message:
         """One message (hot or archived). Raises NotFoundError (also when expired, or secret without clearance)."""
         check_name(message_id, "message id", optional=False)
-        ns = self._ns(namespace)
+        ns = self._core.ns(namespace)
         found = self.store.get_messages(ns, [message_id], include_archived=True)
         query = self.query(namespace=ns, clearance=clearance)
         from memory.episodic.query import message_matches
@@ -366,13 +370,13 @@ class Messages:
     ) -> builtins.list[ThreadInfo]:
         """Threads of the namespace, most recently active first."""
         return self.store.threads(
-            self._ns(namespace), user=check_name(user, "user"), agent=check_name(agent, "agent"),
+            self._core.ns(namespace), user=check_name(user, "user"), agent=check_name(agent, "agent"),
             limit=_positive(limit, "limit"),
         )  # fmt: skip
 
     def archived(self, thread: str | None = None, *, namespace: str | None = None) -> builtins.list[Message]:
         """Archived messages (one thread, or all), in (thread, turn) order."""
-        return list(self.store.iter_archived(self._ns(namespace), check_name(thread, "thread")))
+        return list(self.store.iter_archived(self._core.ns(namespace), check_name(thread, "thread")))
 
     def media(self, message: Message) -> bytes:
         """The bytes of a message's stored media file. Raises NotFoundError."""
@@ -408,7 +412,7 @@ class Messages:
         check_encodable(text, "query")
         limit = _positive(limit, "limit", 1000)
         if retrieval is None:
-            config = self._mem._retrieval
+            config = self._core.retrieval
         elif isinstance(retrieval, RetrievalConfig):
             config = retrieval
         else:
@@ -432,9 +436,9 @@ class Messages:
                     results["feedback"] = store.search_messages_lexical(q, terms + extra, k)
         if "vector" in config.channels:
             try:
-                if self._mem._ensure_space(strict=True):
-                    vector = embed_query(self._mem.embedder, text)
-                    results["vector"] = store.search_messages_vector(q, self._mem.embedder.model_name, vector, k)
+                if self._core.ensure_space(strict=True):
+                    vector = embed_query(self._core.embedder, text)
+                    results["vector"] = store.search_messages_vector(q, self._core.embedder.model_name, vector, k)
             except ProviderError as exc:
                 log.warning("vector channel skipped, embedder failed: %s", exc)
         fused = fuse(results, config.weights, config.rrf_k)
@@ -463,7 +467,7 @@ class Messages:
             if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
                 raise InvalidInputError(f"keep_last must be a non-negative integer, got {keep_last!r}")
             query = MessageQuery(
-                namespace=ns, thread=thread, clearance="secret", include_expired=True, now=self._mem.now()
+                namespace=ns, thread=thread, clearance="secret", include_expired=True, now=self._core.now()
             )
             if keep_last == 0:
                 before_turn = 2**62
@@ -475,7 +479,7 @@ class Messages:
             if isinstance(older_than, (datetime, str)):
                 cutoff = check_datetime(older_than, "older_than")
             else:
-                cutoff = offset_time(self._mem.now(), -check_seconds(older_than, "older_than"), "older_than")
+                cutoff = offset_time(self._core.now(), -check_seconds(older_than, "older_than"), "older_than")
         return before_turn, cutoff
 
     def archive(
@@ -486,23 +490,23 @@ class Messages:
         ``keep_last=N`` keeps the newest N; ``older_than`` (seconds, timedelta
         or a datetime) archives messages created before it; both: either rule.
         """
-        ns = self._ns(namespace)
+        ns = self._core.ns(namespace)
         name = check_name(thread, "thread", optional=False)
         before_turn, cutoff = self._selection(ns, name, keep_last, older_than)  # type: ignore[arg-type]
         if before_turn is None and cutoff is None:
             return 0
-        return self.store.archive_messages(ns, name, before_turn=before_turn, older_than=cutoff, at=self._mem.now())  # type: ignore[arg-type]
+        return self.store.archive_messages(ns, name, before_turn=before_turn, older_than=cutoff, at=self._core.now())  # type: ignore[arg-type]
 
     def delete(self, message_id: str, *, namespace: str | None = None) -> bool:
         """Delete one message (hot or archived) for good; False when the namespace holds no such message."""
         check_name(message_id, "message id", optional=False)
-        return self.store.delete_message(self._ns(namespace), message_id)
+        return self.store.delete_message(self._core.ns(namespace), message_id)
 
     def clear(
         self, thread: str, *, keep_last: int | None = None, older_than: object = None, namespace: str | None = None
     ) -> int:
         """Delete older messages of ``thread`` for good (hot and archived); same selection as :meth:`archive`."""
-        ns = self._ns(namespace)
+        ns = self._core.ns(namespace)
         name = check_name(thread, "thread", optional=False)
         before_turn, cutoff = self._selection(ns, name, keep_last, older_than)  # type: ignore[arg-type]
         if before_turn is None and cutoff is None:

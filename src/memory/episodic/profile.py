@@ -29,7 +29,7 @@ from memory.extraction.slots import SLOT_LABELS
 
 if TYPE_CHECKING:
     from memory.episodic.types import Block, Message
-    from memory.memory import Memory
+    from memory.services import Core
     from memory.types import MemoryItem
 
 __all__ = ["Profile", "build_profile", "profile_blocks", "GOAL_PREDICATE"]
@@ -80,13 +80,13 @@ def _is_goal(item: MemoryItem) -> bool:
 
 
 def build_profile(
-    mem: Memory, subject: str, *, namespace: str, user: str | None, agent: str | None, limit: int = 1000
+    core: Core, subject: str, *, namespace: str, user: str | None, agent: str | None, limit: int = 1000
 ) -> Profile:
     """The current profile of ``subject`` from the live facts of the (namespace, user, agent) scope."""
-    flt = mem.filter(
+    flt = core.filter(
         namespace, user=user, agent=agent, kinds=["fact"], metadata={SUBJECT_KEY: normalise_name(subject)},
     )  # fmt: skip
-    items = mem.backend.list(flt, limit, ListOrder(newest_first=False))
+    items = core.backend.list(flt, limit, ListOrder(newest_first=False))
     profile = Profile(subject=subject)
     slot_sources: set[str] = set()
     for item in items:  # oldest first: a newer value of a slot wins
@@ -106,18 +106,18 @@ def build_profile(
     return profile
 
 
-def _unextracted(mem: Memory, messages: Sequence[Message], namespace: str | None) -> list[Message]:
+def _unextracted(core: Core, messages: Sequence[Message], namespace: str | None) -> list[Message]:
     """The user's messages of a thread that no fact memory cites yet."""
     said = [m for m in messages if m.role == "user" and m.content]
     if not said:
         return []
-    flt = mem.filter(namespace, thread=said[0].thread, kinds=["fact"], include_invalid=True, clearance="secret")
-    cited = {s for item in mem.backend.list(flt, 10_000, ListOrder(newest_first=False)) for s in item.source_ids}
+    flt = core.filter(namespace, thread=said[0].thread, kinds=["fact"], include_invalid=True, clearance="secret")
+    cited = {s for item in core.backend.list(flt, 10_000, ListOrder(newest_first=False)) for s in item.source_ids}
     return [m for m in said if m.id not in cited]
 
 
 def profile_blocks(
-    mem: Memory,
+    core: Core,
     messages: Sequence[Message],
     blocks: Mapping[str, Block],
     *,
@@ -136,19 +136,19 @@ def profile_blocks(
     names = Counter(m.speaker or m.user for m in messages if m.role == "user" and (m.speaker or m.user))
     if not names:
         return {}
-    pending = _unextracted(mem, messages, namespace)
+    pending = _unextracted(core, messages, namespace)
     if pending:
-        extract_messages(mem, pending)
+        extract_messages(core, pending)
     # the person the scope belongs to: the speaker named like the user id, else the one who spoke most
     subject = next((n for n in names if n and user and normalise_name(n) == normalise_name(user)), None)
     subject = subject or names.most_common(1)[0][0]
     assert subject is not None
-    ns = mem._ns(namespace)
-    profile = build_profile(mem, subject, namespace=ns, user=user, agent=agent)
+    ns = core.ns(namespace)
+    profile = build_profile(core, subject, namespace=ns, user=user, agent=agent)
     if not profile.slots and not profile.facts and not profile.goals:
         return {}
     aliases: list[str] = []
-    graph = mem.backend.graph
+    graph = core.backend.graph
     if graph is not None:
         for entity in graph.find_entities(ns, [subject]):
             aliases += [a for a in entity.aliases if normalise_name(a) != normalise_name(subject)]

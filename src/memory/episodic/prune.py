@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from memory.records import ledger_entry
 
 if TYPE_CHECKING:
-    from memory.memory import Memory
+    from memory.episodic.messages import Messages
+    from memory.services import Core
 
 __all__ = ["PruneReport", "prune"]
 
@@ -39,10 +40,10 @@ class PruneReport:
 MEDIA_GRACE_SECONDS = 3600.0
 
 
-def _collect_media(mem: Memory, grace_seconds: float) -> int:
+def _collect_media(messages: Messages, grace_seconds: float) -> int:
     """Delete files in the media directory that no message references; returns how many."""
-    store = mem.messages.store
-    root = mem.messages.media_store.root
+    store = messages.store
+    root = messages.media_store.root
     if not root.is_dir():
         return 0
     cutoff = time.time() - grace_seconds
@@ -68,23 +69,27 @@ def _collect_media(mem: Memory, grace_seconds: float) -> int:
 
 
 def prune(
-    mem: Memory, *, namespace: str | None = None, media_grace_seconds: float = MEDIA_GRACE_SECONDS
+    core: Core,
+    messages: Messages,
+    *,
+    namespace: str | None = None,
+    media_grace_seconds: float = MEDIA_GRACE_SECONDS,
 ) -> PruneReport:
-    """Delete what has expired by ``mem``'s clock, in ``namespace`` or everywhere (None).
+    """Delete what has expired by the store's clock, in ``namespace`` or everywhere (None).
 
     Everywhere also collects unreferenced media files older than ``media_grace_seconds``.
     """
-    now = mem.now()
+    now = core.now()
     report = PruneReport()
-    store = mem.backend.episodic
-    ns = None if namespace is None else mem._ns(namespace)
+    store = core.backend.episodic
+    ns = None if namespace is None else core.ns(namespace)
     if store is not None:
         report.messages = store.purge_expired_messages(ns, now)
         if ns is None:
-            report.media_files = _collect_media(mem, media_grace_seconds)
-    backend = mem.backend
+            report.media_files = _collect_media(messages, media_grace_seconds)
+    backend = core.backend
     for name in [ns] if ns is not None else backend.namespaces():
-        flt = mem.filter(name, clearance="secret", include_expired=True, include_invalid=True)
+        flt = core.filter(name, clearance="secret", include_expired=True, include_invalid=True)
         expired = [i for i in backend.iter_items(flt) if i.expires_at is not None and i.expires_at <= now]
         for start in range(0, len(expired), _BATCH):
             batch = expired[start : start + _BATCH]

@@ -28,7 +28,9 @@ from memory.errors import LLMError
 from memory.retrieval.text import STOPWORDS, words
 
 if TYPE_CHECKING:
-    from memory.memory import Memory
+    from memory.episodic.blocks import Blocks
+    from memory.episodic.messages import Messages
+    from memory.services import Core
 
 __all__ = ["Summarizer", "ExtractiveSummarizer", "ConversationEnd", "end_conversation", "sentences"]
 
@@ -140,7 +142,9 @@ class ConversationEnd:
 
 
 def end_conversation(
-    mem: Memory,
+    core: Core,
+    messages_log: Messages,
+    blocks_of: Blocks,
     thread: str,
     *,
     summarizer: Summarizer,
@@ -152,7 +156,7 @@ def end_conversation(
 
     ``user``/``agent`` default to the ones most of the thread's messages carry.
     """
-    messages = mem.messages.get_thread(thread, namespace=namespace, limit=10_000)
+    messages = messages_log.get_thread(thread, namespace=namespace, limit=10_000)
     if user is None:
         users = Counter(m.user for m in messages if m.user)
         user = users.most_common(1)[0][0] if users else None
@@ -162,7 +166,7 @@ def end_conversation(
     result = ConversationEnd(thread=thread, messages=len(messages), user=user, agent=agent)
     if not messages:
         return result
-    blocks = {b.label: b for b in mem.blocks.all(user=user, agent=agent, namespace=namespace)}
+    blocks = {b.label: b for b in blocks_of.all(user=user, agent=agent, namespace=namespace)}
     result.summarizer = getattr(summarizer, "name", type(summarizer).__name__)
     reason = f"end of conversation {thread}"
     try:
@@ -175,12 +179,12 @@ def end_conversation(
     if user is not None:  # the profile comes from the user's current facts, not verbatim sentences
         from memory.episodic.profile import profile_blocks
 
-        values.update(profile_blocks(mem, messages, blocks, namespace=namespace, user=user, agent=agent))
+        values.update(profile_blocks(core, messages, blocks, namespace=namespace, user=user, agent=agent))
     result.summary = values.get("last_conversation_summary")
     for label, value in values.items():
         if blocks.get(label) is not None and blocks[label].value == value:
             continue
-        result.updated[label] = mem.blocks.write_summary(
+        result.updated[label] = blocks_of.write_summary(
             label, value, user=user, agent=agent, namespace=namespace, reason=reason
         )
     return result

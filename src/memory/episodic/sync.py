@@ -29,7 +29,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -37,11 +37,9 @@ from memory.backends.episodic import EpisodicStore
 from memory.embedders.base import CHUNK_CHARS, chunk_text, embed_chunked
 from memory.episodic.types import JobState, Message
 from memory.errors import EmbeddingMismatchError, InvalidInputError, ProviderError
+from memory.services import Core, episodic_store
 from memory.types import MemoryItem
-from memory.windows import anchor_of
-
-if TYPE_CHECKING:
-    from memory.memory import Memory
+from memory.windows import Windows, anchor_of
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +100,9 @@ def _message_text(message: Message) -> str:
     return ""
 
 
-def _embed_chunked(mem: Memory, texts: Sequence[str]) -> np.ndarray:
+def _embed_chunked(core: Core, texts: Sequence[str]) -> np.ndarray:
     """Embed texts (long ones as the mean of their chunks); raises ProviderError."""
-    return embed_chunked(mem.embedder, texts, batch_size=mem.settings.limits.embed_batch_size)
+    return embed_chunked(core.embedder, texts, batch_size=core.settings.limits.embed_batch_size)
 
 
 @dataclass
@@ -116,14 +114,14 @@ class _Outcome:
     last: Message | None = None
 
 
-def embed_messages(mem: Memory, store: EpisodicStore, messages: Sequence[Message]) -> _Outcome:
+def embed_messages(core: Core, store: EpisodicStore, messages: Sequence[Message]) -> _Outcome:
     """Embed claimed (or just appended) messages and store the result; never raises ProviderError.
 
     Secret, expired and textless messages are marked skipped. On an embedder
     failure the messages are marked failed with the error.
     """
     outcome = _Outcome()
-    now = mem.now()
+    now = core.now()
     by_ns: dict[str, list[Message]] = {}
     for message in messages:
         reason = None
@@ -142,7 +140,7 @@ def embed_messages(mem: Memory, store: EpisodicStore, messages: Sequence[Message
     if not by_ns:
         return outcome
     try:
-        mem._ensure_space(strict=True)
+        core.ensure_space(strict=True)
     except ProviderError as exc:
         outcome.error = str(exc)
     for namespace, group in by_ns.items():
@@ -151,7 +149,7 @@ def embed_messages(mem: Memory, store: EpisodicStore, messages: Sequence[Message
             outcome.failed += store.mark_messages(namespace, ids, "failed", outcome.error)
             continue
         try:
-            matrix = _embed_chunked(mem, [_message_text(m) for m in group])
+            matrix = _embed_chunked(core, [_message_text(m) for m in group])
         except EmbeddingMismatchError:
             store.mark_messages(namespace, ids, None, None)
             raise
@@ -160,13 +158,32 @@ def embed_messages(mem: Memory, store: EpisodicStore, messages: Sequence[Message
             outcome.failed += store.mark_messages(namespace, ids, "failed", outcome.error)
             continue
         outcome.done += store.set_message_vectors(
-            namespace, mem.embedder.model_name, [(m.id, matrix[j]) for j, m in enumerate(group)]
+            namespace, core.embedder.model_name, [(m.id, matrix[j]) for j, m in enumerate(group)]
         )
     return outcome
 
 
+def embed_pending(core: Core, *, namespace: str | None = None, limit: int = 1000) -> int:
+    """Embed memories left pending (see ``Memory.embed_pending``); returns how many got vectors."""
+    ns = None if namespace is None else core.ns(namespace)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
+    worker = worker_id()
+    done, remaining = 0, limit
+    while remaining > 0:
+        size = min(remaining, core.settings.limits.embed_batch_size)
+        claimed, embedded, error = embed_item_batch(
+            core, namespace=ns, limit=size, worker=worker, failed_status="pending"
+        )
+        done += embedded
+        remaining -= claimed
+        if error is not None or claimed == 0:
+            break
+    return done
+
+
 def embed_item_batch(
-    mem: Memory,
+    core: Core,
     *,
     namespace: str | None,
     limit: int,
@@ -178,13 +195,13 @@ def embed_item_batch(
 
     On an embedder failure the claimed memories get ``failed_status`` and the error.
     """
-    backend = mem.backend
-    if not mem._ensure_space(strict=False):
+    backend = core.backend
+    if not core.ensure_space(strict=False):
         try:
-            mem._ensure_space(strict=True)
+            core.ensure_space(strict=True)
         except ProviderError as exc:
             return 0, 0, str(exc)
-    items: list[MemoryItem] = backend.claim_pending_embeddings(namespace, limit, worker, lease_seconds, mem.now())
+    items: list[MemoryItem] = backend.claim_pending_embeddings(namespace, limit, worker, lease_seconds, core.now())
     done = 0
     by_ns: dict[str, list[MemoryItem]] = {}
     for item in items:
@@ -192,13 +209,13 @@ def embed_item_batch(
     groups = list(by_ns.items())
     for position, (ns, group) in enumerate(groups):
         try:
-            matrix = _embed_chunked(mem, [i.content for i in group])
+            matrix = _embed_chunked(core, [i.content for i in group])
         except ProviderError as exc:
             for rest_ns, rest in groups[position:]:
                 backend.mark_embedding(rest_ns, [i.id for i in rest], failed_status, str(exc))
             return len(items), done, str(exc)
-        done += backend.set_vectors(ns, mem.embedder.model_name, [(i.id, matrix[j]) for j, i in enumerate(group)])
-        mem._refresh_windows(ns, [anchor_of(i) for i in group])  # window vectors need the new vectors
+        done += backend.set_vectors(ns, core.embedder.model_name, [(i.id, matrix[j]) for j, i in enumerate(group)])
+        Windows(core).refresh(ns, [anchor_of(i) for i in group])  # window vectors need the new vectors
     return len(items), done, None
 
 
@@ -269,7 +286,7 @@ class SyncJob:
 
     def __init__(
         self,
-        mem: Memory,
+        core: Core,
         *,
         namespace: str | None = None,
         batch_size: int | None = None,
@@ -284,15 +301,13 @@ class SyncJob:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}")
         if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float)) or not lease_seconds > 0:
             raise InvalidInputError(f"lease_seconds must be a positive number, got {lease_seconds!r}")
-        self.mem = mem
-        self.namespace = None if namespace is None else mem._ns(namespace)
-        self.batch_size = batch_size or mem.settings.limits.embed_batch_size
+        self.core = core
+        self.namespace = None if namespace is None else core.ns(namespace)
+        self.batch_size = batch_size or core.settings.limits.embed_batch_size
         self.lease_seconds = float(lease_seconds)
         self.worker = worker or worker_id()
         self.include_items = include_items
-        from memory.episodic.messages import episodic_store
-
-        self.store = episodic_store(mem.backend)
+        self.store = episodic_store(core.backend)
 
     @property
     def state_name(self) -> str:
@@ -322,7 +337,7 @@ class SyncJob:
         report = SyncReport()
         # Rows claimed by a worker of this host that was killed go back now, not when the lease ends.
         report.released = self.store.release_claims(dead_local_workers(list(self.store.message_claims(self.namespace))))
-        self._save(runs=1, last_started_at=self.mem.now(), worker=self.worker)
+        self._save(runs=1, last_started_at=self.core.now(), worker=self.worker)
         messages_left = True
         while True:
             if should_stop is not None and should_stop():
@@ -332,13 +347,13 @@ class SyncJob:
                 break
             if messages_left:
                 claimed = self.store.claim_pending_messages(
-                    self.namespace, self.batch_size, self.worker, self.lease_seconds, self.mem.now()
+                    self.namespace, self.batch_size, self.worker, self.lease_seconds, self.core.now()
                 )
                 if not claimed:
                     messages_left = False
                     continue
-                outcome = embed_messages(self.mem, self.store, claimed)
-                if self.mem.settings.extraction.messages:
+                outcome = embed_messages(self.core, self.store, claimed)
+                if self.core.settings.extraction.messages:
                     self._extract(claimed, outcome, report)
                 report.batches += 1
                 report.messages_done += outcome.done
@@ -350,7 +365,7 @@ class SyncJob:
                 if outcome.last is not None:
                     changes["cursor"] = f"{outcome.last.created_at.isoformat()}/{outcome.last.id}"
                 if outcome.error is not None:
-                    changes.update(last_error=outcome.error, last_error_at=self.mem.now())
+                    changes.update(last_error=outcome.error, last_error_at=self.core.now())
                 self._save(**changes)
                 if outcome.error is not None:
                     report.error = outcome.error
@@ -359,7 +374,7 @@ class SyncJob:
             if not self.include_items:
                 break
             claimed_items, done, error = embed_item_batch(
-                self.mem, namespace=self.namespace, limit=self.batch_size, worker=self.worker,
+                self.core, namespace=self.namespace, limit=self.batch_size, worker=self.worker,
                 lease_seconds=self.lease_seconds,
             )  # fmt: skip
             if claimed_items == 0 and error is None:
@@ -369,11 +384,11 @@ class SyncJob:
             report.items_failed += claimed_items - done if error else 0
             if error is not None:
                 report.error = error
-                self._save(processed=done, failed=claimed_items - done, last_error=error, last_error_at=self.mem.now())
+                self._save(processed=done, failed=claimed_items - done, last_error=error, last_error_at=self.core.now())
                 break
             self._save(processed=done)
         report.seconds = time.perf_counter() - started
-        self._save(last_finished_at=self.mem.now())
+        self._save(last_finished_at=self.core.now())
         return report
 
     def _extract(self, claimed: Sequence[Message], outcome: _Outcome, report: SyncReport) -> None:
@@ -383,12 +398,12 @@ class SyncJob:
         del outcome
         by_ns: dict[str, list[str]] = {}
         for message in claimed:
-            if skip_reason(self.mem, message) is None:
+            if skip_reason(self.core, message) is None:
                 by_ns.setdefault(message.namespace, []).append(message.id)
         # only the ones embedded now: failed ones are extracted when a later run marks them done
         found = [m for ns, ids in by_ns.items() for m in self.store.get_messages(ns, ids)]
         ready = [m for m in found if m.embedding_status == "done"]
-        for result in extract_messages(self.mem, ready):
+        for result in extract_messages(self.core, ready):
             if result.status == "done":
                 report.messages_extracted += 1
                 report.facts_stored += len(result.memory_ids)
@@ -399,12 +414,12 @@ class SyncJob:
 
     def estimate(self) -> SyncEstimate:
         """What a run would embed now; claims and writes nothing."""
-        messages, message_chars = self.store.pending_message_volume(self.namespace, self.mem.now())
+        messages, message_chars = self.store.pending_message_volume(self.namespace, self.core.now())
         items = item_chars = 0
         if self.include_items:
-            namespaces = [self.namespace] if self.namespace is not None else self.mem.backend.namespaces()
+            namespaces = [self.namespace] if self.namespace is not None else self.core.backend.namespaces()
             for ns in namespaces:
-                for item in self.mem.backend.pending_embeddings(ns, 1_000_000):
+                for item in self.core.backend.pending_embeddings(ns, 1_000_000):
                     if item.sensitivity != "secret":
                         items += 1
                         item_chars += len(item.content)
@@ -416,17 +431,17 @@ class SyncJob:
             item_chars=item_chars,
             batches=-(-total // self.batch_size) if total else 0,
             approx_tokens=(message_chars + item_chars) // 4,
-            embedder=self.mem.embedder.model_name,
+            embedder=self.core.embedder.model_name,
         )
 
     def status(self) -> SyncStatus:
         """Messages and memories by embedding status, plus the persisted job state."""
         messages = self.store.message_status_counts(self.namespace)
         items: dict[str, int] = {}
-        namespaces = [self.namespace] if self.namespace is not None else self.mem.backend.namespaces()
+        namespaces = [self.namespace] if self.namespace is not None else self.core.backend.namespaces()
         for ns in namespaces:
-            flt = self.mem.filter(ns, clearance="secret", include_expired=True, include_invalid=True)
-            for key, count in self.mem.backend.group_counts(flt, "embedding_status").items():
+            flt = self.core.filter(ns, clearance="secret", include_expired=True, include_invalid=True)
+            for key, count in self.core.backend.group_counts(flt, "embedding_status").items():
                 items[key] = items.get(key, 0) + count
         pending = sum(messages.get(s, 0) + items.get(s, 0) for s in ("pending", "failed"))
         return SyncStatus(

@@ -29,7 +29,7 @@ from memory.records import check_metadata, check_name, check_tags, check_vector
 
 if TYPE_CHECKING:
     from memory.filters import Filter
-    from memory.memory import Memory
+    from memory.services import Core
 
 __all__ = ["EpisodicLine", "export_episodic", "parse_episodic", "import_episodic", "EPISODIC_TYPES"]
 
@@ -54,20 +54,20 @@ class EpisodicLine:
     history: tuple[BlockChange, ...] = ()
 
 
-def export_episodic(mem: Memory, stream: IO[str], flt: Filter, *, memory_only_filters: bool) -> tuple[int, int]:
+def export_episodic(core: Core, stream: IO[str], flt: Filter, *, memory_only_filters: bool) -> tuple[int, int]:
     """Write the namespace's messages and blocks matching ``flt``'s scope; returns (messages, blocks).
 
     Nothing is written when the backend has no conversation store, or when
     ``memory_only_filters`` (kinds, tags, metadata) narrow the export to memories.
     """
-    store = mem.backend.episodic
+    store = core.backend.episodic
     if store is None or memory_only_filters:
         return 0, 0
     query = MessageQuery(
         namespace=flt.namespace, thread=flt.thread, user=flt.user, agent=flt.agent,
         created_after=flt.created_after, created_before=flt.created_before, clearance=flt.clearance, now=flt.now,
     )  # fmt: skip
-    spaces = {space.model for space in mem.backend.vector_spaces()}
+    spaces = {space.model for space in core.backend.vector_spaces()}
     messages = 0
     for info in store.threads(flt.namespace, limit=10**9):
         if flt.thread is not None and info.thread != flt.thread:
@@ -170,15 +170,15 @@ def parse_episodic(obj: dict[str, Any], line: int) -> EpisodicLine:
     return EpisodicLine(line, block=block, history=history)
 
 
-def import_episodic(mem: Memory, lines: Iterable[EpisodicLine]) -> tuple[int, int]:
+def import_episodic(core: Core, lines: Iterable[EpisodicLine]) -> tuple[int, int]:
     """Write validated message and block lines; returns (messages written, blocks written)."""
     entries = list(lines)
     if not entries:
         return 0, 0
     from memory.episodic.messages import episodic_store
 
-    store = episodic_store(mem.backend)
-    model = mem.embedder.model_name
+    store = episodic_store(core.backend)
+    model = core.embedder.model_name
     hot: list[tuple[Message, str | None, Any]] = []
     cold: list[tuple[Message, str | None, Any]] = []
     for entry in entries:
@@ -187,7 +187,7 @@ def import_episodic(mem: Memory, lines: Iterable[EpisodicLine]) -> tuple[int, in
         message, vector = entry.message, None
         if entry.vector is not None and entry.model == model and message.sensitivity != "secret":
             try:
-                checked = check_vector(entry.vector, mem.embedder.dimension)
+                checked = check_vector(entry.vector, core.embedder.dimension)
             except InvalidInputError as exc:
                 raise InvalidInputError(f"line {entry.line}: embedding: {exc}") from exc
             raw = np.asarray(entry.vector, dtype=np.float32)
@@ -197,7 +197,7 @@ def import_episodic(mem: Memory, lines: Iterable[EpisodicLine]) -> tuple[int, in
             message = message.model_copy(update={"embedding_status": "pending", "embedding_model": None})
         (cold if entry.archived else hot).append((message, model if vector is not None else None, vector))
     if any(v is not None for _, _, v in hot):
-        mem.backend.ensure_vector_space(model, mem.embedder.dimension)
+        core.backend.ensure_vector_space(model, core.embedder.dimension)
     written = 0
     for group, archived in ((hot, False), (cold, True)):
         for start in range(0, len(group), _BATCH):
@@ -228,7 +228,8 @@ def import_episodic(mem: Memory, lines: Iterable[EpisodicLine]) -> tuple[int, in
         else:
             change = BlockChange(
                 namespace=block.namespace, user=block.user, agent=block.agent, label=block.label,
-                version=max(block.version, 1), op="import", before="", after=block.value, at=mem.now(), reason="import",
+                version=max(block.version, 1), op="import", before="", after=block.value, at=core.now(),
+                reason="import",
             )  # fmt: skip
             store.write_block(block.model_copy(update={"version": max(block.version, 1)}), 0, change)
         blocks += 1

@@ -6,6 +6,7 @@ Nothing here does I/O.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory.types import ChannelScore, EmbeddingStatus, Sensitivity
 
 __all__ = [
+    "MessageExtraction",
     "ContentType",
     "CONTENT_TYPES",
     "MediaRef",
@@ -151,3 +153,25 @@ class JobState(_Frozen):
     last_error: str | None = None
     last_error_at: datetime | None = None
     worker: str | None = None
+
+
+@dataclass
+class MessageExtraction:
+    """What extraction did for one message: the fact memories stored (ids), or why not."""
+
+    message_id: str
+    status: str  # done | skipped | failed
+    memory_ids: list[str] = field(default_factory=list)
+    facts: list[str] = field(default_factory=list)
+    error: str | None = None
+    #: fact memories closed by this message (superseded, negated, corrected)
+    closed_ids: list[str] = field(default_factory=list)
+    #: why the LLM's answer was not used (the offline extractor was), or None
+    fallback: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "message_id": self.message_id, "status": self.status, "memory_ids": self.memory_ids,
+            "facts": self.facts, "error": self.error, "closed_ids": self.closed_ids, "fallback": self.fallback,
+        }  # fmt: skip

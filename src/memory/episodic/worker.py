@@ -15,39 +15,63 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memory.errors import Error, InvalidInputError
 
 if TYPE_CHECKING:
-    from memory.memory import Memory
+    from memory.services import Core
 
 __all__ = ["Job", "JOBS", "register_job", "Worker", "WorkerReport"]
 
 log = logging.getLogger(__name__)
 
+
+class Store(Protocol):
+    """What the built-in jobs use of the store they run on: a :class:`memory.Memory`."""
+
+    @property
+    def core(self) -> Core:
+        """The store's service context."""
+
+    @property
+    def tiers(self) -> Any:
+        """The store's tiers service."""
+
+    def prune(self, *args: Any, **kwargs: Any) -> Any:
+        """See ``Memory.prune``."""
+
+    def extract_pending(self, *args: Any, **kwargs: Any) -> Any:
+        """See ``Memory.extract_pending``."""
+
+    def reflect(self, *args: Any, **kwargs: Any) -> Any:
+        """See ``Memory.reflect``."""
+
+
 #: ``job(mem, should_stop, options) -> summary``: one pass of a job; ``options`` come from the worker.
-Job = Callable[["Memory", Callable[[], bool], Mapping[str, Any]], dict[str, Any]]
+Job = Callable[[Store, Callable[[], bool], Mapping[str, Any]], dict[str, Any]]
 
 
-def _sync_job(mem: Memory, should_stop: Callable[[], bool], options: Mapping[str, Any]) -> dict[str, Any]:
+def _sync_job(mem: Store, should_stop: Callable[[], bool], options: Mapping[str, Any]) -> dict[str, Any]:
     from memory.episodic.sync import SyncJob
 
-    return SyncJob(mem, **options).run(should_stop=should_stop).to_dict()
+    return SyncJob(mem.core, **options).run(should_stop=should_stop).to_dict()
 
 
-def _prune_job(mem: Memory, should_stop: Callable[[], bool], options: Mapping[str, Any]) -> dict[str, Any]:
+def _prune_job(mem: Store, should_stop: Callable[[], bool], options: Mapping[str, Any]) -> dict[str, Any]:
     del should_stop
-    return mem.prune(**options).to_dict()
+    summary: dict[str, Any] = mem.prune(**options).to_dict()
+    return summary
 
 
-def _tiers_job(mem: Memory, should_stop: Callable[[], bool], options: Mapping[str, Any]) -> dict[str, Any]:
+def _tiers_job(mem: Store, should_stop: Callable[[], bool], options: Mapping[str, Any]) -> dict[str, Any]:
     """Tier consolidation (STM→MTM→LPM→system memory) of every (agent, user) of the namespace."""
     del should_stop
-    return mem.tiers.consolidate(**options).to_dict()
+    summary: dict[str, Any] = mem.tiers.consolidate(**options).to_dict()
+    return summary
 
 
-def _extract_job(mem: Memory, should_stop: Callable[[], bool], options: Mapping[str, Any]) -> dict[str, Any]:
+def _extract_job(mem: Store, should_stop: Callable[[], bool], options: Mapping[str, Any]) -> dict[str, Any]:
     """Background extraction: memories queued by ``remember(..., extract=...)`` (also facts from messages)."""
     del should_stop
     counts: dict[str, Any] = {"processed": 0}
@@ -57,7 +81,7 @@ def _extract_job(mem: Memory, should_stop: Callable[[], bool], options: Mapping[
     return counts
 
 
-def _reflect_job(mem: Memory, should_stop: Callable[[], bool], options: Mapping[str, Any]) -> dict[str, Any]:
+def _reflect_job(mem: Store, should_stop: Callable[[], bool], options: Mapping[str, Any]) -> dict[str, Any]:
     """Self-reflection: lessons from scored conversations as procedural memories (:mod:`memory.feedback.reflect`)."""
     del should_stop
     report = mem.reflect(**options).to_dict()
@@ -96,7 +120,7 @@ class Worker:
 
     def __init__(
         self,
-        mem: Memory,
+        mem: Store,
         *,
         jobs: Sequence[str] = ("sync", "prune"),
         interval: float = 5.0,

@@ -30,11 +30,13 @@ from memory.backends.base import ListOrder
 from memory.extraction.facts import CanonicalFact, MessageFacts
 from memory.extraction.heuristic import normalise_name
 from memory.extraction.slots import normalise_predicate, same_value
+from memory.items import Items
 from memory.records import ledger_entry
+from memory.windows import Windows
 
 if TYPE_CHECKING:
     from memory.episodic.types import Message
-    from memory.memory import Memory
+    from memory.services import Core
     from memory.types import MemoryItem
 
 __all__ = ["store_facts", "close_fact", "live_facts", "SUBJECT_KEY"]
@@ -44,22 +46,22 @@ SUBJECT_KEY = "fact_subject"
 _NEGATION_WORDS = re.compile(r"^(?:no longer|not|never|don't|doesn't|didn't|stopped)\s+")
 
 
-def live_facts(mem: Memory, item: MemoryItem, subject_key: str, limit: int = 500) -> list[MemoryItem]:
+def live_facts(core: Core, item: MemoryItem, subject_key: str, limit: int = 500) -> list[MemoryItem]:
     """The valid fact memories of ``item``'s scope about ``subject_key``, newest first."""
-    flt = mem.filter(
+    flt = core.filter(
         item.namespace, user=item.user, agent=item.agent, kinds=["fact"], metadata={SUBJECT_KEY: subject_key},
         clearance="secret",
     )  # fmt: skip
-    return mem.backend.list(flt, limit, ListOrder(newest_first=True))
+    return core.backend.list(flt, limit, ListOrder(newest_first=True))
 
 
-def close_fact(mem: Memory, old: MemoryItem, by: str, reason: str) -> None:
+def close_fact(core: Core, old: MemoryItem, by: str, reason: str) -> None:
     """Close ``old`` (``valid_to`` = now, ledger ``supersede``) and invalidate the relations it supports."""
-    now = mem.now()
+    now = core.now()
     closed = old.model_copy(update={"valid_to": now, "updated_at": now})
     entry = ledger_entry("supersede", old.id, old.namespace, now, before=old, after=closed, reason=f"{reason} ({by})")
-    mem.backend.replace(closed, None, entry)
-    graph = mem.backend.graph
+    core.backend.replace(closed, None, entry)
+    graph = core.backend.graph
     if graph is not None:
         stale = [r.id for r in graph.relations(old.namespace, None, limit=10_000) if old.id in r.source_ids]
         if stale:
@@ -122,7 +124,7 @@ def _metadata(fact: CanonicalFact, found: MessageFacts) -> dict[str, Any]:
     return meta
 
 
-def store_facts(mem: Memory, message: Message, found: MessageFacts) -> tuple[list[str], list[str]]:
+def store_facts(core: Core, message: Message, found: MessageFacts) -> tuple[list[str], list[str]]:
     """Write ``found`` for ``message`` (see the module docstring); returns (fact memory ids, closed ids)."""
     facts = list(found.facts)
     closed: list[str] = []
@@ -134,7 +136,7 @@ def store_facts(mem: Memory, message: Message, found: MessageFacts) -> tuple[lis
     speaker = message.speaker or (message.user if message.role == "user" else message.agent) or message.role
     correction_of: MemoryItem | None = None
     if found.correction and not facts:
-        previous = _previous_fact(mem, message, speaker)
+        previous = _previous_fact(core, message, speaker)
         if previous is not None:
             text = _corrected(previous, found.correction)
             if text is not None:
@@ -142,25 +144,27 @@ def store_facts(mem: Memory, message: Message, found: MessageFacts) -> tuple[lis
                 base_fact = CanonicalFact(previous.content, speaker)
                 facts = [replace(base_fact, statement=text, slots=_corrected_slots(previous, found.correction))]
     ids: list[str] = []
-    _write_aliases(mem, message, found)
+    _write_aliases(core, message, found)
     for fact in facts:
         valid_from = message.created_at
         if fact.time is not None and fact.time[0] <= message.created_at:
             valid_from = fact.time[0]
-        fact_id = mem.remember(fact.statement, **base, valid_from=valid_from, metadata=_metadata(fact, found))
+        fact_id = Items(core, Windows(core)).remember(
+            fact.statement, **base, valid_from=valid_from, metadata=_metadata(fact, found)
+        )
         ids.append(fact_id)
-        item = mem.backend.get(message.namespace, [fact_id])[0]
+        item = core.backend.get(message.namespace, [fact_id])[0]
         if correction_of is not None and correction_of.id != fact_id:
-            close_fact(mem, correction_of, f"corrected by {fact_id}", "correction")
+            close_fact(core, correction_of, f"corrected by {fact_id}", "correction")
             closed.append(correction_of.id)
-        for old in live_facts(mem, item, normalise_name(fact.subject)):
+        for old in live_facts(core, item, normalise_name(fact.subject)):
             if old.id == fact_id or old.id in closed:
                 continue
             why = _contradicted(fact, old)
             if why is not None:
-                close_fact(mem, old, f"by {fact_id}", why)
+                close_fact(core, old, f"by {fact_id}", why)
                 closed.append(old.id)
-        _write_graph(mem, item, fact, found)
+        _write_graph(core, item, fact, found)
     return ids, closed
 
 
@@ -169,31 +173,31 @@ def _corrected_slots(previous: MemoryItem, value: str) -> dict[str, str]:
     return {slot: value for slot in slots} if slots else {}
 
 
-def _previous_fact(mem: Memory, message: Message, speaker: str) -> MemoryItem | None:
+def _previous_fact(core: Core, message: Message, speaker: str) -> MemoryItem | None:
     """The speaker's newest live fact in the message's thread."""
-    flt = mem.filter(
+    flt = core.filter(
         message.namespace, user=message.user, agent=message.agent, thread=message.thread, kinds=["fact"],
         metadata={SUBJECT_KEY: normalise_name(speaker)}, clearance="secret",
     )  # fmt: skip
-    found = mem.backend.list(flt, 1, ListOrder(newest_first=True))
+    found = core.backend.list(flt, 1, ListOrder(newest_first=True))
     return found[0] if found else None
 
 
-def _write_aliases(mem: Memory, message: Message, found: MessageFacts) -> None:
-    graph = mem.backend.graph
+def _write_aliases(core: Core, message: Message, found: MessageFacts) -> None:
+    graph = core.backend.graph
     if graph is None or message.sensitivity == "secret" or not found.aliases:
         return
-    now = mem.now()
+    now = core.now()
     for alias, canonical in found.aliases:
         target = graph.upsert_entity(message.namespace, canonical, "person", now)
         graph.add_alias(message.namespace, target.id, alias, now)
 
 
-def _write_graph(mem: Memory, item: MemoryItem, fact: CanonicalFact, found: MessageFacts) -> None:
-    graph = mem.backend.graph
+def _write_graph(core: Core, item: MemoryItem, fact: CanonicalFact, found: MessageFacts) -> None:
+    graph = core.backend.graph
     if graph is None or item.sensitivity == "secret":
         return
-    ns, now = item.namespace, mem.now()
+    ns, now = item.namespace, core.now()
     types = {normalise_name(e.name): e.type for e in found.entities}
     names: list[str] = [fact.subject]
     for rel in fact.relations:

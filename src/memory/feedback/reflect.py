@@ -49,10 +49,12 @@ from typing import TYPE_CHECKING, Literal
 from memory.backends.feedback import RecordQuery
 from memory.errors import LLMError
 from memory.feedback.types import ConversationRecord, ReflectionReport
+from memory.items import Items
+from memory.windows import Windows
 
 if TYPE_CHECKING:
     from memory.backends.feedback import FeedbackStore
-    from memory.memory import Memory
+    from memory.services import Core
 
 __all__ = [
     "reflect",
@@ -176,7 +178,7 @@ def lessons_for(record: ConversationRecord, outcome: Outcome) -> list[str]:
     return group_lessons([record], outcome)
 
 
-def _llm_lessons(mem: Memory, records: Sequence[ConversationRecord], outcome: Outcome) -> list[str]:
+def _llm_lessons(core: Core, records: Sequence[ConversationRecord], outcome: Outcome) -> list[str]:
     from memory.llms.base import structured
     from memory.llms.schemas import ReflectionOut
 
@@ -190,7 +192,7 @@ def _llm_lessons(mem: Memory, records: Sequence[ConversationRecord], outcome: Ou
         "suggestion": "\n".join(f"[{r.thread}] {r.suggestion}" for r in records[:10] if r.suggestion) or None,
         "components": {"outcome": outcome, "conversations": len(records)},
     }
-    answer = structured(mem.llm, "reflect_conversation", inputs, ReflectionOut).output
+    answer = structured(core.llm, "reflect_conversation", inputs, ReflectionOut).output
     lessons = [_clip(lesson, _MAX_LESSON - 80) for lesson in answer.lessons if lesson.strip()]
     if outcome == "went_badly":  # a negative episode never becomes "keep doing"
         lessons = [lesson for lesson in lessons if not lesson.lower().startswith(_KEEP_DOING)]
@@ -220,7 +222,7 @@ def _group(
 
 
 def reflect(
-    mem: Memory,
+    core: Core,
     store: FeedbackStore,
     namespace: str,
     *,
@@ -234,11 +236,12 @@ def reflect(
 ) -> ReflectionReport:
     """One reflection pass over at most ``limit`` unreflected scored records (see the module docstring)."""
     started = time.perf_counter()
+    items = Items(core, Windows(core))
     if min_support is None:
-        min_support = mem.settings.feedback.reflect_min_support
+        min_support = core.settings.feedback.reflect_min_support
     records = store.list_records(namespace, RecordQuery(scored=True, unreflected=True, limit=limit))
     if use_llm is None:
-        use_llm = getattr(mem.llm, "provider", "heuristic") != "heuristic"
+        use_llm = getattr(core.llm, "provider", "heuristic") != "heuristic"
     examined = written = replaced = skipped = 0
     ids: list[str] = []
     lessons_out: list[str] = []
@@ -258,7 +261,7 @@ def reflect(
             lessons: list[str] = []
             if use_llm:
                 try:
-                    lessons = _llm_lessons(mem, group, outcome)
+                    lessons = _llm_lessons(core, group, outcome)
                     paths.add("llm")
                 except LLMError as exc:
                     fallback = f"{type(exc).__name__}: {exc}"[:500]
@@ -275,7 +278,7 @@ def reflect(
         if dry_run:
             continue
         if content:
-            old = mem.list(
+            old = items.list(
                 namespace=namespace, kinds="procedural", metadata={"reflection_of": key},
                 clearance="secret", limit=50,
             ).items  # fmt: skip
@@ -283,7 +286,7 @@ def reflect(
                 skipped += 1
             else:
                 if old:
-                    replaced += mem.forget([item.id for item in old], namespace=namespace, reason="reflection redone")
+                    replaced += items.forget([item.id for item in old], namespace=namespace, reason="reflection redone")
                 users = {r.user for r in group}
                 metadata: dict[str, object] = {
                     "reflection_of": key, "supported_by": [r.thread for r in group][:200],
@@ -292,8 +295,8 @@ def reflect(
                 if record.prompt_name:
                     metadata.update(prompt=record.prompt_name, prompt_version=record.prompt_version)
                 sources = [m for r in group for m in r.message_ids][:200]
-                memory_id = mem.remember(
-                    content[: mem.settings.limits.max_content_chars], namespace=namespace, kind="procedural",
+                memory_id = items.remember(
+                    content[: core.settings.limits.max_content_chars], namespace=namespace, kind="procedural",
                     user=users.pop() if len(users) == 1 else None, agent=record.agent,
                     tags=[REFLECTION_TAG, outcome], metadata=metadata, source_ids=sources,
                     importance=0.7 if outcome == "went_badly" else 0.6,
@@ -301,7 +304,7 @@ def reflect(
                 )  # fmt: skip
                 ids.append(memory_id)
                 written += 1
-        store.mark_reflected(namespace, [record.thread], mem.now())
+        store.mark_reflected(namespace, [record.thread], core.now())
     path: Literal["llm", "rules", "none"] = "llm" if paths == {"llm"} else ("rules" if paths else "none")
     return ReflectionReport(
         examined=examined, written=written, replaced=replaced, skipped=skipped, memory_ids=tuple(ids), path=path,

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from memory.backends.feedback import FeedbackStore, RecordQuery, check_prompt_text, check_version
-from memory.errors import InvalidInputError, NotFoundError, StorageError, StoreUnavailableError
+from memory.errors import InvalidInputError, NotFoundError, StorageError
 from memory.feedback.reward import compute_reward, normalise_rating
 from memory.feedback.signals import dialogue_signals
 from memory.feedback.stats import candidate_beats_active, interval
@@ -47,26 +47,17 @@ from memory.feedback.types import (
     VersionAggregate,
     VersionStats,
 )
-from memory.records import check_name
+from memory.records import check_limit, check_name
+from memory.services import Core, feedback_store
 
 if TYPE_CHECKING:
+    from memory.episodic.messages import Messages
     from memory.episodic.summarize import ConversationEnd
-    from memory.memory import Memory
 
 __all__ = ["Feedback", "Prompts", "feedback_store"]
 
 _SAVE_ATTEMPTS = 20
 _TEXT_FIELDS = ("feedback", "example", "suggestion", "summary")
-
-
-def feedback_store(mem: Memory) -> FeedbackStore:
-    """The backend's feedback store. Raises StoreUnavailableError when the backend has none."""
-    store = mem.backend.feedback
-    if store is None:
-        raise StoreUnavailableError(
-            f"the {mem.backend.name} backend has no feedback store; use sqlite, postgres or inmemory"
-        )
-    return store
 
 
 def _text(value: object, what: str) -> str | None:
@@ -80,21 +71,22 @@ def _text(value: object, what: str) -> str | None:
 
 
 class _Base:
-    def __init__(self, mem: Memory) -> None:
-        """Bind to ``mem`` (backend, LLM, clock, namespace, settings)."""
-        self._mem = mem
+    def __init__(self, core: Core, messages: Messages) -> None:
+        """Bind to the store's ``core`` (backend, LLM, clock, namespace, settings) and its message log."""
+        self._core = core
+        self._messages = messages
 
     @property
     def store(self) -> FeedbackStore:
         """The backend's feedback store. Raises StoreUnavailableError when there is none."""
-        return feedback_store(self._mem)
+        return feedback_store(self._core.backend)
 
     def _ns(self, namespace: str | None) -> str:
-        return check_name(namespace, "namespace") or self._mem.namespace
+        return check_name(namespace, "namespace") or self._core.namespace
 
     @property
     def _settings(self) -> Any:
-        return self._mem.settings.feedback
+        return self._core.settings.feedback
 
 
 class Feedback(_Base):
@@ -152,9 +144,9 @@ class Feedback(_Base):
         return self._save(ns, thread, changes, user=user, agent=agent)
 
     def _thread_messages(self, ns: str, thread: str) -> builtins.list[Any]:
-        if self._mem.backend.episodic is None:
+        if self._core.backend.episodic is None:
             return []
-        return self._mem.messages.get_thread(thread, namespace=ns, limit=10_000)
+        return self._messages.get_thread(thread, namespace=ns, limit=10_000)
 
     def _save(
         self, ns: str, thread: str, changes: Mapping[str, Any], *, user: str | None = None, agent: str | None = None
@@ -181,7 +173,7 @@ class Feedback(_Base):
                 f"the record of thread {thread!r} kept changing under {_SAVE_ATTEMPTS} attempts; try again"
             )
         if self._settings.auto_promote and record.prompt_name and record.reward is not None:
-            Prompts(self._mem).auto_promote(record.prompt_name, namespace=ns)
+            Prompts(self._core, self._messages).auto_promote(record.prompt_name, namespace=ns)
         return record
 
     def _merge(
@@ -221,7 +213,7 @@ class Feedback(_Base):
             explicit=fields["reward"] if fields.get("explicit_reward") else None,
         )  # fmt: skip
         fields["reward"], fields["reward_components"] = result.reward, result.components
-        now = self._mem.now()
+        now = self._core.now()
         fields.setdefault("created_at", now)
         fields["updated_at"] = now
         fields["revision"] = old.revision + 1 if old is not None else 1
@@ -250,7 +242,7 @@ class Feedback(_Base):
 
     def on_conversation_end(self, result: ConversationEnd, namespace: str | None = None) -> ConversationRecord | None:
         """Store the summary ``end_conversation`` made in the thread's record and score it (None: no messages)."""
-        if result.messages == 0 or self._mem.backend.feedback is None:
+        if result.messages == 0 or self._core.backend.feedback is None:
             return None
         changes = {"summary": result.summary} if result.summary and result.summary.strip() else {}
         return self._save(self._ns(namespace), result.thread, changes, user=result.user, agent=result.agent)
@@ -298,7 +290,7 @@ class Feedback(_Base):
         records = self.store.list_records(ns, RecordQuery(limit=limit, newest_first=True))
         scored = [r.reward for r in records if r.reward is not None]
         low = self._settings.low_reward
-        prompts = Prompts(self._mem)
+        prompts = Prompts(self._core, self._messages)
         stats = [s for name in self.store.prompt_names(ns) for s in prompts.stats(name, namespace=ns)]
         recent = [r.feedback for r in records if r.feedback and r.reward is not None and r.reward < low][:5]
         return FeedbackSummary(
@@ -312,7 +304,14 @@ class Feedback(_Base):
         self, *, limit: int | None = None, dry_run: bool = False, namespace: str | None = None
     ) -> ReflectionReport:
         """One self-reflection pass (see :mod:`memory.feedback.reflect`); same as :meth:`Memory.reflect`."""
-        return self._mem.reflect(limit=limit, dry_run=dry_run, namespace=namespace)
+        from memory.feedback.reflect import reflect
+
+        settings = self._core.settings.feedback
+        limit = settings.reflect_batch if limit is None else check_limit(limit)
+        return reflect(
+            self._core, self.store, self._core.ns(namespace), limit=limit, low=settings.low_reward,
+            high=settings.high_reward, dry_run=bool(dry_run),
+        )  # fmt: skip
 
 
 def _most_common(values: Any) -> str | None:
@@ -329,7 +328,7 @@ class Prompts(_Base):
         check_name(name, "prompt name", optional=False)
         if self.store.get_prompt(ns, name, 1) is not None:
             raise InvalidInputError(f"prompt {name!r} exists; add a version with prompts.add_version")
-        return self.store.add_prompt(ns, name, check_prompt_text(text), at=self._mem.now(), note=note, activate=True)
+        return self.store.add_prompt(ns, name, check_prompt_text(text), at=self._core.now(), note=note, activate=True)
 
     def add_version(
         self,
@@ -347,7 +346,7 @@ class Prompts(_Base):
             active = self.store.get_prompt(ns, check_name(name, "prompt name", optional=False) or name)
             parent = active.version if active else None
         return self.store.add_prompt(
-            ns, name, text, at=self._mem.now(), origin="manual", parent=parent, note=note, activate=activate
+            ns, name, text, at=self._core.now(), origin="manual", parent=parent, note=note, activate=activate
         )
 
     def get(self, name: str, version: int | None = None, *, namespace: str | None = None) -> PromptVersion:
@@ -403,13 +402,13 @@ class Prompts(_Base):
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidInputError(f"limit must be an integer from 1 to 1000, got {limit!r}")
         return suggest_prompt(
-            self._mem, self.store, self._ns(namespace), check_name(name, "prompt name", optional=False) or name,
+            self._core, self.store, self._ns(namespace), check_name(name, "prompt name", optional=False) or name,
             threshold=self._settings.low_reward, limit=limit, max_rules=self._settings.max_rules, use_llm=use_llm,
         )  # fmt: skip
 
     def promote(self, name: str, version: int, *, namespace: str | None = None) -> PromptVersion:
         """Make ``version`` the active version of ``name`` (atomically). Raises NotFoundError."""
-        return self.store.promote(self._ns(namespace), name, check_version(version), self._mem.now())
+        return self.store.promote(self._ns(namespace), name, check_version(version), self._core.now())
 
     def auto_promote(self, name: str, *, dry_run: bool = False, namespace: str | None = None) -> PromotionDecision:
         """Promote the best candidate of ``name`` if it beats the active version (:mod:`memory.feedback.stats`)."""
@@ -435,7 +434,7 @@ class Prompts(_Base):
             reason = "; ".join(reasons) or "no candidate versions"
             return PromotionDecision(name=name, promoted=False, active=active.version, reason=reason)
         if not dry_run:
-            self.store.promote(ns, name, best[1], self._mem.now())
+            self.store.promote(ns, name, best[1], self._core.now())
         return PromotionDecision(
             name=name, promoted=not dry_run, candidate=best[1], active=active.version, reason=best[2]
         )
@@ -459,7 +458,9 @@ class Prompts(_Base):
             if found is not None:
                 return found.text
         chosen = self._choose(ns, thread, name)
-        Feedback(self._mem)._save(ns, thread, {"prompt": (name, chosen.version)}, user=user, agent=agent)
+        Feedback(self._core, self._messages)._save(
+            ns, thread, {"prompt": (name, chosen.version)}, user=user, agent=agent
+        )
         return chosen.text
 
     def _choose(self, ns: str, thread: str, name: str) -> PromptVersion:

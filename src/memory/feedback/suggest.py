@@ -31,7 +31,7 @@ from memory.feedback.types import MAX_PROMPT_CHARS, ConversationRecord, PromptSu
 
 if TYPE_CHECKING:
     from memory.backends.feedback import FeedbackStore
-    from memory.memory import Memory
+    from memory.services import Core
 
 __all__ = ["RULES_HEADER", "MAX_RULE_CHARS", "rules_from", "split_rules", "apply_rules", "suggest_prompt"]
 
@@ -100,7 +100,7 @@ def _low_records(
 
 
 def suggest_prompt(
-    mem: Memory,
+    core: Core,
     store: FeedbackStore,
     namespace: str,
     name: str,
@@ -127,7 +127,7 @@ def suggest_prompt(
         )
     threads = tuple(r.thread for r in records)
     fallback: str | None = None
-    llm = mem.llm
+    llm = core.llm
     if use_llm is None:
         use_llm = getattr(llm, "provider", "heuristic") != "heuristic"
     if use_llm:
@@ -150,7 +150,7 @@ def suggest_prompt(
             if text == active.text.strip():
                 raise LLMError("the model returned the prompt unchanged")
             version = store.add_prompt(
-                namespace, name, text, at=mem.now(), origin="llm", parent=active.version,
+                namespace, name, text, at=core.now(), origin="llm", parent=active.version,
                 note=_one_line(f"llm refinement from {len(records)} low-reward conversation(s)", 500),
             )  # fmt: skip
             return PromptSuggestion(version=version, path="llm", based_on=threads, rationale=answer.rationale)
@@ -162,7 +162,7 @@ def suggest_prompt(
             f"the active version {active.version} of {name!r} already holds every rule learned from these conversations"
         )
     version = store.add_prompt(
-        namespace, name, text, at=mem.now(), origin="suggested", parent=active.version,
+        namespace, name, text, at=core.now(), origin="suggested", parent=active.version,
         note=_one_line(f"learned rules from {len(records)} low-reward conversation(s)", 500),
     )  # fmt: skip
     rationale = f"appended learned rules from {len(records)} low-reward conversation(s)"

@@ -23,10 +23,10 @@ from memory.backends.feedback import check_prompt_text, check_record
 from memory.errors import InvalidInputError
 from memory.feedback.types import ConversationRecord, PromptVersion
 from memory.records import check_name
+from memory.services import Core, feedback_store
 
 if TYPE_CHECKING:
     from memory.filters import Filter
-    from memory.memory import Memory
 
 __all__ = ["FEEDBACK_TYPE", "FeedbackLine", "export_feedback", "parse_feedback_line", "import_feedback"]
 
@@ -47,9 +47,9 @@ def _line(kind: str, record: ConversationRecord | PromptVersion) -> str:
                       ensure_ascii=True, separators=(",", ":"), allow_nan=False) + "\n"  # fmt: skip
 
 
-def export_feedback(mem: Memory, stream: IO[str], flt: Filter, *, memory_only_filters: bool) -> int:
+def export_feedback(core: Core, stream: IO[str], flt: Filter, *, memory_only_filters: bool) -> int:
     """Write the namespace's conversation records (and, unscoped, its prompt versions); returns how many lines."""
-    store = mem.backend.feedback
+    store = core.backend.feedback
     if store is None or memory_only_filters or flt.created_after is not None or flt.created_before is not None:
         return 0
     ns = flt.namespace
@@ -100,12 +100,12 @@ def parse_feedback_line(obj: dict[str, Any], line: int) -> FeedbackLine:
         raise InvalidInputError(f"line {line}: invalid feedback line in this memory export: {detail}") from exc
 
 
-def import_feedback(mem: Memory, lines: Iterable[FeedbackLine]) -> int:
+def import_feedback(core: Core, lines: Iterable[FeedbackLine]) -> int:
     """Write validated feedback lines, skipping records and versions that exist; returns how many were written."""
     entries = list(lines)
     if not entries:
         return 0
-    store = mem.feedback.store  # raises StoreUnavailableError when the backend has none
+    store = feedback_store(core.backend)  # raises StoreUnavailableError when the backend has none
     written = 0
     for entry in sorted(entries, key=lambda e: (isinstance(e.record, ConversationRecord), e.line)):
         record = entry.record

@@ -58,7 +58,8 @@ from memory.tiers.types import (
 from memory.types import SENSITIVITY_LEVELS
 
 if TYPE_CHECKING:
-    from memory.memory import Memory
+    from memory.episodic.messages import Messages
+    from memory.services import Core
 
 __all__ = ["Tiers", "segment_heat", "similarity"]
 
@@ -97,9 +98,10 @@ def _queue(old: Sequence[str], new: Sequence[str], capacity: int) -> tuple[tuple
 class Tiers:
     """Hierarchical memory of a :class:`~memory.Memory` (``mem.tiers``)."""
 
-    def __init__(self, mem: Memory) -> None:
-        """Bind to ``mem`` (backend, embedder, LLM, clock, namespace)."""
-        self._mem = mem
+    def __init__(self, core: Core, messages: Messages) -> None:
+        """Bind to the store's ``core`` (backend, embedder, LLM, clock, namespace) and its message log."""
+        self._core = core
+        self._messages = messages
         self._lock = threading.RLock()
         self._entry_vectors: dict[str, tuple[float, ...]] = {}
 
@@ -107,22 +109,22 @@ class Tiers:
     @property
     def store(self) -> TierStore:
         """The backend's tier store. Raises StoreUnavailableError when the backend has none."""
-        store = self._mem.backend.tiers
+        store = self._core.backend.tiers
         if store is None:
             raise StoreUnavailableError(
-                f"the {self._mem.backend.name} backend has no tier store; use sqlite, postgres or inmemory for tiers"
+                f"the {self._core.backend.name} backend has no tier store; use sqlite, postgres or inmemory for tiers"
             )
         return store
 
     def _ns(self, namespace: str | None) -> str:
-        return check_name(namespace, "namespace") or self._mem.namespace
+        return check_name(namespace, "namespace") or self._core.namespace
 
     def _embed(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
         """Unit vectors of ``texts``; empty tuples when the embedder fails (keywords still work)."""
         from memory.embedders.base import embed_texts
 
         try:
-            rows = embed_texts(self._mem.embedder, list(texts))
+            rows = embed_texts(self._core.embedder, list(texts))
         except EmbedderError:
             return [() for _ in texts]
         return [tuple(float(x) for x in row) for row in rows]
@@ -210,21 +212,21 @@ class Tiers:
         ns = self._ns(namespace)
         store = self.store
         config = resolve_config(store, ns, agent_name)
-        now = created_at or self._mem.now()
+        now = created_at or self._core.now()
         with self._lock:
             stm = store.stm(ns, agent_name, user_name)
             text = f"{query}\n{response}".strip()
             words = keywords(topic_text(text), config.segment_keywords)
             # a secret page never feeds the meta-chain of another page
             previous = next((p for p in reversed(stm) if p.sensitivity != "secret"), None)
-            chain, _ = analysis.meta_chain(self._mem.llm, previous, text, words)
+            chain, _ = analysis.meta_chain(self._core.llm, previous, text, words)
             message_ids = tuple(message_ids)
             if record:
                 thread_name = thread or f"tiers-{agent_name}-{user_name}"
                 entries = [{"thread": thread_name, "content": query, "role": "user"}] if query.strip() else []
                 if response.strip():
                     entries.append({"thread": thread_name, "content": response, "role": "assistant"})
-                stored = self._mem.messages.append_many(
+                stored = self._messages.append_many(
                     entries, namespace=ns, user=user_name, agent=agent_name, sensitivity=sensitivity
                 )
                 message_ids += tuple(m.id for m in stored)
@@ -260,7 +262,7 @@ class Tiers:
             if not enabled[key]:
                 continue
             before = [
-                m for m in self._mem.messages.recent(message.thread, 6, namespace=message.namespace, clearance="secret")
+                m for m in self._messages.recent(message.thread, 6, namespace=message.namespace, clearance="secret")
                 if m.turn < message.turn
             ]  # fmt: skip
             asked = before[-1] if before and before[-1].role == "user" else None
@@ -297,8 +299,8 @@ class Tiers:
         with self._lock:
             store = self.store
             config = resolve_config(store, ns, agent)
-            now = self._mem.now()
-            llm = self._mem.llm
+            now = self._core.now()
+            llm = self._core.llm
             counts = {k: 0 for k in ConsolidationReport.model_fields}
             changes = TierChanges()
             stm = store.stm(ns, agent, user)
@@ -386,7 +388,7 @@ class Tiers:
         counts: dict[str, int],
     ) -> None:
         store = self.store
-        llm = self._mem.llm
+        llm = self._core.llm
         update, fell_back = analysis.analyse(llm, user, agent, pages)
         counts["llm_fallbacks"] += int(fell_back and getattr(llm, "provider", "") != "heuristic")
         targets = [("user", user, update.user_profile, update.user_knowledge, update.user_traits)]
@@ -526,7 +528,7 @@ class Tiers:
         ns = self._ns(namespace)
         store = self.store
         config = resolve_config(store, ns, agent_name)
-        now = self._mem.now()
+        now = self._core.now()
         q_vector = self._embed([query])[0]
         q_words = keywords(topic_text(query), config.segment_keywords)
         fscore = fscore_of(config.fscore_function)
@@ -594,7 +596,7 @@ class Tiers:
         ns = self._ns(namespace)
         store = self.store
         config = resolve_config(store, ns, agent_name)
-        now = self._mem.now()
+        now = self._core.now()
         personas = store.object_personas(ns, agent_name)
         return TierSnapshot(
             namespace=ns,

@@ -23,12 +23,12 @@ from pydantic import ValidationError
 from memory.backends.tiers import TierChanges
 from memory.errors import InvalidInputError
 from memory.records import check_name
+from memory.services import Core, tier_store
 from memory.tiers.types import AgentPersona, DialoguePage, ObjectPersona, Segment, SystemEntry
 from memory.types import SENSITIVITY_LEVELS
 
 if TYPE_CHECKING:
     from memory.filters import Filter
-    from memory.memory import Memory
 
 __all__ = ["TIER_TYPE", "TierLine", "export_tiers", "parse_tier_line", "import_tiers"]
 
@@ -54,9 +54,9 @@ def _line(kind: str, record: Any) -> str:
                       separators=(",", ":"), allow_nan=False) + "\n"  # fmt: skip
 
 
-def export_tiers(mem: Memory, stream: IO[str], flt: Filter, *, memory_only_filters: bool) -> int:
+def export_tiers(core: Core, stream: IO[str], flt: Filter, *, memory_only_filters: bool) -> int:
     """Write the namespace's tier records within ``flt``'s scope; returns how many lines."""
-    store = mem.backend.tiers
+    store = core.backend.tiers
     if store is None or memory_only_filters or flt.thread is not None:
         return 0
     if flt.created_after is not None or flt.created_before is not None:
@@ -133,12 +133,12 @@ def parse_tier_line(obj: dict[str, Any], line: int) -> TierLine:
         raise InvalidInputError(f"line {line}: invalid tier line in this memory export: {detail}") from exc
 
 
-def import_tiers(mem: Memory, lines: Iterable[TierLine]) -> int:
+def import_tiers(core: Core, lines: Iterable[TierLine]) -> int:
     """Write validated tier lines, skipping records that exist; returns how many were written."""
     entries = list(lines)
     if not entries:
         return 0
-    store = mem.tiers.store  # raises StoreUnavailableError when the backend has none
+    store = tier_store(core.backend)  # raises StoreUnavailableError when the backend has none
     written = 0
     for ns in sorted({e.namespace for e in entries}):
         changes = TierChanges()

@@ -1,0 +1,244 @@
+"""Recall orchestration: from a query and a scope to scored hits (what ``Memory.recall`` runs).
+
+The channels (lexical BM25 and its pseudo-relevance feedback, vector KNN over
+own and window vectors, the context-window channel, the graph channel) are
+searched, fused by weighted RRF (:mod:`memory.retrieval.fusion`) and ranked
+with recency and importance. The lexical channel runs on a second connection
+beside the vector channel when the backend allows concurrent reads.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime
+from typing import Any, Protocol
+
+from memory.backends.base import Backend, ChannelHit, Vector
+from memory.embedders.base import Embedder, embed_query
+from memory.errors import InvalidInputError, ProviderError
+from memory.filters import Filter
+from memory.limits import MAX_QUERY_CHARS, VISIBLE
+from memory.records import check_encodable, check_limit
+from memory.retrieval.config import RetrievalConfig
+from memory.retrieval.fusion import fuse, rank
+from memory.retrieval.text import feedback_terms, query_terms
+from memory.retrieval.window import window_model
+from memory.types import Hit
+
+__all__ = ["Recall", "RecallContext"]
+
+log = logging.getLogger(__name__)
+_VISIBLE = re.compile(VISIBLE)
+
+
+class RecallContext(Protocol):
+    """What recall needs of a store (``memory.services.Core`` provides it)."""
+
+    @property
+    def backend(self) -> Backend:
+        """The storage backend."""
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder of the store's vector space."""
+
+    def ensure_space(self, *, strict: bool) -> bool:
+        """Register/check the embedder's vector space; False if its dimension is unknown yet."""
+
+    def filter(self, *args: Any, **kwargs: Any) -> Filter:
+        """A validated filter with the store's defaults and clock."""
+
+    def retrieval_config(self, retrieval: RetrievalConfig | str | None) -> RetrievalConfig:
+        """The given config, a preset by name, or the store's default."""
+
+    def keys_on(self) -> bool:
+        """Whether the backend indexes the key fields."""
+
+    def windows_on(self) -> bool:
+        """Whether the store keeps context windows."""
+
+
+class Recall:
+    """Hybrid recall over one store (``Memory.recall`` delegates here)."""
+
+    def __init__(self, core: RecallContext) -> None:
+        """Bind to the store's backend, embedder, settings and clock."""
+        self._core = core
+        self._backend = core.backend
+        self._embedder = core.embedder
+        self._channel_pool: ThreadPoolExecutor | None = None
+        self._channel_pool_lock = threading.Lock()
+
+    def close(self) -> None:
+        """Stop the lexical channel's worker thread (idempotent)."""
+        with self._channel_pool_lock:
+            pool, self._channel_pool = self._channel_pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        namespace: str | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        thread: str | None = None,
+        kinds: Iterable[str] | str | None = None,
+        tags: Iterable[str] | None = None,
+        tags_all: Iterable[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        clearance: str = "private",
+        include_invalid: bool = False,
+        retrieval: RetrievalConfig | str | None = None,
+    ) -> builtins.list[Hit]:
+        """The memories most relevant to ``query``, best first, with score parts (see ``Memory.recall``)."""
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidInputError(f"query is longer than {MAX_QUERY_CHARS} characters")
+        text = query.strip()
+        if not _VISIBLE.search(text):
+            raise InvalidInputError("query is empty: give the text to search for")
+        check_encodable(text, "query")
+        limit = check_limit(limit)
+        config = self._core.retrieval_config(retrieval)
+        flt = self._core.filter(
+            namespace, user=user, agent=agent, thread=thread, kinds=kinds, tags=tags,
+            tags_all=tags_all, metadata=metadata, since=since, until=until, clearance=clearance,
+            include_invalid=include_invalid,
+        )  # fmt: skip
+        k = max(config.candidates, limit)
+        results: dict[str, builtins.list[ChannelHit]] = {}
+        lexical: Future[dict[str, builtins.list[ChannelHit]]] | None = None
+        if "lexical" in config.channels:
+            terms = query_terms(text)
+            if "vector" in config.channels and self._backend.concurrent_reads:
+                # The lexical channel runs on another connection while this thread embeds the query
+                # and searches vectors: the two cost their maximum instead of their sum.
+                lexical = self._channels().submit(self._lexical_channels, flt, terms, k, config)
+            else:
+                results.update(self._lexical_channels(flt, terms, k, config))
+        vector: Vector | None = None
+        vector_hits: builtins.list[ChannelHit] | None = None
+        context_hits: builtins.list[ChannelHit] | None = None
+        try:
+            if "vector" in config.channels or "context" in config.channels:
+                try:
+                    if self._core.ensure_space(strict=True):
+                        vector = embed_query(self._embedder, text)
+                        if "vector" in config.channels:
+                            vector_hits = self._search_vectors(flt, config, vector, k)
+                        context_hits = self._search_context(flt, config, vector, k)
+                except ProviderError as exc:
+                    log.warning("vector channel skipped, embedder failed: %s", exc)
+        finally:
+            if lexical is not None:  # wait for it even when the vector channel failed
+                results.update(lexical.result())
+        if vector_hits is not None and "vector" in config.channels:
+            results["vector"] = vector_hits
+        if context_hits:
+            results["context"] = context_hits
+        store = self._backend.graph
+        if "graph" in config.channels and config.weights.get("graph", 1.0) > 0 and store is not None:
+            from memory.retrieval.graph import graph_channel
+
+            query_vector = vector if "vector" in results else None
+            graph_hits = graph_channel(
+                self._backend, store, flt, text, query_terms(text), k,
+                model=self._embedder.model_name if query_vector is not None else None, vector=query_vector,
+            )  # fmt: skip
+            if graph_hits:  # an empty graph (no extraction yet) leaves the other channels' scale as it is
+                results["graph"] = graph_hits
+        fused = fuse(results, config.weights, config.rrf_k)
+        items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c in fused])}
+        ranked = rank(fused, items, flt.now, config)[:limit]
+        hits = [
+            Hit(item=item, score=parts.final, channels=candidate.channels, parts=parts)
+            for candidate, item, parts in ranked
+        ]
+        if hits:
+            self._backend.record_access(flt.namespace, [h.id for h in hits], flt.now)
+        return hits
+
+    def _channels(self) -> ThreadPoolExecutor:
+        """The one worker thread that runs the lexical channel beside the vector channel (created on first use)."""
+        with self._channel_pool_lock:
+            if self._channel_pool is None:
+                self._channel_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-recall")
+            return self._channel_pool
+
+    def _lexical_channels(
+        self, flt: Filter, terms: builtins.list[str], k: int, config: RetrievalConfig
+    ) -> dict[str, builtins.list[ChannelHit]]:
+        """The lexical channel, and the pseudo-relevance feedback channel when configured."""
+        out = {"lexical": self._search_lexical(flt, terms, k, config)}
+        if "feedback" in config.channels and out["lexical"]:
+            top = [h.id for h in out["lexical"][: config.feedback_docs]]
+            texts = [i.content for i in self._backend.get(flt.namespace, top)]
+            extra = feedback_terms(texts, terms, config.feedback_terms)
+            if extra:
+                out["feedback"] = self._search_lexical(flt, terms + extra, k, config)
+        return out
+
+    def _search_lexical(
+        self, flt: Filter, terms: builtins.list[str], k: int, config: RetrievalConfig
+    ) -> builtins.list[ChannelHit]:
+        """BM25 over the index key's fields; content only on a backend without them."""
+        if self._core.keys_on():
+            return self._backend.search_lexical(flt, terms, k, fields=config.fields)
+        return self._backend.search_lexical(flt, terms, k)
+
+    def _search_context(
+        self, flt: Filter, config: RetrievalConfig, vector: Vector, k: int
+    ) -> builtins.list[ChannelHit] | None:
+        """The context channel: the window vectors alone (None when not configured or the store has none)."""
+        if "context" not in config.channels or not self._core.windows_on():
+            return None
+        space = window_model(self._embedder.model_name)
+        if all(s.model != space for s in self._backend.vector_spaces()):
+            return None
+        return self._backend.search_vector(flt, space, vector, k)
+
+    def vector_space(self, config: RetrievalConfig) -> str:
+        """The space the vector channel searches: window vectors when configured and present.
+
+        With a ``context`` channel the window vectors are searched there, and the
+        vector channel searches the memories' own vectors.
+        """
+        model = self._embedder.model_name
+        if config.window_vectors and "context" not in config.channels and self._core.windows_on():
+            space = window_model(model)
+            if any(s.model == space for s in self._backend.vector_spaces()):
+                return space
+        return model
+
+    def _search_vectors(
+        self, flt: Filter, config: RetrievalConfig, vector: Vector, k: int
+    ) -> builtins.list[ChannelHit]:
+        """The vector channel: window vectors, and own vectors of memories that have no window vector.
+
+        Only memories with a thread get a window vector (for the others it would
+        equal their own), so both spaces are searched and a memory found by its
+        own vector counts only if it has no window vector: the same ranking as a
+        window space holding every memory, without storing vectors twice.
+        """
+        model = self._embedder.model_name
+        space = self.vector_space(config)
+        if space == model:
+            return self._backend.search_vector(flt, model, vector, k)
+        windowed = self._backend.search_vector(flt, space, vector, k)
+        found = {h.id for h in windowed}
+        own = [h for h in self._backend.search_vector(flt, model, vector, k) if h.id not in found]
+        has_window = set(self._backend.get_vectors(flt.namespace, space, [h.id for h in own]))
+        merged = windowed + [h for h in own if h.id not in has_window]
+        merged.sort(key=lambda h: (-h.score, h.id))
+        return merged[:k]
