@@ -126,3 +126,20 @@ def test_retrieve_reaches_every_segment_and_pages_keep_a_vector_per_turn(tmp_db:
         assert 0.0 < got.pages[0].score <= 2.0
         gated = mem.tiers.retrieve("ryokan booking", agent="g", user="u", top_m=1)
         assert {h.segment_id for h in gated.pages} <= {s.segment_id for s in gated.segments}
+
+
+def test_the_segment_prior_moves_pages_only_when_weighted() -> None:
+    pages = [_page(q, r, n) for n, (q, r) in enumerate(FILLER)]
+    pages.append(_page("The telescope arrived.", "Enjoy the stars.", 10))
+    pages.append(_page("My telescope is broken.", "Get it repaired.", 11))
+    q = EMBEDDER.embed_batch(["telescope"])[0]
+    q = (q / (np.linalg.norm(q) or 1.0)).tolist()
+    prior = [0.0] * len(FILLER) + [0.1, 1.5]  # the second page's segment matches the query far better
+    plain = [pages[i].id for i, _ in rank_pages_by_turns("telescope", q, pages, prior)]
+    weighted = [pages[i].id for i, _ in rank_pages_by_turns("telescope", q, pages, prior, segment_weight=3.0)]
+    assert set(plain[:2]) == set(weighted[:2]) == {"p010", "p011"}
+    assert weighted[0] == "p011"
+    swapped = [0.0] * len(FILLER) + [1.5, 0.1]
+    first = rank_pages_by_turns("telescope", q, pages, swapped, segment_weight=3.0)[0][0]
+    assert pages[first].id == "p010"
+    assert plain == [pages[i].id for i, _ in rank_pages_by_turns("telescope", q, pages, swapped)]  # weight 0: no effect

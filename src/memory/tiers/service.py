@@ -510,13 +510,19 @@ class Tiers:
         top_k: int | None = None,
         clearance: str = "private",
     ) -> TierContext:
-        """All STM pages + the top-m segments by Fscore with the query (with the configured top-m: widened to
-        ``candidate_pages`` pages)
-        → top-k pages by cosine + BM25 + personas and system memory ranked by relevance.
+        """All STM pages, the top-k MTM pages, personas and system memory ranked by relevance.
 
-        Visiting a segment counts: its visit counter and last access are
-        updated (its heat rises). Pages above ``clearance`` (normal | private
-        | secret; default private) are left out. Raises InvalidInputError.
+        Segments are ranked by Fscore with the query; their pages, in that
+        order up to ``candidate_pages`` (the bound on work), are the
+        candidates — every segment's at usual sizes; an explicit ``top_m``
+        keeps only the top-m segments' pages (MemoryOS's gate). Each turn of a
+        candidate is ranked as flat recall ranks a memory and a page scores
+        the sum of its turns' fused scores (:mod:`memory.tiers.search`).
+        Visiting a segment counts: the top-m by Fscore and every segment a
+        returned page is from have their visit counter and last access
+        updated (their heat rises). Pages above ``clearance`` (normal |
+        private | secret; default private) are left out. Raises
+        InvalidInputError.
         """
         agent_name = check_name(agent, "agent", optional=False)
         user_name = check_name(user, "user", optional=False)

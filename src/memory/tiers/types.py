@@ -86,8 +86,11 @@ class TierConfig(_Frozen):
     ``recency_mu`` seconds (seed: 1e7); a segment whose heat reaches
     ``heat_threshold`` (MemoryOS: 5) is analysed into personas. Persona
     queues hold ``kb_capacity`` knowledge entries (seed: 100) and
-    ``traits_capacity`` traits. Retrieval takes ``top_m_segments`` segments
-    and ``top_k_pages`` pages from them, plus ``system_top_k`` system
+    ``traits_capacity`` traits. Retrieval visits the ``top_m_segments``
+    segments by Fscore and returns ``top_k_pages`` pages ranked over the
+    pages of the segments in Fscore order up to ``candidate_pages`` (every
+    page at usual sizes), the segment's Fscore weighted ``segment_prior`` in
+    the ranking (0: none), plus ``system_top_k`` system
     entries and ``lpm_top_k`` persona entries (knowledge, traits, profile
     fields), each ranked by relevance to the query. System memory keeps
     ``system_capacity`` entries per namespace; knowledge is promoted when its
