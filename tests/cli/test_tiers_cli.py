@@ -22,6 +22,7 @@ def test_configure_add_show_retrieve(run: Runner) -> None:
     for turn in TURNS:
         page = run.json("tiers", "add", turn, "ok", "--agent", "g", "--user", "alice")
         assert page["query"] == turn and page["meta_chain"].startswith("topic:")
+        assert "vector" not in page and "turn_vectors" not in page
     shown = run.json("tiers", "show", "--agent", "g", "--user", "alice")
     assert shown["agent_type"] == "guides" and shown["config"]["stm_capacity"] == 2
     assert [p["query"] for p in shown["stm"]] == TURNS[-2:]
@@ -32,6 +33,7 @@ def test_configure_add_show_retrieve(run: Runner) -> None:
         assert title in table
     found = run.json("tiers", "retrieve", "hiking boots", "--agent", "g", "--user", "alice")
     assert len(found["stm"]) == 2 and found["segments"] and found["pages"]
+    assert all("turn_vectors" not in p for p in found["stm"] + [h["page"] for h in found["pages"]])
     assert "Recent exchanges" in run.ok("tiers", "retrieve", "hiking", "--agent", "g", "--user", "alice").stdout
 
 

@@ -12,7 +12,13 @@ both.
 
 * **Tier retrieval**: each question is answered with :meth:`Tiers.retrieve`;
   the ranked turn list is the top-k MTM pages by score, then the STM pages
-  newest first, cut at 20 turn ids, and scored with the flat run's metrics.
+  newest first, each page giving both its turn ids in order, cut at 20 turn
+  ids, and scored with the flat run's metrics. So R@10 is over ten *turns* —
+  five two-turn pages — as flat recall's R@10 is over ten turns: both turns of
+  a page count, and each takes a place in the top ten.
+
+Pages carry their session's date as ``created_at`` and its chat session as
+``thread`` (as the flat run stores each turn).
 * **Segments**: after the last page, the join rate within sessions (of two
   consecutive pages of one session, how often the second joined the first's
   segment) and across sessions (the same for the last page of a session and
@@ -152,8 +158,9 @@ def _tier_rows(
         began = time.perf_counter()
         meta = {"dia_ids": [t.dia_id for t in pair], "session": pair[0].session}
         page = mem.tiers.add_page(
-            pair[0].content, response, agent=agent, user=user, record=False, consolidate=False, metadata=meta
-        )
+            pair[0].content, response, agent=agent, user=user, record=False, consolidate=False, metadata=meta,
+            created_at=session_time(pair[0].session_date), thread=thread_of(conv, pair[0]),
+        )  # fmt: skip
         page_turns[page.id] = [t.dia_id for t in pair]
         middle = time.perf_counter()
         mem.tiers.consolidate(agent=agent, user=user)

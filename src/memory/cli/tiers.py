@@ -75,7 +75,7 @@ def show(ctx: click.Context, agent: str, user: str, as_json: bool) -> None:
         data = snap.model_dump(mode="json", exclude={"kind"})
         data["segments"] = [{**s.model_dump(mode="json", exclude={"vector", "pages"}), "heat": h,
                              "pages": [p.id for p in s.pages]} for s, h in snap.segments]  # fmt: skip
-        data["stm"] = [p.model_dump(mode="json", exclude={"vector"}) for p in snap.stm]
+        data["stm"] = [p.model_dump(mode="json", exclude={"vector", "turn_vectors"}) for p in snap.stm]
         data["system"] = [e.model_dump(mode="json", exclude={"vector"}) for e in snap.system]
         emit_json(data)
         return
@@ -99,7 +99,7 @@ def add(
     with open_memory(ctx) as mem:
         page = mem.tiers.add_page(query, response, agent=agent, user=user, consolidate=not no_consolidate)
     if as_json:
-        emit_json(page.model_dump(mode="json", exclude={"vector"}))
+        emit_json(page.model_dump(mode="json", exclude={"vector", "turn_vectors"}))
     else:
         click.echo(f"page {page.id}  meta-chain: {page.meta_chain}")
 
@@ -115,8 +115,8 @@ def retrieve(ctx: click.Context, query: str, agent: str, user: str, as_json: boo
     with open_memory(ctx) as mem:
         found = mem.tiers.retrieve(query, agent=agent, user=user)
     if as_json:
-        emit_json(found.model_dump(mode="json", exclude={"stm": {"__all__": {"vector"}},
-                                                       "pages": {"__all__": {"page": {"vector"}}},
+        emit_json(found.model_dump(mode="json", exclude={"stm": {"__all__": {"vector", "turn_vectors"}},
+                                                       "pages": {"__all__": {"page": {"vector", "turn_vectors"}}},
                                                        "system": {"__all__": {"vector"}}}))  # fmt: skip
     else:
         click.echo(found.to_text() or "(nothing stored)")

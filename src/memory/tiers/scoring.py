@@ -12,16 +12,14 @@ agent or agent type like every other setting:
   — segment heat (eviction, LPM analysis).
 
 :func:`resolve_function` checks a reference when it is configured (importable,
-callable) and raises InvalidInputError otherwise. :func:`text_rank` is the
-lexical half of page ranking: BM25 over the candidate pages, pure.
+callable) and raises InvalidInputError otherwise. Page ranking at retrieval is
+:mod:`memory.tiers.search`.
 """
 
 from __future__ import annotations
 
 import importlib
-import math
 import re
-from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import lru_cache
@@ -30,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from memory.errors import InvalidInputError
-from memory.retrieval.text import STOPWORDS
 from memory.tiers.formulas import heat, jaccard, recency
 
 __all__ = [
@@ -41,8 +38,6 @@ __all__ = [
     "reference_of",
     "fscore_of",
     "heat_of",
-    "text_rank",
-    "rank_pages",
     "topic_text",
 ]
 
@@ -134,39 +129,3 @@ def heat_of(
     """Heat of a segment by the configured function (the seed's α·N + β·L + γ·exp(−Δt/μ) when None)."""
     function: HeatFunction = heat if reference is None else resolve_function(reference)
     return float(function(visits, interactions, recency(last_accessed, now, mu), alpha=alpha, beta=beta, gamma=gamma))
-
-
-def _tokens(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1]
-
-
-def text_rank(query: str, documents: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> list[float]:
-    """BM25 of ``query`` against each of ``documents`` (statistics over these documents only)."""
-    docs = [_tokens(topic_text(d)) for d in documents]
-    terms = set(_tokens(query))
-    if not docs or not terms:
-        return [0.0] * len(documents)
-    avg = sum(len(d) for d in docs) / len(docs) or 1.0
-    df = Counter(t for d in docs for t in set(d) if t in terms)
-    n = len(docs)
-    scores = []
-    for d in docs:
-        tf = Counter(t for t in d if t in terms)
-        score = 0.0
-        for term, f in tf.items():
-            idf = math.log(1.0 + (n - df[term] + 0.5) / (df[term] + 0.5))
-            score += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len(d) / avg))
-        scores.append(score)
-    return scores
-
-
-def rank_pages(query: str, query_vector: Sequence[float], pages: Sequence[Any]) -> list[float]:
-    """Scores of candidate pages for a query: cosine of the page embedding plus its BM25 over the candidates
-    scaled to [0, 1] (the lexical half catches names and rare words the embedding misses)."""
-    if not pages:
-        return []
-    lexical = text_rank(query, [p.text for p in pages])
-    top = max(lexical) or 1.0
-    return [
-        default_fscore(p.vector, (), query_vector, ()) + value / top for p, value in zip(pages, lexical, strict=True)
-    ]

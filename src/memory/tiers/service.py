@@ -41,7 +41,8 @@ from memory.tiers import analysis
 from memory.tiers.config import agent_type_of, resolve_config, store_config
 from memory.tiers.privacy import likely_person, personal_reason
 from memory.tiers.ranking import rank_system, relevant_personas
-from memory.tiers.scoring import default_fscore, fscore_of, heat_of, rank_pages, topic_text
+from memory.tiers.scoring import default_fscore, fscore_of, heat_of, topic_text
+from memory.tiers.search import PageTurns, rank_pages_by_turns
 from memory.tiers.types import (
     AgentPersona,
     ConsolidationReport,
@@ -104,6 +105,7 @@ class Tiers:
         self._messages = messages
         self._lock = threading.RLock()
         self._entry_vectors: dict[str, tuple[float, ...]] = {}
+        self._page_turns: dict[str, PageTurns] = {}
 
     # -- plumbing ----------------------------------------------------------
     @property
@@ -230,9 +232,13 @@ class Tiers:
                     entries, namespace=ns, user=user_name, agent=agent_name, sensitivity=sensitivity
                 )
                 message_ids += tuple(m.id for m in stored)
+            turns = [t for t in (query, response) if t.strip()]
+            # the page's vector and one per turn, in one call (turns are ranked on their own: tiers.search)
+            page_vector, *turn_vectors = self._embed([text, *turns])
             page = DialoguePage(
                 id=new_id(), namespace=ns, agent=agent_name, user=user_name, query=query, response=response,
-                created_at=now, meta_chain=chain, keywords=tuple(words), vector=self._embed([text])[0],
+                created_at=now, meta_chain=chain, keywords=tuple(words), vector=page_vector,
+                turn_vectors=tuple(turn_vectors) if all(turn_vectors) else (),
                 message_ids=message_ids, thread=thread, metadata=dict(metadata or {}),
                 sensitivity=sensitivity,
             )  # fmt: skip
@@ -506,13 +512,19 @@ class Tiers:
         top_k: int | None = None,
         clearance: str = "private",
     ) -> TierContext:
-        """All STM pages + the top-m segments by Fscore with the query (with the configured top-m: widened to
-        ``candidate_pages`` pages)
-        → top-k pages by cosine + BM25 + personas and system memory ranked by relevance.
+        """All STM pages, the top-k MTM pages, personas and system memory ranked by relevance.
 
-        Visiting a segment counts: its visit counter and last access are
-        updated (its heat rises). Pages above ``clearance`` (normal | private
-        | secret; default private) are left out. Raises InvalidInputError.
+        Segments are ranked by Fscore with the query; their pages, in that
+        order up to ``candidate_pages`` (the bound on work), are the
+        candidates — every segment's at usual sizes; an explicit ``top_m``
+        keeps only the top-m segments' pages (MemoryOS's gate). Each turn of a
+        candidate is ranked as flat recall ranks a memory and a page scores
+        the sum of its turns' fused scores (:mod:`memory.tiers.search`).
+        Visiting a segment counts: the top-m by Fscore and every segment a
+        returned page is from have their visit counter and last access
+        updated (their heat rises). Pages above ``clearance`` (normal |
+        private | secret; default private) are left out. Raises
+        InvalidInputError.
         """
         agent_name = check_name(agent, "agent", optional=False)
         user_name = check_name(user, "user", optional=False)
@@ -539,27 +551,41 @@ class Tiers:
                 ((fscore(s.vector, s.keywords, q_vector, q_words), s) for s in segments),
                 key=lambda x: (-x[0], x[1].id),
             )
-            scored = ranked[: top_m or config.top_m_segments]
-            pool = sum(len(s.pages) for _, s in scored)
-            for extra in ranked[len(scored) :]:  # widen until the segments hold enough pages to choose from
-                if top_m is not None or pool >= config.candidate_pages:
-                    break
-                scored.append(extra)
-                pool += len(extra[1].pages)
+            # the pool: an explicit top_m keeps only those segments (MemoryOS's gate); otherwise segments in
+            # Fscore order until they hold candidate_pages pages (the bound on work), their Fscore a prior
+            if top_m is not None:
+                pooled = ranked[:top_m]
+            else:
+                pooled, size = [], 0
+                for entry in ranked:
+                    if pooled and size >= config.candidate_pages:
+                        break
+                    pooled.append(entry)
+                    size += len(entry[1].pages)
+            candidates = [
+                (p, s.id, score) for score, s in pooled for p in s.pages if SENSITIVITY_LEVELS[p.sensitivity] <= allowed
+            ]
+            context = [p for p in stm if SENSITIVITY_LEVELS[p.sensitivity] <= allowed]  # windows only
+            order = rank_pages_by_turns(
+                query, q_vector, [p for p, _, _ in candidates] + context,
+                [score for _, _, score in candidates] + [0.0] * len(context),
+                ranked=[True] * len(candidates) + [False] * len(context), cache=self._page_turns,
+                segment_weight=config.segment_prior,
+            )[: top_k or config.top_k_pages]  # fmt: skip
+            page_hits = [
+                PageHit(page=candidates[i][0], segment_id=candidates[i][1], score=round(score, 6)) for i, score in order
+            ]
+            # visiting a segment counts (heat): the top-m by Fscore and every segment a returned page is from
+            used = {h.segment_id for h in page_hits}
             visited = [
-                (score, s.model_copy(update={"visits": s.visits + 1, "last_accessed": now})) for score, s in scored
+                (score, s.model_copy(update={"visits": s.visits + 1, "last_accessed": now}))
+                for n, (score, s) in enumerate(ranked)
+                if n < (top_m or config.top_m_segments) or s.id in used
             ]
             if visited:
                 store.write(ns, TierChanges(segments=[s for _, s in visited]))
-        candidates = [(p, s.id) for _, s in visited for p in s.pages if SENSITIVITY_LEVELS[p.sensitivity] <= allowed]
-        page_hits = sorted(
-            (
-                PageHit(page=p, segment_id=seg_id, score=round(score, 6))
-                for (p, seg_id), score in zip(candidates, rank_pages(query, q_vector, [p for p, _ in candidates]),
-                                              strict=True)
-            ),
-            key=lambda h: (-h.score, h.page.id),
-        )[: top_k or config.top_k_pages]  # fmt: skip
+            if len(self._page_turns) > _ENTRY_CACHE:
+                self._page_turns.clear()
         user_persona, objects = relevant_personas(
             store.object_personas(ns, agent_name), user_name, query, q_vector, q_words, config, self._embed_entries
         )

@@ -86,8 +86,11 @@ class TierConfig(_Frozen):
     ``recency_mu`` seconds (seed: 1e7); a segment whose heat reaches
     ``heat_threshold`` (MemoryOS: 5) is analysed into personas. Persona
     queues hold ``kb_capacity`` knowledge entries (seed: 100) and
-    ``traits_capacity`` traits. Retrieval takes ``top_m_segments`` segments
-    and ``top_k_pages`` pages from them, plus ``system_top_k`` system
+    ``traits_capacity`` traits. Retrieval visits the ``top_m_segments``
+    segments by Fscore and returns ``top_k_pages`` pages ranked over the
+    pages of the segments in Fscore order up to ``candidate_pages`` (every
+    page at usual sizes), the segment's Fscore weighted ``segment_prior`` in
+    the ranking (0: none), plus ``system_top_k`` system
     entries and ``lpm_top_k`` persona entries (knowledge, traits, profile
     fields), each ranked by relevance to the query. System memory keeps
     ``system_capacity`` entries per namespace; knowledge is promoted when its
@@ -115,7 +118,8 @@ class TierConfig(_Frozen):
     segment_keywords: int = Field(10, ge=1, le=100)
     top_m_segments: int = Field(5, ge=1, le=1000)
     top_k_pages: int = Field(7, ge=1, le=1000)
-    candidate_pages: int = Field(60, ge=0, le=100_000)
+    candidate_pages: int = Field(1000, ge=0, le=100_000)
+    segment_prior: float = Field(0.0, ge=0.0, le=10.0)
     system_capacity: int = Field(100, ge=1, le=1_000_000)
     system_importance_threshold: float = Field(0.6, ge=0.0, le=1.0)
     system_top_k: int = Field(5, ge=0, le=1000)
@@ -143,6 +147,8 @@ class DialoguePage(_Frozen):
     meta_chain: str = ""
     keywords: tuple[str, ...] = ()
     vector: Vector = ()
+    #: One vector per non-empty turn (query, response), for ranking turns on their own (:mod:`memory.tiers.search`).
+    turn_vectors: tuple[Vector, ...] = ()
     message_ids: tuple[str, ...] = ()
     thread: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
