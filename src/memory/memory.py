@@ -51,6 +51,7 @@ from memory.records import (
 )
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, rank
+from memory.retrieval.rerank import RerankStage
 from memory.retrieval.text import feedback_terms, query_terms
 from memory.retrieval.window import event_time_words, window_model
 from memory.types import SENSITIVITY_LEVELS, Hit, LedgerEntry, MemoryItem, Page, Stats
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
     from memory.extraction.service import Extraction
     from memory.feedback.service import Feedback, Prompts
     from memory.feedback.types import ReflectionReport
+    from memory.rerankers import Reranker
     from memory.tiers.service import Tiers
     from memory.transfer import ImportReport
 
@@ -135,6 +137,7 @@ class Memory:
         clock: Callable[[], datetime] | None = None,
         llm: LLM | str | None = None,
         summarizer: Summarizer | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         """Open a store.
 
@@ -147,6 +150,7 @@ class Memory:
         :mod:`memory.config`). ``summarizer`` turns finished conversations into
         block updates (default: an LLMSummarizer when the LLM is not
         ``heuristic``, else :class:`~memory.episodic.summarize.ExtractiveSummarizer`).
+        ``reranker`` reorders recall's fused top-N (default: ``[reranker]`` in the settings, or none).
         Raises ConfigError or EmbeddingMismatchError.
         """
         overrides: dict[str, Any] = {"database": database, "namespace": namespace}
@@ -181,6 +185,7 @@ class Memory:
             self._llm: LLM = (
                 llm if isinstance(llm, LLM) else create_llm(self.settings.llm.provider, self.settings.llm.options)
             )
+            self._rerank = RerankStage.open(self.settings.reranker, reranker)
             self.graph = GraphView(self)
         except BaseException:
             self._backend.close()
@@ -224,6 +229,7 @@ class Memory:
         llm_closer = getattr(self._llm, "close", None) if getattr(self, "_owns_llm", False) else None
         if callable(llm_closer):
             llm_closer()
+        self._rerank.close()
 
     def __enter__(self) -> Memory:
         return self
@@ -988,7 +994,7 @@ class Memory:
                 results["graph"] = graph_hits
         fused = fuse(results, config.weights, config.rrf_k)
         items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c in fused])}
-        ranked = rank(fused, items, flt.now, config)[:limit]
+        ranked = self._rerank.apply(text, rank(fused, items, flt.now, config))[:limit]
         hits = [
             Hit(item=item, score=parts.final, channels=candidate.channels, parts=parts)
             for candidate, item, parts in ranked

@@ -105,6 +105,9 @@ class ScoreParts(_Frozen):
     recency: float = Field(description="recency decay factor, 0..1")
     importance: float
     final: float
+    rerank: float | None = Field(
+        None, description="the reranker's score when a reranker reordered this hit (final is then its blend)"
+    )
 
 
 class Hit(_Frozen):
