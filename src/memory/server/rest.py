@@ -27,7 +27,7 @@ from pydantic.fields import FieldInfo
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from memory import __version__, limits
+from memory import __version__, limits, verbose
 from memory.config import ServerSettings
 from memory.errors import Error, InvalidInputError
 from memory.memory import Memory
@@ -173,11 +173,20 @@ def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation) -> Non
         parameters.append(P("payload", P.KEYWORD_ONLY, annotation=Annotated[payload_model, marker]))
 
     def serve(headers: Mapping[str, str], values: dict[str, Any], namespace: str | None) -> Response:
-        result = invoke(mem, op, auth.caller(headers), values, namespace)
+        name = f"{rest.method} {op.name}"
+        verbose.request("rest", name, {**values, **({"namespace": namespace} if namespace else {})})
+        try:
+            result = invoke(mem, op, auth.caller(headers), values, namespace)
+        except Error as exc:
+            verbose.response("rest", name, {"error": type(exc).__name__, "detail": str(exc)})
+            raise
         if isinstance(result, str):
+            verbose.response("rest", name, result)
             return Response(result, media_type=rest.media_type, status_code=rest.status)
         # Serialised here, in the worker thread, from the operation's own result model.
-        return Response(_json_bytes(result), media_type="application/json", status_code=rest.status)
+        body = _json_bytes(result)
+        verbose.response("rest", f"{name} {rest.status}", body)
+        return Response(body, media_type="application/json", status_code=rest.status)
 
     async def endpoint(**kwargs: Any) -> Response:
         request: Request = kwargs["request"]
