@@ -28,7 +28,8 @@ __all__ = [
 
 Sensitivity = Literal["normal", "private", "secret"]
 EmbeddingStatus = Literal["done", "pending", "failed", "skipped"]
-LedgerOp = Literal["add", "update", "supersede", "delete", "expire"]
+#: ``embed``: an audit entry of the sync job (memory.episodic.audit); it records no state of the item.
+LedgerOp = Literal["add", "update", "supersede", "delete", "expire", "embed"]
 
 #: Order of sensitivity levels; a caller with clearance ``c`` sees levels <= c.
 SENSITIVITY_LEVELS: dict[str, int] = {"normal": 0, "private": 1, "secret": 2}
