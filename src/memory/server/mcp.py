@@ -29,6 +29,7 @@ from memory import __version__, verbose
 from memory.errors import AuthenticationError, Error, PermissionDeniedError
 from memory.keys import Caller
 from memory.memory import Memory
+from memory.server import descriptors
 from memory.server.auth import Authenticator
 from memory.server.ops import OPERATIONS, RESOURCES, ResourceSpec, invoke, tool_schema
 from memory.server.problems import PROBLEM_TYPE, problem_for
@@ -129,7 +130,14 @@ def build_server(mem: Memory, caller_for: CallerFor) -> Server[Any]:
                 for s, _ in resources
                 if "{" not in s.uri
             ]
-        )
+            + [
+                types.Resource(
+                    uri=descriptors.uri(name), name=f"{descriptors.VERSION}/{name}", mime_type=descriptors.MIME,
+                    description=f"JSON Schema of {resource}: {description}",
+                )
+                for name, (resource, _, _, description) in descriptors.DESCRIPTORS.items()
+            ]
+        )  # fmt: skip
 
     async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(
@@ -144,6 +152,14 @@ def build_server(mem: Memory, caller_for: CallerFor) -> Server[Any]:
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
+        if uri.startswith(descriptors.URI_PREFIX):
+            name = uri.removeprefix(descriptors.URI_PREFIX)
+            if name in descriptors.DESCRIPTORS:
+                verbose.request("mcp", "resources/read", uri)
+                text = descriptors.load(name)
+                return types.ReadResourceResult(
+                    contents=[types.TextResourceContents(uri=uri, mime_type=descriptors.MIME, text=text)]
+                )
         for spec, pattern in resources:
             match = pattern.match(uri)
             if match:
