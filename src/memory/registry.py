@@ -29,6 +29,7 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "heuristic": "memory.llms.heuristic:HeuristicLLM",
         "openai": "memory.llms.http:OpenAILLM",
         "ollama": "memory.llms.http:OllamaLLM",
+        "mirascope": "memory.llms.mirascope:MirascopeLLM",
     },
     "reranker": {
         "http": "memory.rerankers.http:HTTPReranker",
