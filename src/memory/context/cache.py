@@ -36,10 +36,22 @@ def ir_key(ir: PromptIR, *, tokenizer: str, include_observation: bool, summarise
     head += [ir.meta.budget.model_dump_json(), ir.meta.strategy.model_dump_json(), ir.observation]
     for part in head:
         digest.update(part.encode("utf-8") + b"\x00")
-    for record in (*ir.sections, *ir.tools):
-        data = _rounded(record.model_dump(mode="json", exclude={"embedding"}))
+    for s in ir.sections:  # every field but the embedding, without a model_dump per section (it is hot)
+        source = s.source
+        fields = (
+            s.id, s.label, source.kind, source.name, source.ref, _round(source.score), s.content, s.tokens,
+            s.min_tokens, s.priority, _round(s.relevance), s.recency.isoformat() if s.recency else None,
+            s.composition, s.shrink, s.content_hash,
+        )  # fmt: skip
+        digest.update("\x1f".join(map(str, fields)).encode("utf-8") + b"\x00")
+    for tool in ir.tools:
+        data = _rounded(tool.model_dump(mode="json", exclude={"embedding"}))
         digest.update(json.dumps(data, sort_keys=True).encode("utf-8") + b"\x00")
     return digest.hexdigest()
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def _rounded(value: Any) -> Any:
