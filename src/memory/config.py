@@ -33,6 +33,7 @@ from memory.retrieval.window import WINDOW
 
 __all__ = [
     "ProviderSpec",
+    "RerankSettings",
     "Limits",
     "ExtractionSettings",
     "ChatSettings",
@@ -55,6 +56,15 @@ class ProviderSpec(BaseModel):
 
     provider: str
     options: dict[str, Any] = Field(default_factory=dict)
+
+
+class RerankSettings(ProviderSpec):
+    """The optional rerank stage (``[reranker]`` in the config): a provider, and how much of recall it sees."""
+
+    top_n: int = Field(20, ge=2, le=200, description="fused candidates the reranker scores (the rest keep their order)")
+    weight: float = Field(
+        1.0, ge=0.0, le=1.0, description="share of the reranker's score in the final score (1: its order alone)"
+    )
 
 
 class Limits(BaseModel):
@@ -151,6 +161,8 @@ class Settings(BaseModel):
     namespace: str = "default"
     embedder: ProviderSpec = ProviderSpec(provider="auto")
     llm: ProviderSpec = ProviderSpec(provider="heuristic")
+    #: Optional reranker of the fused top-N in recall (memory.retrieval.rerank); none by default.
+    reranker: RerankSettings | None = None
     extraction: ExtractionSettings = ExtractionSettings()
     retrieval: RetrievalConfig | str = "balanced"
     limits: Limits = Limits()
@@ -222,6 +234,14 @@ def _from_env() -> dict[str, Any]:
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"MEMORY_LLM_OPTIONS is not valid JSON: {exc}") from exc
         env["llm"] = llm
+    if value := os.environ.get("MEMORY_RERANKER"):
+        reranker: dict[str, Any] = {"provider": value}
+        if raw := os.environ.get("MEMORY_RERANKER_OPTIONS"):
+            try:
+                reranker["options"] = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"MEMORY_RERANKER_OPTIONS is not valid JSON: {exc}") from exc
+        env["reranker"] = reranker
     chat = {
         key: value
         for key, name in (("base_url", "MEMORY_CHAT_URL"), ("model", "MEMORY_CHAT_MODEL"))
@@ -242,7 +262,8 @@ def load_settings(overrides: dict[str, Any] | None = None, *, path: Path | None 
         for key, value in layer.items():
             if value is None:
                 continue
-            if key in ("chat", "feedback") and isinstance(value, dict) and isinstance(merged.get(key), dict):
+            tables = ("chat", "feedback", "reranker")
+            if key in tables and isinstance(value, dict) and isinstance(merged.get(key), dict):
                 merged[key] = {**merged[key], **value}  # a [chat] table and MEMORY_CHAT_* combine
             else:
                 merged[key] = value

@@ -39,6 +39,7 @@ __all__ = [
     "SchemaError",
     "ProviderError",
     "EmbedderError",
+    "RerankerError",
     "LLMError",
     "LLMOutputError",
     "GraphUnavailableError",
@@ -89,6 +90,10 @@ class ProviderError(Error):
 
 class EmbedderError(ProviderError):
     """The embedder failed to produce vectors."""
+
+
+class RerankerError(ProviderError):
+    """The reranker failed to score the candidates; recall keeps the fused order."""
 
 
 class LLMError(ProviderError):

@@ -26,6 +26,7 @@ from memory.llms import LLM
 from memory.records import check_name
 from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.recall import Recall
+from memory.retrieval.rerank import RerankStage
 from memory.services import Core, open_core
 from memory.types import Hit, LedgerEntry, MemoryItem, Page, Stats
 from memory.windows import Windows
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from memory.extraction.service import Extraction
     from memory.feedback.service import Feedback, Prompts
     from memory.feedback.types import ReflectionReport
+    from memory.rerankers import Reranker
     from memory.tiers.service import Tiers
     from memory.transfer import ImportReport
 
@@ -67,6 +69,7 @@ class Memory:
         clock: Callable[[], datetime] | None = None,
         llm: LLM | str | None = None,
         summarizer: Summarizer | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         """Open a store.
 
@@ -79,6 +82,7 @@ class Memory:
         :mod:`memory.config`). ``summarizer`` turns finished conversations into
         block updates (default: an LLMSummarizer when the LLM is not
         ``heuristic``, else :class:`~memory.episodic.summarize.ExtractiveSummarizer`).
+        ``reranker`` reorders recall's fused top-N (default: ``[reranker]`` in the settings, or none).
         Raises ConfigError or EmbeddingMismatchError.
         """
         overrides: dict[str, Any] = {"database": database, "namespace": namespace}
@@ -100,7 +104,8 @@ class Memory:
         self._backend, self._embedder, self._llm = self._core.backend, self._core.embedder, self._core.llm
         self._windows = Windows(self._core)
         self._items = Items(self._core, self._windows)
-        self._recall = Recall(self._core)
+        self._rerank = RerankStage.open(self.settings.reranker, reranker)
+        self._recall = Recall(self._core, rerank=self._rerank)
         self.graph = GraphView(self._core)
 
     # -- plumbing ----------------------------------------------------------
@@ -136,6 +141,7 @@ class Memory:
     def close(self) -> None:
         """Close the store (and the embedder, if this Memory created it). Idempotent."""
         self._recall.close()
+        self._rerank.close()
         self._close()
 
     def __enter__(self) -> Memory:

@@ -24,11 +24,18 @@ def allows(clearance: str, sensitivity: object) -> bool:
 
 
 def latest_sensitivity(entries: Sequence[LedgerEntry]) -> str:
-    """The sensitivity of a memory's last recorded state (after its last change, or before its deletion)."""
+    """The sensitivity of a memory's last recorded state (after its last change, or before its deletion).
+
+    Audit entries (``op="embed"``) record no state and are read past; a history
+    of audit entries only (a message's) takes the sensitivity they noted.
+    """
     for entry in reversed(entries):
         state = entry.after if entry.after is not None else entry.before
-        if state is not None:
+        if state is not None and entry.op != "embed":
             return str(state.get("sensitivity", "normal"))
+    for entry in reversed(entries):
+        if entry.after is not None:
+            return str(entry.after.get("sensitivity", "normal"))
     return "normal"
 
 

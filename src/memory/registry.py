@@ -3,7 +3,7 @@
 ``name -> "module:Class"``; the module is imported only when the provider is
 chosen, so optional dependencies stay optional. Third-party packages add
 providers through the entry-point groups ``memory.embedders`` and
-``memory.backends`` and ``memory.llms``; tests register fakes with :func:`register`.
+``memory.backends``, ``memory.llms`` and ``memory.rerankers``; tests register fakes with :func:`register`.
 """
 
 from __future__ import annotations
@@ -29,6 +29,10 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "heuristic": "memory.llms.heuristic:HeuristicLLM",
         "openai": "memory.llms.http:OpenAILLM",
         "ollama": "memory.llms.http:OllamaLLM",
+        "mirascope": "memory.llms.mirascope:MirascopeLLM",
+    },
+    "reranker": {
+        "http": "memory.rerankers.http:HTTPReranker",
     },
     "backend": {
         "inmemory": "memory.backends.sqlite.throwaway:ThrowawaySQLiteBackend",
@@ -37,12 +41,17 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "postgres": "memory.backends.postgres:PostgresBackend",
     },
 }
-_GROUPS = {"embedder": "memory.embedders", "backend": "memory.backends", "llm": "memory.llms"}
-_REGISTERED: dict[str, dict[str, str | type]] = {"embedder": {}, "backend": {}, "llm": {}}
+_GROUPS = {
+    "embedder": "memory.embedders",
+    "backend": "memory.backends",
+    "llm": "memory.llms",
+    "reranker": "memory.rerankers",
+}
+_REGISTERED: dict[str, dict[str, str | type]] = {"embedder": {}, "backend": {}, "llm": {}, "reranker": {}}
 
 
 def register(kind: str, name: str, target: str | type) -> None:
-    """Register provider ``name`` of ``kind`` ('embedder', 'backend' or 'llm') as a class or 'module:Class'."""
+    """Register provider ``name`` of ``kind`` ('embedder', 'backend', 'llm', 'reranker'): a class or 'module:Class'."""
     if kind not in _REGISTERED:
         raise ConfigError(f"unknown provider kind {kind!r}; expected one of {sorted(_REGISTERED)}")
     _REGISTERED[kind][name] = target

@@ -28,7 +28,8 @@ __all__ = [
 
 Sensitivity = Literal["normal", "private", "secret"]
 EmbeddingStatus = Literal["done", "pending", "failed", "skipped"]
-LedgerOp = Literal["add", "update", "supersede", "delete", "expire"]
+#: ``embed``: an audit entry of the sync job (memory.episodic.audit); it records no state of the item.
+LedgerOp = Literal["add", "update", "supersede", "delete", "expire", "embed"]
 
 #: Order of sensitivity levels; a caller with clearance ``c`` sees levels <= c.
 SENSITIVITY_LEVELS: dict[str, int] = {"normal": 0, "private": 1, "secret": 2}
@@ -105,6 +106,9 @@ class ScoreParts(_Frozen):
     recency: float = Field(description="recency decay factor, 0..1")
     importance: float
     final: float
+    rerank: float | None = Field(
+        None, description="the reranker's score when a reranker reordered this hit (final is then its blend)"
+    )
 
 
 class Hit(_Frozen):

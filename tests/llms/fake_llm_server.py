@@ -1,4 +1,4 @@
-"""A threaded loopback HTTP server speaking OpenAI ``/v1/chat/completions`` and Ollama ``/api/chat``.
+"""A loopback HTTP server speaking OpenAI ``/v1/chat/completions``, Ollama ``/api/chat`` and Anthropic ``/v1/messages``.
 
 Answers are scripted: each request pops the next action from ``script``
 (``default`` when empty). Actions:
@@ -54,7 +54,7 @@ class FakeLLMServer:
 def _answer_for(action: str, body: dict[str, Any]) -> str:
     if action.startswith("json:"):
         return action[len("json:") :]
-    user = next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), "")
+    user = next((_text(m["content"]) for m in reversed(body["messages"]) if m["role"] == "user"), "")
     if action == "extract" and user.startswith("SPEAKER:"):  # the extract_facts task
         return _facts_answer(user)
     if action == "extract":
@@ -63,6 +63,13 @@ def _answer_for(action: str, body: dict[str, Any]) -> str:
     if action == "decide":
         return json.dumps({"action": "ADD", "target": None, "merged": None, "reason": "scripted"})
     raise AssertionError(f"unknown action {action!r}")
+
+
+def _text(content: Any) -> str:
+    """A message's text: a string (OpenAI, Ollama, Anthropic) or Anthropic's list of text blocks."""
+    if isinstance(content, list):
+        return "".join(block.get("text", "") for block in content if isinstance(block, dict))
+    return str(content)
 
 
 def _facts_answer(user: str) -> str:
@@ -122,6 +129,12 @@ class _Handler(BaseHTTPRequestHandler):
                     {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
                 ],
                 "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+            })  # fmt: skip
+        elif self.path == "/v1/messages":  # Anthropic Messages API
+            self._send(200, {
+                "id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model"),
+                "content": [{"type": "text", "text": content}], "stop_reason": "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": 12, "output_tokens": 6},
             })  # fmt: skip
         elif self.path == "/api/chat":
             self._send(200, {

@@ -50,6 +50,7 @@ class ContextBenchResult:
     full_tokens: list[int] = field(default_factory=list)
     evidence_in_context: list[float] = field(default_factory=list)
     sections_cut: list[int] = field(default_factory=list)
+    cache_hits: list[bool] = field(default_factory=list)
     conversations: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -73,6 +74,8 @@ class ContextBenchResult:
             if self.evidence_in_context
             else None,
             "sections_cut_mean": round(statistics.fmean(self.sections_cut), 2) if self.sections_cut else 0.0,
+            # share of requests whose IR was compiled before (memory.context.cache): repeated questions
+            "cache_hit_rate": round(sum(self.cache_hits) / len(self.cache_hits), 4) if self.cache_hits else None,
             "config": dict(self.config),
         }
 
@@ -126,6 +129,7 @@ def run_context_bench(
                     result.tokens_used.append(compiled.trace.tokens["total"])
                     result.full_tokens.append(full)
                     result.sections_cut.append(sum(1 for s in compiled.trace.sections if s.status == "dropped"))
+                    result.cache_hits.append(compiled.trace.cache_hit)
                     in_context = {
                         dia
                         for section in compiled.sections
@@ -156,6 +160,6 @@ def format_context_report(report: dict[str, Any]) -> str:
             f"tokens per request: {report['tokens_used_mean']:.0f} vs {report['full_conversation_tokens_mean']:.0f} "
             f"for the full conversation (ratio {report['tokens_ratio']})",
             f"evidence turns in the prompt: {report['evidence_in_context']}; sections cut per request: "
-            f"{report['sections_cut_mean']}",
+            f"{report['sections_cut_mean']}; compiled-prompt cache hit rate: {report.get('cache_hit_rate')}",
         ]
     )

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 import click
 
-from memory import __version__
+from memory import __version__, verbose
 from memory.cli.bench import bench
 from memory.cli.bench_context import bench_context
 from memory.cli.bench_longmemeval import bench_longmemeval
@@ -29,6 +29,7 @@ from memory.cli.feedback import feedback, prompts, reflect
 from memory.cli.graph import extract, graph, link
 from memory.cli.memories import forget, get, history, list_memories, recall, remember, stats
 from memory.cli.migrate import migrate
+from memory.cli.repl import repl
 from memory.cli.servers import keys, mcp, serve
 from memory.cli.setup import init
 from memory.cli.tiers import tiers
@@ -64,6 +65,7 @@ class MemoryGroup(click.Group):
         **extra: Any,
     ) -> Any:
         """Run the command line; in standalone mode, exit with 0, 1 (error) or 2 (usage error)."""
+        self.argv = list(args) if args is not None else sys.argv[1:]
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
@@ -93,6 +95,9 @@ class MemoryGroup(click.Group):
             if _debug() or (isinstance(exc, OSError) and exc.errno == errno.EPIPE):
                 raise
             _fail(f"unexpected {type(exc).__name__}: {exc} — run with {DEBUG_VAR}=1 for the traceback", 1)
+        if isinstance(sys.stdout, verbose.Tee):
+            sys.stdout.close_echo()
+            verbose.response("cli", "exit", 0)
         sys.exit(result if isinstance(result, int) and not isinstance(result, bool) else 0)
 
 
@@ -112,7 +117,13 @@ config file (`memory init` writes it), then defaults.
 """
 
 
-@click.group("memory", cls=MemoryGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    "memory",
+    cls=MemoryGroup,
+    epilog=EPILOG,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--db", "database", metavar="URL",
     help="Database: sqlite:///rel.db, sqlite:////abs.db, a file path, postgresql://..., or memory:// "
@@ -128,13 +139,38 @@ config file (`memory init` writes it), then defaults.
     "--config", "config", metavar="PATH", type=click.Path(dir_okay=False, path_type=Path),
     help="Config file to read (and `init` to write) instead of the default [env: MEMORY_CONFIG].",
 )  # fmt: skip
-@click.version_option(__version__, "--version", "-V", prog_name="memory", message="%(prog)s %(version)s")
+@click.option(
+    "--interactive", "-I", is_flag=True,
+    help="JSON REPL: one request per line on stdin, one JSON answer per line on stdout (see `memory repl --help`).",
+)  # fmt: skip
+@click.option(
+    "--verbose", "-V", "verbose_", is_flag=True,
+    help="Echo requests and responses on stderr ('> ' and '< ' lines): the command and its output, REPL lines, "
+    "and every request to `memory serve` and `memory mcp`.",
+)  # fmt: skip
+@click.version_option(__version__, "--version", prog_name="memory", message="%(prog)s %(version)s")
 @click.pass_context
 def cli(
-    ctx: click.Context, database: str | None, namespace: str | None, embedder: str | None, config: Path | None
-) -> None:
+    ctx: click.Context, database: str | None, namespace: str | None, embedder: str | None, config: Path | None,
+    interactive: bool, verbose_: bool,
+) -> None:  # fmt: skip
     """Long-term memory for LLM agents: remember, recall, forget — offline by default."""
     ctx.obj = GlobalOptions(database=database, namespace=namespace, embedder=embedder, config=config)
+    if verbose_:
+        verbose.enable()
+        group = ctx.command
+        verbose.request("cli", "memory", getattr(group, "argv", None) or sys.argv[1:])
+        if not interactive and not isinstance(sys.stdout, verbose.Tee):  # the REPL echoes its own lines
+            sys.stdout = verbose.Tee(sys.stdout, "cli", "out")
+    if interactive:
+        if ctx.invoked_subcommand is not None:
+            raise click.UsageError(
+                f"-I/--interactive runs the JSON REPL; it takes no command ({ctx.invoked_subcommand})"
+            )
+        ctx.invoke(repl)
+    elif ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help(), err=True)
+        ctx.exit(2)
 
 
 for command in (
@@ -151,7 +187,7 @@ for command in (messages, tail, threads, namespaces, blocks, end_conversation, s
 cli.add_command(tiers)
 for command in (feedback, prompts, reflect):
     cli.add_command(command)
-for command in (serve, mcp, keys, doctor, migrate):
+for command in (serve, mcp, keys, doctor, migrate, repl):
     cli.add_command(command)
 cli.add_command(ui)
 

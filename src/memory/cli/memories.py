@@ -90,7 +90,9 @@ def recall(ctx: click.Context, /, query: str, limit: int, as_json: bool, **filte
     """Find the memories most relevant to a query.
 
     Hits come best first (QUERY '-' reads stdin). Each hit shows its score and the channels that found it (rank and raw
-    score per channel); --json adds the score parts and the full item.
+    score per channel); --json adds the score parts and the full item. A configured reranker ([reranker] in the
+    config, or MEMORY_RERANKER=http MEMORY_RERANKER_OPTIONS='{"base_url": ...}') reorders the fused top-N; its score
+    is the hit's `rerank` part.
 
     \b
     Examples:

@@ -5,7 +5,9 @@
 >>> #                            budget=TokenBudget(total=2000))).messages
 """
 
-from memory.context.compile import CompiledPrompt, compile_prompt, render_sections, section_value
+from memory.context.analysis import embed_ir, equivalent, estimate_impact, estimated_entropy
+from memory.context.cache import DEFAULT_CACHE, PromptCache, ir_key
+from memory.context.compile import CompiledPrompt, compile_prompt, compress, render_sections, section_value
 from memory.context.compose import compose
 from memory.context.hydrate import (
     ContextSource,
@@ -53,6 +55,14 @@ __all__ = [
     "Skipped",
     "hydrate",
     "compile_prompt",
+    "compress",
+    "estimate_impact",
+    "equivalent",
+    "estimated_entropy",
+    "embed_ir",
+    "PromptCache",
+    "DEFAULT_CACHE",
+    "ir_key",
     "compose",
     "build_context",
     "memory_context_text",

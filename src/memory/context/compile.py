@@ -40,12 +40,16 @@ from memory.context.types import (
     PromptIR,
     Section,
     SectionTrace,
+    TokenBudget,
     ToolDef,
     Trace,
 )
 from memory.errors import ContextBudgetError
 
-__all__ = ["CompiledPrompt", "compile_prompt", "render_sections", "section_value", "MESSAGE_OVERHEAD", "REPLY_PRIMING"]
+__all__ = [
+    "CompiledPrompt", "compile_prompt", "compress", "compress_traced", "render_sections", "section_value",
+    "MESSAGE_OVERHEAD", "REPLY_PRIMING",
+]  # fmt: skip
 
 MESSAGE_OVERHEAD = 3
 REPLY_PRIMING = 3
@@ -169,10 +173,80 @@ def compile_prompt(
 ) -> CompiledPrompt:
     """Compile ``ir`` under ``ir.meta.budget``; returns messages, kept tools and a trace.
 
+    The budget fitting is :func:`compress` (steps 1-7 above); compile renders what it kept.
     With ``include_observation=False`` the budget covers the context text alone
     (no messages, no overhead): the form :meth:`Memory.get_memory_context` returns.
     Raises ContextBudgetError when the usable budget cannot hold even the message overhead.
     """
+    _, compiled = compress_traced(
+        ir.meta.budget, ir, counter=counter, include_observation=include_observation, summariser=summariser, now=now
+    )
+    return compiled
+
+
+def compress(
+    budget: TokenBudget,
+    ir: PromptIR,
+    *,
+    counter: TokenCounter | None = None,
+    include_observation: bool = True,
+    summariser: Summariser | None = None,
+    now: datetime | None = None,
+) -> PromptIR:
+    """Fit ``ir`` into ``budget`` (seed 000 ``compress :: TokenBudget -> PromptIR -> IO PromptIR``).
+
+    Returns an IR holding only the sections and tools that fit — shrunk ones with
+    their shortened content and token counts — with ``meta.budget = budget``,
+    ``meta.total_tokens`` (the request size), ``meta.compression_ratio`` (context
+    tokens kept / hydrated) and ``meta.estimated_entropy`` set. Compiling the
+    result under the same budget cuts nothing more. Raises ContextBudgetError.
+    """
+    compressed, _ = compress_traced(
+        budget, ir, counter=counter, include_observation=include_observation, summariser=summariser, now=now
+    )
+    return compressed
+
+
+def compress_traced(
+    budget: TokenBudget,
+    ir: PromptIR,
+    *,
+    counter: TokenCounter | None = None,
+    include_observation: bool = True,
+    summariser: Summariser | None = None,
+    now: datetime | None = None,
+) -> tuple[PromptIR, CompiledPrompt]:
+    """:func:`compress` and the rendered prompt with its trace, from one fitting pass."""
+    from memory.context.analysis import estimated_entropy
+
+    source = (
+        ir
+        if ir.meta.budget == budget
+        else ir.model_copy(update={"meta": ir.meta.model_copy(update={"budget": budget})})
+    )
+    compiled = _fit(source, counter=counter, include_observation=include_observation, summariser=summariser, now=now)
+    entropy = estimated_entropy(compiled.system, compiled.observation)
+    compiled = compiled.model_copy(update={"trace": compiled.trace.model_copy(update={"estimated_entropy": entropy})})
+    meta = source.meta.model_copy(
+        update={
+            "total_tokens": compiled.trace.tokens["total"],
+            "compression_ratio": compiled.trace.compression_ratio,
+            "estimated_entropy": entropy,
+        }
+    )
+    compressed = source.model_copy(update={"sections": compiled.sections, "tools": compiled.tools, "meta": meta})
+    return compressed, compiled
+
+
+def _fit(
+    ir: PromptIR,
+    *,
+    counter: TokenCounter | None,
+    include_observation: bool,
+    summariser: Summariser | None,
+    now: datetime | None,
+) -> CompiledPrompt:
+    """Steps 1-7 of the module doc: the budget fitting shared by :func:`compress` and :func:`compile_prompt`."""
     started = time.perf_counter()
     counter = counter or counter_for(None)
     budget = ir.meta.budget

@@ -6,6 +6,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from memory.context.analysis import embed_ir
+from memory.context.cache import DEFAULT_CACHE, PromptCache, ir_key
 from memory.context.compile import CompiledPrompt, compile_prompt
 from memory.context.hydrate import ContextSource, hydrate
 from memory.context.summarise import Summariser
@@ -43,8 +45,12 @@ def build_context(
     sources: Sequence[ContextSource] | None = None,
     summariser: Summariser | None = None,
     include_observation: bool = True,
+    cache: PromptCache | None = DEFAULT_CACHE,
 ) -> CompiledPrompt:
-    """Hydrate ``request`` from ``memory`` and compile it.
+    """Hydrate ``request`` from ``memory`` and compile it (from ``cache`` when the IR was compiled before).
+
+    ``request.strategy.embed_sections`` fills section and tool embeddings with
+    ``memory.embedder`` first. The trace says whether the cache served it (``cache_hit``).
 
     The trace's ``timings_ms`` holds wall-clock ms of hydrate, compile, the whole
     call (``total``) and each source, the recall call alone (``recall``), and
@@ -54,8 +60,17 @@ def build_context(
     counter = counter_for(request.model)
     started, cpu = time.perf_counter(), time.thread_time()
     ir = hydrate(memory, request, sources=sources, counter=counter)
+    if request.strategy.embed_sections:
+        ir = embed_ir(ir, memory.embedder)
     hydrated = time.perf_counter()
-    compiled = compile_prompt(ir, counter=counter, summariser=summariser, include_observation=include_observation)
+    key = ir_key(ir, tokenizer=counter.name, include_observation=include_observation, summariser=summariser)
+    cached = cache.get(key) if cache is not None else None
+    if cached is not None:
+        compiled = cached
+    else:
+        compiled = compile_prompt(ir, counter=counter, summariser=summariser, include_observation=include_observation)
+        if cache is not None:
+            cache.put(key, compiled)
     done = time.perf_counter()
     timings = {
         "hydrate": round((hydrated - started) * 1000.0, 3),
@@ -65,9 +80,9 @@ def build_context(
         **{f"source.{note.source}": note.ms for note in ir.sources},
         **ir.timings_ms,
     }
-    trace_update: dict[str, Any] = {"timings_ms": timings}
+    trace_update: dict[str, Any] = {"timings_ms": timings, "cache_hit": cached is not None, "sources": ir.sources}
     note = getattr(summariser, "note", None)
-    summariser_note = note() if callable(note) else None
+    summariser_note = note() if callable(note) and cached is None else None
     if summariser_note is not None:
         trace_update["sources"] = (*compiled.trace.sources, summariser_note)
     return compiled.model_copy(update={"trace": compiled.trace.model_copy(update=trace_update)})

@@ -175,6 +175,9 @@ class ContextStrategy(_Data):
     include_procedures: bool = Field(True, description="learned procedures (procedural memories, self-reflection)")
     procedure_limit: int = Field(5, ge=0, le=100, description="max procedural memories")
     history_search_limit: int = Field(0, ge=0, le=1000, description="semantic hits over past messages (0: off)")
+    embed_sections: bool = Field(
+        False, description="fill section and tool embeddings with the store's embedder (memory.context.analysis)"
+    )
 
 
 class ContextRequest(_Data):
@@ -260,3 +263,5 @@ class Trace(_Data):
     tokenizer: str
     tokenizer_exact: bool
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    estimated_entropy: float | None = Field(None, description="bits per character of the prompt (zlib estimate)")
+    cache_hit: bool = Field(False, description="served from the compiled-prompt cache (memory.context.cache)")

@@ -17,7 +17,9 @@ transaction. So:
 Secret and expired messages are marked ``skipped`` and never sent to the
 embedder. Messages longer than ``CHUNK_CHARS`` are split into chunks; their
 vector is the normalised mean of the chunk vectors. Memories (items) left
-pending are embedded by the same job after the messages.
+pending are embedded by the same job after the messages. Every row embedded
+gets an ``embed`` audit entry in the ledger (model, dimension, size, batch,
+worker, time; :mod:`memory.episodic.audit`), shown by ``history(id)``.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ import numpy as np
 
 from memory.backends.episodic import EpisodicStore
 from memory.embedders.base import CHUNK_CHARS, chunk_text, embed_chunked
+from memory.episodic.audit import Embedded, audit_entries, write_audit
 from memory.episodic.types import JobState, Message
 from memory.errors import EmbeddingMismatchError, InvalidInputError, ProviderError
+from memory.ids import new_id
 from memory.services import Core, episodic_store
 from memory.types import MemoryItem
 from memory.windows import Windows, anchor_of
@@ -112,6 +116,7 @@ class _Outcome:
     skipped: int = 0
     error: str | None = None
     last: Message | None = None
+    embedded: list[Message] = field(default_factory=list)
 
 
 def embed_messages(core: Core, store: EpisodicStore, messages: Sequence[Message]) -> _Outcome:
@@ -160,6 +165,7 @@ def embed_messages(core: Core, store: EpisodicStore, messages: Sequence[Message]
         outcome.done += store.set_message_vectors(
             namespace, core.embedder.model_name, [(m.id, matrix[j]) for j, m in enumerate(group)]
         )
+        outcome.embedded.extend(group)
     return outcome
 
 
@@ -190,10 +196,12 @@ def embed_item_batch(
     worker: str,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     failed_status: str = "failed",
+    embedded: list[MemoryItem] | None = None,
 ) -> tuple[int, int, str | None]:
     """Claim and embed up to ``limit`` memories still pending; returns (claimed, embedded, error).
 
     On an embedder failure the claimed memories get ``failed_status`` and the error.
+    The memories embedded are appended to ``embedded`` when given.
     """
     backend = core.backend
     if not core.ensure_space(strict=False):
@@ -215,6 +223,8 @@ def embed_item_batch(
                 backend.mark_embedding(rest_ns, [i.id for i in rest], failed_status, str(exc))
             return len(items), done, str(exc)
         done += backend.set_vectors(ns, core.embedder.model_name, [(i.id, matrix[j]) for j, i in enumerate(group)])
+        if embedded is not None:
+            embedded.extend(group)
         Windows(core).refresh(ns, [anchor_of(i) for i in group])  # window vectors need the new vectors
     return len(items), done, None
 
@@ -353,6 +363,10 @@ class SyncJob:
                     messages_left = False
                     continue
                 outcome = embed_messages(self.core, self.store, claimed)
+                self._audit([
+                    Embedded(m.id, m.namespace, "message", len(_message_text(m)), m.sensitivity, m.thread)
+                    for m in outcome.embedded
+                ])  # fmt: skip
                 if self.core.settings.extraction.messages:
                     self._extract(claimed, outcome, report)
                 report.batches += 1
@@ -373,10 +387,12 @@ class SyncJob:
                 continue
             if not self.include_items:
                 break
+            items: list[MemoryItem] = []
             claimed_items, done, error = embed_item_batch(
                 self.core, namespace=self.namespace, limit=self.batch_size, worker=self.worker,
-                lease_seconds=self.lease_seconds,
+                lease_seconds=self.lease_seconds, embedded=items,
             )  # fmt: skip
+            self._audit([Embedded(i.id, i.namespace, "memory", len(i.content), i.sensitivity, i.thread) for i in items])
             if claimed_items == 0 and error is None:
                 break
             report.batches += 1
@@ -390,6 +406,16 @@ class SyncJob:
         report.seconds = time.perf_counter() - started
         self._save(last_finished_at=self.core.now())
         return report
+
+    def _audit(self, rows: Sequence[Embedded]) -> None:
+        """Append one ``embed`` ledger entry per row embedded in this batch (memory.episodic.audit)."""
+        if rows:
+            embedder = self.core.embedder
+            entries = audit_entries(
+                rows, job=JOB_NAME, model=embedder.model_name, dim=embedder.dimension, batch=new_id(),
+                worker=self.worker, at=self.core.now(),
+            )  # fmt: skip
+            write_audit(self.core.backend, entries)
 
     def _extract(self, claimed: Sequence[Message], outcome: _Outcome, report: SyncReport) -> None:
         """Store the facts of the messages this batch embedded (settings.extraction.messages); never raises LLMError."""

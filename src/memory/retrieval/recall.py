@@ -26,6 +26,7 @@ from memory.limits import MAX_QUERY_CHARS, VISIBLE
 from memory.records import check_encodable, check_limit
 from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.fusion import fuse, rank
+from memory.retrieval.rerank import RerankStage
 from memory.retrieval.text import feedback_terms, query_terms
 from memory.retrieval.window import window_model
 from memory.types import Hit
@@ -66,9 +67,10 @@ class RecallContext(Protocol):
 class Recall:
     """Hybrid recall over one store (``Memory.recall`` delegates here)."""
 
-    def __init__(self, core: RecallContext) -> None:
-        """Bind to the store's backend, embedder, settings and clock."""
+    def __init__(self, core: RecallContext, *, rerank: RerankStage | None = None) -> None:
+        """Bind to the store's backend, embedder, settings and clock; ``rerank`` reorders the fused top-N."""
         self._core = core
+        self._rerank = rerank
         self._backend = core.backend
         self._embedder = core.embedder
         self._channel_pool: ThreadPoolExecutor | None = None
@@ -160,7 +162,10 @@ class Recall:
                 results["graph"] = graph_hits
         fused = fuse(results, config.weights, config.rrf_k)
         items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c in fused])}
-        ranked = rank(fused, items, flt.now, config)[:limit]
+        ranked = rank(fused, items, flt.now, config)
+        if self._rerank is not None:
+            ranked = self._rerank.apply(text, ranked)
+        ranked = ranked[:limit]
         hits = [
             Hit(item=item, score=parts.final, channels=candidate.channels, parts=parts)
             for candidate, item, parts in ranked

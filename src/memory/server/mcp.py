@@ -25,12 +25,13 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 from pydantic import BaseModel
 
-from memory import __version__, limits
+from memory import __version__, verbose
 from memory.errors import AuthenticationError, Error, PermissionDeniedError
 from memory.keys import Caller
 from memory.memory import Memory
+from memory.server import descriptors
 from memory.server.auth import Authenticator
-from memory.server.ops import OPERATIONS, RESOURCES, Operation, ResourceSpec, invoke
+from memory.server.ops import OPERATIONS, RESOURCES, ResourceSpec, invoke, tool_schema
 from memory.server.problems import PROBLEM_TYPE, problem_for
 from memory.server.rest import BodyLimit
 
@@ -44,13 +45,6 @@ INSTRUCTIONS = (
     "`forget` when something changes or is wrong. Memories are scoped by namespace and optionally by "
     "user, agent and thread."
 )
-_NAMESPACE_PROPERTY = {
-    "type": "string",
-    "description": "Namespace (tenant) to work in; defaults to the server's namespace.",
-    "minLength": 1,
-    "maxLength": limits.MAX_NAME_CHARS,
-    "pattern": limits.NAME_PATTERN,
-}
 
 CallerFor = Callable[[Any], Caller]
 
@@ -63,14 +57,6 @@ def local_caller(namespace: str, *, allow_secrets: bool = False, read_only: bool
         read_only=read_only,
         default_namespace=namespace,
     )
-
-
-def tool_schema(op: Operation) -> dict[str, Any]:
-    """The JSON schema of a tool's arguments."""
-    schema = op.params.model_json_schema()
-    if op.scoped:
-        schema.setdefault("properties", {})["namespace"] = dict(_NAMESPACE_PROPERTY)
-    return schema
 
 
 def _template_regex(template: str) -> re.Pattern[str]:
@@ -113,6 +99,9 @@ def build_server(mem: Memory, caller_for: CallerFor) -> Server[Any]:
             return _tool_error(f"unknown tool {params.name!r}; call tools/list for the tools")
         arguments = dict(params.arguments or {})
         namespace = arguments.pop("namespace", None) if op.scoped else None
+        verbose.request(
+            "mcp", f"tools/call {op.name}", {**arguments, **({"namespace": namespace} if namespace else {})}
+        )
         try:
             if namespace is not None and not isinstance(namespace, str):
                 return _tool_error("InvalidInputError: namespace must be a string")
@@ -122,11 +111,13 @@ def build_server(mem: Memory, caller_for: CallerFor) -> Server[Any]:
                 lambda: invoke(mem, op, caller, arguments, namespace), abandon_on_cancel=True
             )
         except Error as exc:
+            verbose.response("mcp", f"tools/call {op.name}", {"isError": True, "text": _error_text(exc)})
             return _tool_error(_error_text(exc))
         except Exception:
             log.exception("tool %s failed unexpectedly", op.name)
             return _tool_error(f"internal error in {op.name}; see the server log")
         data = _dump(result)
+        verbose.response("mcp", f"tools/call {op.name}", data)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
             structured_content=data,
@@ -139,7 +130,14 @@ def build_server(mem: Memory, caller_for: CallerFor) -> Server[Any]:
                 for s, _ in resources
                 if "{" not in s.uri
             ]
-        )
+            + [
+                types.Resource(
+                    uri=descriptors.uri(name), name=f"{descriptors.VERSION}/{name}", mime_type=descriptors.MIME,
+                    description=f"JSON Schema of {resource}: {description}",
+                )
+                for name, (resource, _, _, description) in descriptors.DESCRIPTORS.items()
+            ]
+        )  # fmt: skip
 
     async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(
@@ -154,6 +152,14 @@ def build_server(mem: Memory, caller_for: CallerFor) -> Server[Any]:
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
+        if uri.startswith(descriptors.URI_PREFIX):
+            name = uri.removeprefix(descriptors.URI_PREFIX)
+            if name in descriptors.DESCRIPTORS:
+                verbose.request("mcp", "resources/read", uri)
+                text = descriptors.load(name)
+                return types.ReadResourceResult(
+                    contents=[types.TextResourceContents(uri=uri, mime_type=descriptors.MIME, text=text)]
+                )
         for spec, pattern in resources:
             match = pattern.match(uri)
             if match:
@@ -163,6 +169,7 @@ def build_server(mem: Memory, caller_for: CallerFor) -> Server[Any]:
     async def _read(spec: ResourceSpec, values: dict[str, str], uri: str, ctx: Any) -> types.ReadResourceResult:
         op = OPERATIONS[spec.operation]
         namespace = values.pop("namespace", None)
+        verbose.request("mcp", "resources/read", uri)
         try:
             caller = caller_for(ctx)
             result = await anyio.to_thread.run_sync(
@@ -171,6 +178,7 @@ def build_server(mem: Memory, caller_for: CallerFor) -> Server[Any]:
         except Error as exc:
             raise MCPError(code=INVALID_PARAMS, message=_error_text(exc), data={"uri": uri}) from None
         text = json.dumps(_dump(result), ensure_ascii=False)
+        verbose.response("mcp", "resources/read", text)
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
         )

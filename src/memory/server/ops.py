@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from memory import limits
 from memory.backends.graph import MemoryLink
 from memory.episodic.types import Block, Message
 from memory.errors import InvalidInputError
@@ -49,7 +50,18 @@ from memory.types import MemoryItem, Stats
 if TYPE_CHECKING:
     from memory.episodic.sync import SyncEstimate, SyncReport
 
-__all__ = ["Call", "Rest", "Operation", "ResourceSpec", "OPERATIONS", "RESOURCES", "register", "invoke", "in_namespace"]
+__all__ = [
+    "Call",
+    "Rest",
+    "Operation",
+    "ResourceSpec",
+    "OPERATIONS",
+    "RESOURCES",
+    "register",
+    "invoke",
+    "in_namespace",
+    "tool_schema",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +160,23 @@ def in_namespace(mem: Memory, namespace: str) -> Memory:
         embedder=mem.embedder,
         settings=mem.settings.model_copy(update={"namespace": namespace}),
     )
+
+
+_NAMESPACE_PROPERTY = {
+    "type": "string",
+    "description": "Namespace (tenant) to work in; defaults to the server's namespace.",
+    "minLength": 1,
+    "maxLength": limits.MAX_NAME_CHARS,
+    "pattern": limits.NAME_PATTERN,
+}
+
+
+def tool_schema(op: Operation) -> dict[str, Any]:
+    """The JSON schema of an operation's arguments as an MCP tool (and a REPL op) takes them."""
+    schema = op.params.model_json_schema()
+    if op.scoped:
+        schema.setdefault("properties", {})["namespace"] = dict(_NAMESPACE_PROPERTY)
+    return schema
 
 
 def _fields(args: BaseModel, *names: str) -> dict[str, Any]:

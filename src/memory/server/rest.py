@@ -28,7 +28,7 @@ from pydantic.fields import FieldInfo
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from memory import __version__, limits
+from memory import __version__, limits, verbose
 from memory.config import ServerSettings
 from memory.errors import Error, InvalidInputError
 from memory.memory import Memory
@@ -179,13 +179,22 @@ def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation, answer
 
     def serve(headers: Mapping[str, str], values: dict[str, Any], namespace: str | None) -> Response:
         started = time.perf_counter()
-        result, timing = answers.serving(headers, lambda: invoke(mem, op, auth.caller(headers), values, namespace))
+        name = f"{rest.method} {op.name}"
+        verbose.request("rest", name, {**values, **({"namespace": namespace} if namespace else {})})
+        try:
+            result, timing = answers.serving(headers, lambda: invoke(mem, op, auth.caller(headers), values, namespace))
+        except Error as exc:
+            verbose.response("rest", name, {"error": type(exc).__name__, "detail": str(exc)})
+            raise
         # Server-Timing: the operation's own time (auth + library call), readable by the inspector and benches.
         timing["Server-Timing"] = f'op;dur={(time.perf_counter() - started) * 1000:.1f};desc="{op.name}"'
         if isinstance(result, str):
+            verbose.response("rest", name, result)
             return Response(result, media_type=rest.media_type, status_code=rest.status, headers=timing)
         # Serialised here, in the worker thread, from the operation's own result model.
-        return Response(_json_bytes(result), media_type="application/json", status_code=rest.status, headers=timing)
+        body = _json_bytes(result)
+        verbose.response("rest", f"{name} {rest.status}", body)
+        return Response(body, media_type="application/json", status_code=rest.status, headers=timing)
 
     async def endpoint(**kwargs: Any) -> Response:
         request: Request = kwargs["request"]
