@@ -52,9 +52,9 @@ from memory.records import (
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, rank
 from memory.retrieval.text import feedback_terms, query_terms
-from memory.retrieval.window import event_time_words, window_model
+from memory.retrieval.window import window_model
 from memory.types import SENSITIVITY_LEVELS, Hit, LedgerEntry, MemoryItem, Page, Stats
-from memory.windows import Anchor, anchor_of, refresh_windows
+from memory.windows import Anchor, anchor_of, refresh_windows, window_needed
 
 if TYPE_CHECKING:
     from memory.backends.graph import MemoryLink
@@ -286,6 +286,7 @@ class Memory:
             scope_filter=lambda thread: self.filter(
                 namespace, thread=thread, clearance="secret", include_expired=True, include_invalid=True
             ),
+            fact_keys=self.settings.fact_keys,
         )
 
     def _keys_on(self) -> bool:
@@ -604,7 +605,7 @@ class Memory:
         """Compute the context windows of newly stored ``items`` and of their thread neighbours."""
         by_ns: dict[str, builtins.list[Anchor]] = {}
         for item in items:
-            if item.thread is None and not item.context and not event_time_words(item.content, item.created_at):
+            if not window_needed(item, self.settings.fact_keys):
                 continue  # stored with an empty window and no window vector: nothing to compute
             by_ns.setdefault(item.namespace, []).append(anchor_of(item))
         for ns, anchors in by_ns.items():

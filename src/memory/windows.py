@@ -16,10 +16,11 @@ from datetime import datetime
 
 from memory.backends.base import Backend, ListOrder
 from memory.filters import Filter
-from memory.retrieval.window import context_share, window_neighbours, window_text, window_vector
+from memory.retrieval.fact_key import fact_key, wants_fact_key
+from memory.retrieval.window import context_share, event_time_words, window_neighbours, window_text, window_vector
 from memory.types import MemoryItem
 
-__all__ = ["Anchor", "anchor_of", "refresh_windows"]
+__all__ = ["Anchor", "anchor_of", "refresh_windows", "window_needed"]
 
 #: Where a write happened: (thread, created_at, id); the memory need not exist any more.
 Anchor = tuple[str | None, datetime, str]
@@ -30,6 +31,16 @@ _PAGE = 500
 def anchor_of(item: MemoryItem) -> Anchor:
     """The anchor of a memory."""
     return (item.thread, item.created_at, item.id)
+
+
+def window_needed(item: MemoryItem, fact_keys: str) -> bool:
+    """Whether a newly stored ``item`` has a window to compute (a thread, a context, event dates or a fact key)."""
+    return bool(
+        item.thread is not None
+        or item.context
+        or event_time_words(item.content, item.created_at)
+        or wants_fact_key(item, fact_keys)
+    )
 
 
 def _thread_slice(backend: Backend, flt: Filter, points: list[tuple[datetime, str]], reach: int) -> list[MemoryItem]:
@@ -65,13 +76,15 @@ def refresh_windows(
     model: str | None,
     window_space: str | None,
     scope_filter: Callable[[str | None], Filter],
+    fact_keys: str = "extracted",
 ) -> int:
     """Recompute the windows around ``anchors``; returns how many memories were updated.
 
     ``model`` is the content vector space (None: write texts only),
     ``window_space`` the space for window vectors, ``scope_filter(thread)``
     a filter over every memory of the namespace in that thread (secret,
-    expired and closed ones included). Memories without a thread have a
+    expired and closed ones included), ``fact_keys`` which memories get their
+    facts in the window field (:mod:`memory.retrieval.fact_key`). Memories without a thread have a
     window of their own context and no window vector (recall uses their own).
     """
     by_thread: dict[str | None, list[tuple[datetime, str]]] = {}
@@ -106,7 +119,8 @@ def refresh_windows(
         share = context_share(item.content) if near else 1.0
         if item_id in vectors and item.thread is not None:  # thread-less: its own vector serves
             vector = window_vector(vectors[item_id], [vectors[n.id] for n in near if n.id in vectors], share)
-        updates.append((item_id, window_text(item, near, share), vector))
+        facts = fact_key(item, near) if wants_fact_key(item, fact_keys) else ""
+        updates.append((item_id, window_text(item, near, share, facts), vector))
     window_index = backend.windows
     if window_index is None:
         return 0
