@@ -144,9 +144,7 @@ def context_share(content: str) -> float:
     return 1.0 if n <= CONTEXT_WORDS else CONTEXT_WORDS / n
 
 
-def window_text(
-    item: MemoryItem, neighbours: Sequence[MemoryItem], share: float | None = None, facts: str = ""
-) -> str:
+def window_text(item: MemoryItem, neighbours: Sequence[MemoryItem], share: float | None = None, facts: str = "") -> str:
     """The lexical window field: the memory's own ``context`` (if any), its neighbours' contents,
     its ``facts`` (:mod:`memory.retrieval.fact_key`), then the time words of the events it mentions
     (:func:`event_time_words`).
