@@ -152,7 +152,7 @@ def run_ablation(
             progress(
                 f"store: context window {window}, threads per {threads}, fact keys {fact_keys}; {len(runs)} configs"
             )
-        settings = Settings(database="memory://", context_window=window, fact_keys=fact_keys)  # type: ignore[arg-type]
+        settings = Settings(database="memory://", context_window=window, fact_keys=fact_keys)
         evaluate_conversations(conversations, model, backend, settings, runs, threads=threads, dsn=dsn)
     return results
 

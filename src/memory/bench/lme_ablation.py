@@ -66,7 +66,7 @@ def run_lme_ablation(
             entries, ids = _entries(question)
             for (window, fact_keys), members in groups.items():
                 name = f"q{number}-w{window}-{fact_keys}"
-                settings = Settings(database="memory://", context_window=window, fact_keys=fact_keys)  # type: ignore[arg-type]
+                settings = Settings(database="memory://", context_window=window, fact_keys=fact_keys)
                 with (
                     fresh_store(backend, Path(tmp), name, dsn) as url,
                     Memory(
