@@ -287,6 +287,7 @@ class Memory:
                 namespace, thread=thread, clearance="secret", include_expired=True, include_invalid=True
             ),
             fact_keys=self.settings.fact_keys,
+            embed=lambda texts: embed_chunked(self._embedder, texts),
         )
 
     def _keys_on(self) -> bool:

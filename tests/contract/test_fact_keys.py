@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 
 from memory import Memory
@@ -11,6 +12,7 @@ from memory.config import Settings
 from memory.extraction import nlp
 from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.fact_key import fact_key, speaker_of, wants_fact_key
+from memory.retrieval.window import window_model
 
 #: The lexical channel over the window field alone: a hit there was found by its index key, not its words.
 WINDOW_ONLY = RetrievalConfig(channels=("lexical",), weights={"lexical": 1.0}, fields={"window": 1.0})
@@ -82,3 +84,16 @@ def test_speaker_from_the_chat_prefix_or_the_user(mem: Memory) -> None:
     nobody = mem.get(mem.remember("The sky is blue today."))
     assert speaker_of(nobody) == (None, "The sky is blue today.")
     assert fact_key(nobody, []) == ""
+
+
+@NLP
+def test_facts_blend_into_the_window_vector(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory(settings=Settings(database="memory://", fact_keys="all"))
+    found = mem.remember("I adopted a cat named Miso.", user="maya")
+    plain = mem.remember("The weather was grey all day.", user="maya")  # states no fact about maya
+    model = mem.embedder.model_name
+    own = mem.backend.get_vectors(mem.namespace, model, [found, plain])
+    windows = mem.backend.get_vectors(mem.namespace, window_model(model), [found, plain])
+    assert set(windows) == {found}  # thread-less: a window vector only where facts make one
+    assert float(np.dot(windows[found], own[found])) < 0.999
+    assert float(np.linalg.norm(windows[found])) == pytest.approx(1.0, abs=1e-5)
