@@ -37,6 +37,9 @@ _DEFAULT_DATA = Path("..") / "shared" / "bench" / "longmemeval_dev.json"
               help="Run the retrieval ablation's steps (memory.bench.lme_ablation) through remember/recall, "
               "with the RRF(k=60) baseline, and print its table.")  # fmt: skip
 @click.option("--markdown", is_flag=True, help="With --ablation: print the table as Markdown.")
+@click.option("--ingest", "ingest_only", is_flag=True,
+              help="Only time remember_batch of each haystack with precomputed vectors "
+              "(turns/s, CPU, cost split).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--out", type=click.Path(dir_okay=False, writable=True, path_type=Path),
               help="Also write the JSON report to this file.")  # fmt: skip
@@ -55,6 +58,7 @@ def bench_longmemeval(
     cache: bool,
     ablation: bool,
     markdown: bool,
+    ingest_only: bool,
     as_json: bool,
     out: Path | None,
     quiet: bool,
@@ -82,6 +86,12 @@ def bench_longmemeval(
         if cache:
             model = DiskCachedEmbedder(model)
         try:
+            if ingest_only:
+                from memory.bench.longmemeval import measure_ingest
+
+                result = measure_ingest(path, embedder=model, backend=backend, dsn=dsn, limit_questions=limit_questions)
+                click.echo(json.dumps(result, indent=2, allow_nan=True))
+                return
             if ablation:
                 _ablation(model, path, backend, dsn, limit_questions, quiet, markdown, as_json, out)
                 return
