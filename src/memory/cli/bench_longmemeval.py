@@ -33,6 +33,8 @@ _DEFAULT_DATA = Path("..") / "shared" / "bench" / "longmemeval_dev.json"
               help="Use only N questions, taken round-robin over the question types.")  # fmt: skip
 @click.option("--cache/--no-cache", default=True, show_default=True,
               help="Keep haystack vectors in ~/.cache/memory/vectors ($MEMORY_CACHE_DIR) across runs.")  # fmt: skip
+@click.option("--fact-keys", type=click.Choice(["extracted", "all", "off"]), default="extracted", show_default=True,
+              help="Which turns carry their extracted facts in their index key (Settings.fact_keys).")  # fmt: skip
 @click.option("--ablation", is_flag=True,
               help="Run the retrieval ablation's steps (memory.bench.lme_ablation) through remember/recall, "
               "with the RRF(k=60) baseline, and print its table.")  # fmt: skip
@@ -56,6 +58,7 @@ def bench_longmemeval(
     dsn: str | None,
     limit_questions: int | None,
     cache: bool,
+    fact_keys: str,
     ablation: bool,
     markdown: bool,
     ingest_only: bool,
@@ -72,6 +75,7 @@ def bench_longmemeval(
     """
     from memory.bench.longmemeval import format_report, run_longmemeval
     from memory.bench.vector_cache import DiskCachedEmbedder
+    from memory.config import Settings
     from memory.embedders import create_embedder
 
     path = data or (_DEFAULT_DATA if _DEFAULT_DATA.is_file() else None)
@@ -104,6 +108,7 @@ def bench_longmemeval(
                 backend=backend,
                 dsn=dsn,
                 limit_questions=limit_questions,
+                settings=Settings(database="memory://", fact_keys=fact_keys),
                 progress=None
                 if quiet
                 else lambda done, total, qid: (
