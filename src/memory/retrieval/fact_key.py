@@ -5,10 +5,11 @@ A chat turn says "I went to the support group yesterday"; the question asks
 offline extractor's third-person, speaker-resolved statements
 (:func:`memory.extraction.message_facts.offline_facts`: "Caroline went to the
 support group.") — name the speaker and the people and things the turn is
-about in the words a question uses. :func:`fact_key` returns them as text,
-and :mod:`memory.windows` adds it to the memory's ``window`` lexical field,
-so a turn is found by what it states as well as by its words, and stays the
-unit that is recalled (LongMemEval's "fact-augmented key": one index whose
+about in the words a question uses. :func:`fact_key` returns them as text;
+:mod:`memory.windows` adds it to the memory's ``window`` lexical field and
+blends its vector into the memory's window vector (the part that helps on
+LoCoMo: docs/retrieval.md "Fact keys"), so a turn is found by what it states
+as well as by its words, and stays the unit that is recalled (LongMemEval's "fact-augmented key": one index whose
 keys carry the facts beats fusing a separate index of facts).
 
 Which memories get fact keys (:data:`FACT_KEYS`, ``Settings.fact_keys``):
@@ -16,7 +17,7 @@ Which memories get fact keys (:data:`FACT_KEYS`, ``Settings.fact_keys``):
 * ``"extracted"`` (default): memories stored with ``extract=`` (their
   metadata carries the extraction marker) — the caller asked for
   extraction, so its cost is expected;
-* ``"all"``: every memory in a thread (a conversation turn);
+* ``"all"``: every memory;
 * ``"off"``: none.
 
 Secret memories never get one (they are never extracted). The speaker is read
