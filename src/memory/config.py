@@ -173,6 +173,9 @@ class Settings(BaseModel):
     #: Memories on each side in a thread that form a memory's context window (0: none);
     #: see memory.retrieval.window.
     context_window: int = Field(WINDOW, ge=0, le=10)
+    #: Which memories carry their extracted facts in their index key ("extracted": those stored
+    #: with extract=; "all"; "off"); see memory.retrieval.fact_key.
+    fact_keys: Literal["extracted", "all", "off"] = "extracted"
     feedback: FeedbackSettings = FeedbackSettings()
 
     def retrieval_config(self) -> RetrievalConfig:

@@ -115,8 +115,11 @@ def resolve_time_expressions(text: str, anchor: datetime) -> list[TimeMention]:
     today = anchor.date()
     found: list[tuple[int, int, _Interval]] = []
     lowered = text.lower()
+    spans: dict[tuple[str, ...], list[tuple[int, int]]] = {}  # rules sharing needles search once
     for (pattern, handler), needles in zip(_RULES, _NEEDLES, strict=True):
-        for pos, endpos in _spans(lowered, needles):
+        if needles not in spans:
+            spans[needles] = _spans(lowered, needles)
+        for pos, endpos in spans[needles]:
             for match in pattern.finditer(text, pos, endpos):
                 interval = handler(match, today, _future_sentence(text, match.start(), match.end()))
                 if interval is not None:

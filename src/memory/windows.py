@@ -11,12 +11,20 @@ and a forgotten text leaves its neighbours' windows at once.
 from __future__ import annotations
 
 import bisect
+import logging
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
+
 from memory.backends.base import Backend, ListOrder
+from memory.embedders.base import embed_chunked
+from memory.errors import ProviderError
 from memory.filters import Filter
+from memory.retrieval.fact_key import fact_key, wants_fact_key
 from memory.retrieval.window import (
     context_share,
     event_time_words,
@@ -30,17 +38,52 @@ from memory.types import MemoryItem
 if TYPE_CHECKING:
     from memory.services import Core
 
-__all__ = ["Anchor", "Windows", "anchor_of", "refresh_windows"]
+log = logging.getLogger(__name__)
+
+__all__ = ["Anchor", "Windows", "anchor_of", "refresh_windows", "window_needed"]
 
 #: Where a write happened: (thread, created_at, id); the memory need not exist any more.
 Anchor = tuple[str | None, datetime, str]
 
 _PAGE = 500
+#: Fact-key vectors by (model, text), so refreshing a window again embeds nothing new.
+_FACT_VECTORS: OrderedDict[tuple[str, str], npt.NDArray[np.float32]] = OrderedDict()
+_FACT_CACHE = 8192
 
 
 def anchor_of(item: MemoryItem) -> Anchor:
     """The anchor of a memory."""
     return (item.thread, item.created_at, item.id)
+
+
+def window_needed(item: MemoryItem, fact_keys: str) -> bool:
+    """Whether a newly stored ``item`` has a window to compute (a thread, a context, event dates or a fact key)."""
+    return bool(
+        item.thread is not None
+        or item.context
+        or event_time_words(item.content, item.created_at)
+        or wants_fact_key(item, fact_keys)
+    )
+
+
+def _fact_vectors(
+    embed: Callable[[list[str]], npt.NDArray[np.float32]] | None, model: str | None, facts: dict[str, str]
+) -> dict[str, npt.NDArray[np.float32]]:
+    """Vectors of the fact keys (one text each; cached per model), or none without an embedder or when it fails."""
+    if embed is None or model is None or not facts:
+        return {}
+    todo = list(dict.fromkeys(t for t in facts.values() if (model, t) not in _FACT_VECTORS))
+    if todo:
+        try:
+            rows = embed(todo)
+        except ProviderError as exc:
+            log.warning("fact keys indexed as text only, embedder failed: %s", exc)
+            return {}
+        for text, row in zip(todo, rows, strict=True):
+            _FACT_VECTORS[(model, text)] = np.asarray(row, dtype=np.float32)
+            if len(_FACT_VECTORS) > _FACT_CACHE:
+                _FACT_VECTORS.popitem(last=False)
+    return {i: _FACT_VECTORS[(model, t)] for i, t in facts.items() if (model, t) in _FACT_VECTORS}
 
 
 def _thread_slice(backend: Backend, flt: Filter, points: list[tuple[datetime, str]], reach: int) -> list[MemoryItem]:
@@ -76,14 +119,20 @@ def refresh_windows(
     model: str | None,
     window_space: str | None,
     scope_filter: Callable[[str | None], Filter],
+    fact_keys: str = "extracted",
+    embed: Callable[[list[str]], npt.NDArray[np.float32]] | None = None,
 ) -> int:
     """Recompute the windows around ``anchors``; returns how many memories were updated.
 
     ``model`` is the content vector space (None: write texts only),
     ``window_space`` the space for window vectors, ``scope_filter(thread)``
     a filter over every memory of the namespace in that thread (secret,
-    expired and closed ones included). Memories without a thread have a
-    window of their own context and no window vector (recall uses their own).
+    expired and closed ones included), ``fact_keys`` which memories get their
+    facts in the window field (:mod:`memory.retrieval.fact_key`); with ``embed`` (texts -> unit
+    vectors) the facts are embedded too and blended into the window vector
+    (``own`` becomes ``unit(own + unit(own + facts))``); an embedder failure leaves them out. Memories
+    without a thread have a window of their own context and no window vector (recall uses their own)
+    unless their facts give them one.
     """
     by_thread: dict[str | None, list[tuple[datetime, str]]] = {}
     for thread, created_at, item_id in anchors:
@@ -107,17 +156,24 @@ def refresh_windows(
                 affected[item.id] = (item, window_neighbours(sequence, index, size))
     if not affected:
         return 0
+    facts = {i: fact_key(item, near) for i, (item, near) in affected.items() if wants_fact_key(item, fact_keys)}
+    facts = {i: text for i, text in facts.items() if text}
     vectors = {}
     if model is not None and window_space is not None:
         wanted = {i.id for item, near in affected.values() if item.thread is not None for i in (item, *near)}
+        wanted |= set(facts) if embed is not None else set()
         vectors = backend.get_vectors(namespace, model, sorted(wanted)) if wanted else {}
+    fact_vectors = _fact_vectors(embed, model, {i: t for i, t in facts.items() if i in vectors})
     updates = []
     for item_id, (item, near) in affected.items():
         vector = None
         share = context_share(item.content) if near else 1.0
-        if item_id in vectors and item.thread is not None:  # thread-less: its own vector serves
-            vector = window_vector(vectors[item_id], [vectors[n.id] for n in near if n.id in vectors], share)
-        updates.append((item_id, window_text(item, near, share), vector))
+        if item_id in vectors and (item.thread is not None or item_id in fact_vectors):
+            own = vectors[item_id]  # thread-less without facts: its own vector serves
+            if item_id in fact_vectors:
+                own = window_vector(own, [fact_vectors[item_id]])
+            vector = window_vector(own, [vectors[n.id] for n in near if n.id in vectors], share)
+        updates.append((item_id, window_text(item, near, share, facts.get(item_id, "")), vector))
     window_index = backend.windows
     if window_index is None:
         return 0
@@ -157,6 +213,8 @@ class Windows:
             scope_filter=lambda thread: core.filter(
                 namespace, thread=thread, clearance="secret", include_expired=True, include_invalid=True
             ),
+            fact_keys=core.settings.fact_keys,
+            embed=lambda texts: embed_chunked(core.embedder, texts),
         )
 
     def rebuild(self) -> None:
@@ -172,7 +230,7 @@ class Windows:
         """Compute the context windows of newly stored ``items`` and of their thread neighbours."""
         by_ns: dict[str, list[Anchor]] = {}
         for item in items:
-            if item.thread is None and not item.context and not event_time_words(item.content, item.created_at):
+            if not window_needed(item, self._core.settings.fact_keys):
                 continue  # stored with an empty window and no window vector: nothing to compute
             by_ns.setdefault(item.namespace, []).append(anchor_of(item))
         for ns, anchors in by_ns.items():

@@ -104,3 +104,31 @@ def test_the_dev_file_loads() -> None:
     assert len(questions) == 60
     assert all(q.answer_turns for q in questions)
     assert max(len(t.content) for q in questions for s in q.sessions for t in s.turns) > 32_000
+
+
+def test_ablation_runs_each_step_on_its_store(tiny_file: Path, tmp_path: Path) -> None:
+    from memory.bench.ablation import STEPS
+    from memory.bench.lme_ablation import LME_STEPS, format_lme_ablation, run_lme_ablation
+
+    steps = [s for s in LME_STEPS if s.name.startswith(("plain:", "+ fact keys", "lexical channel only"))]
+    assert len(steps) == 3 and all(s.threads == "session" for s in LME_STEPS) and len(LME_STEPS) < len(STEPS)
+    rows = run_lme_ablation(tiny_file, embedder=create_embedder("hashing"), steps=steps)
+    assert [r["step"] for r in rows] == [s.name for s in steps] + ["baseline RRF(k=60) of BM25 + dense"]
+    assert rows[1]["fact_keys"] == "all" and all(r["n"] == 2 for r in rows)
+    lexical = rows[2]["overall"]
+    assert lexical["turn R@1"] == 1.0  # the unique cat name, by its words
+    assert "questions: 2" in format_lme_ablation(rows) and format_lme_ablation(rows, markdown=True).startswith("| step")
+    out = tmp_path / "ablation.json"
+    args = ["bench", "longmemeval", "--data", str(tiny_file), "--embedder", "hashing", "--no-cache"]
+    result = CliRunner().invoke(cli, [*args, "--ablation", "--limit-questions", "1", "--out", str(out), "-q"])
+    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+    assert "+ window vectors = balanced (default)" in result.stdout
+    assert json.loads(out.read_text(encoding="utf-8"))[0]["n"] == 1
+
+
+def test_cli_ingest_only(tiny_file: Path) -> None:
+    args = ["bench", "longmemeval", "--data", str(tiny_file), "--embedder", "hashing", "--no-cache", "--ingest"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+    report = json.loads(result.stdout)
+    assert report["turns"] == 10 and report["questions"] == 2 and report["turns_per_cpu_second"] > 0

@@ -42,6 +42,8 @@ class Step:
     verdict: str
     context_window: int = 2
     threads: str = "session"
+    #: ``Settings.fact_keys`` of the store: "extracted" (the default; the benchmarks do not extract) or "all".
+    fact_keys: str = "extracted"
 
 
 _BALANCED = PRESETS["balanced"]
@@ -62,6 +64,7 @@ STEPS: tuple[Step, ...] = (
         _BALANCED.model_copy(update={"fields": {"content": 1.0, "time": 1.0}}),
         "dropped",
     ),  # fmt: skip
+    Step("+ fact keys: every turn's facts in its window field", _BALANCED, "measured", fact_keys="all"),
     Step("window 1 turn each side", _BALANCED, "dropped", context_window=1),
     Step("window 3 turns each side", _BALANCED, "dropped", context_window=3),
     Step(
@@ -140,13 +143,16 @@ def run_ablation(
         (step, LocomoResult(config={"embedder": model.model_name, "backend": backend, "step": step.name}))
         for step in steps
     ]
-    stores: dict[tuple[int, str], dict[str, tuple[RetrievalConfig, LocomoResult]]] = {}
+    stores: dict[tuple[int, str, str], dict[str, tuple[RetrievalConfig, LocomoResult]]] = {}
     for index, (step, result) in enumerate(results):
-        stores.setdefault((step.context_window, step.threads), {})[str(index)] = (step.config, result)
-    for (window, threads), runs in stores.items():
+        key = (step.context_window, step.threads, step.fact_keys)
+        stores.setdefault(key, {})[str(index)] = (step.config, result)
+    for (window, threads, fact_keys), runs in stores.items():
         if progress is not None:
-            progress(f"store: context window {window}, threads per {threads}; {len(runs)} configs")
-        settings = Settings(database="memory://", context_window=window)
+            progress(
+                f"store: context window {window}, threads per {threads}, fact keys {fact_keys}; {len(runs)} configs"
+            )
+        settings = Settings(database="memory://", context_window=window, fact_keys=fact_keys)
         evaluate_conversations(conversations, model, backend, settings, runs, threads=threads, dsn=dsn)
     return results
 
@@ -172,6 +178,7 @@ def ablation_json(results: Sequence[tuple[Step, LocomoResult]]) -> list[dict[str
                 "verdict": step.verdict,
                 "context_window": step.context_window,
                 "threads": step.threads,
+                "fact_keys": step.fact_keys,
                 "halves_recall@10": [round(a, 4), round(b, 4)],
                 **report,
             }

@@ -292,6 +292,7 @@ def run_locomo(
     progress: Callable[[int, int, str], None] | None = None,
     extract: bool = False,
     dsn: str | None = None,
+    fact_keys: str = "extracted",
 ) -> LocomoResult:
     """Run the benchmark; returns per-question metrics and latencies.
 
@@ -302,7 +303,7 @@ def run_locomo(
     ``dsn``'s server, dropped afterwards); ``preset`` a retrieval preset name, with its RRF
     constant replaced by ``rrf_k`` when given; ``extract`` runs extraction
     (the configured LLM, heuristic by default) inline at ingest, which the
-    graph channel needs. Raises
+    graph channel needs; ``fact_keys`` is the stores' ``Settings.fact_keys``. Raises
     InvalidInputError or ConfigError (unknown preset, embedder or backend).
     """
     conversations = list(data) if isinstance(data, Sequence) and not isinstance(data, str) else load_conversations(data)
@@ -310,7 +311,7 @@ def run_locomo(
         if limit_conversations < 1:
             raise InvalidInputError("limit_conversations must be at least 1")
         conversations = conversations[:limit_conversations]
-    settings = Settings(database="memory://", retrieval=preset)
+    settings = Settings(database="memory://", retrieval=preset, fact_keys=fact_keys)
     config = settings.retrieval_config()  # raises ConfigError for an unknown preset before any work
     if rrf_k is not None:
         settings = settings.model_copy(update={"retrieval": config.model_copy(update={"rrf_k": float(rrf_k)})})
@@ -322,6 +323,7 @@ def run_locomo(
             "preset": preset,
             "rrf_k": config.rrf_k if rrf_k is None else rrf_k,
             **({"extract": True} if extract else {}),
+            **({"fact_keys": fact_keys} if fact_keys != "extracted" else {}),
         }
     )
     evaluate_conversations(

@@ -115,6 +115,11 @@ _DSN_OPTION = click.option(
     help="Run extraction (heuristic LLM unless configured) at ingest; the graph channel needs it.",
 )
 @click.option(
+    "--fact-keys", type=click.Choice(["extracted", "all", "off"]), default="extracted", show_default=True,
+    help="Which turns carry their extracted facts in their index key (Settings.fact_keys; 'extracted': "
+    "with --extract).",
+)  # fmt: skip
+@click.option(
     "--ablation", is_flag=True,
     help="Run every step of the retrieval ablation (memory.bench.ablation) and print its table.",
 )  # fmt: skip
@@ -138,6 +143,7 @@ def locomo(
     backend: str,
     limit_conversations: int | None,
     extract: bool,
+    fact_keys: str,
     dsn: str | None,
     ablation: bool,
     markdown: bool,
@@ -160,7 +166,7 @@ def locomo(
     assert path is not None
     note = _note(quiet)
     if ablation:
-        _ablation(ctx, path, embedder, backend, dsn, limit_conversations, markdown, as_json, out, note)
+        _ablation(ctx, path, embedder, backend, dsn, limit_conversations, markdown, as_json, out, note, cache)
         return
     from memory.bench.locomo import baseline_results, load_conversations
     from memory.bench.metrics import mean_metrics
@@ -184,6 +190,7 @@ def locomo(
             dsn=dsn,
             progress=lambda done, total, name: note(f"conversation {done + 1}/{total}: {name}") if name else None,
             extract=extract,
+            fact_keys=fact_keys,
         )
         baselines = baseline_results(conversations, model) if baseline else {}
         if isinstance(model, DiskCachedEmbedder):
@@ -214,19 +221,27 @@ def _ablation(
     as_json: bool,
     out: Path | None,
     note: Callable[[str], None],
+    cache: bool = True,
 ) -> None:
     """`memory bench locomo --ablation`: every step of the ablation, one table."""
     from memory.bench.ablation import ablation_json, format_ablation, run_ablation
+    from memory.bench.vector_cache import DiskCachedEmbedder
+    from memory.embedders import create_embedder
 
     with _errors():
+        model: Any = create_embedder(embedder or _default_embedder(ctx))
+        if cache:
+            model = DiskCachedEmbedder(model)
         results = run_ablation(
             path,
-            embedder=embedder or _default_embedder(ctx),
+            embedder=model,
             backend=backend,
             limit_conversations=limit_conversations,
             progress=note,
             dsn=dsn,
         )
+        if isinstance(model, DiskCachedEmbedder):
+            model.flush()
     rows = ablation_json(results)
     report = {"ablation": rows}
     _emit(report, format_ablation(rows, markdown=markdown), as_json=as_json, out=out)

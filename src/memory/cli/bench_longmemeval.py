@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -32,6 +33,15 @@ _DEFAULT_DATA = Path("..") / "shared" / "bench" / "longmemeval_dev.json"
               help="Use only N questions, taken round-robin over the question types.")  # fmt: skip
 @click.option("--cache/--no-cache", default=True, show_default=True,
               help="Keep haystack vectors in ~/.cache/memory/vectors ($MEMORY_CACHE_DIR) across runs.")  # fmt: skip
+@click.option("--fact-keys", type=click.Choice(["extracted", "all", "off"]), default="extracted", show_default=True,
+              help="Which turns carry their extracted facts in their index key (Settings.fact_keys).")  # fmt: skip
+@click.option("--ablation", is_flag=True,
+              help="Run the retrieval ablation's steps (memory.bench.lme_ablation) through remember/recall, "
+              "with the RRF(k=60) baseline, and print its table.")  # fmt: skip
+@click.option("--markdown", is_flag=True, help="With --ablation: print the table as Markdown.")
+@click.option("--ingest", "ingest_only", is_flag=True,
+              help="Only time remember_batch of each haystack with precomputed vectors "
+              "(turns/s, CPU, cost split).")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--out", type=click.Path(dir_okay=False, writable=True, path_type=Path),
               help="Also write the JSON report to this file.")  # fmt: skip
@@ -48,6 +58,10 @@ def bench_longmemeval(
     dsn: str | None,
     limit_questions: int | None,
     cache: bool,
+    fact_keys: str,
+    ablation: bool,
+    markdown: bool,
+    ingest_only: bool,
     as_json: bool,
     out: Path | None,
     quiet: bool,
@@ -61,6 +75,7 @@ def bench_longmemeval(
     """
     from memory.bench.longmemeval import format_report, run_longmemeval
     from memory.bench.vector_cache import DiskCachedEmbedder
+    from memory.config import Settings
     from memory.embedders import create_embedder
 
     path = data or (_DEFAULT_DATA if _DEFAULT_DATA.is_file() else None)
@@ -75,6 +90,15 @@ def bench_longmemeval(
         if cache:
             model = DiskCachedEmbedder(model)
         try:
+            if ingest_only:
+                from memory.bench.longmemeval import measure_ingest
+
+                result = measure_ingest(path, embedder=model, backend=backend, dsn=dsn, limit_questions=limit_questions)
+                click.echo(json.dumps(result, indent=2, allow_nan=True))
+                return
+            if ablation:
+                _ablation(model, path, backend, dsn, limit_questions, quiet, markdown, as_json, out)
+                return
             report = run_longmemeval(
                 path,
                 embedder=model,
@@ -84,6 +108,7 @@ def bench_longmemeval(
                 backend=backend,
                 dsn=dsn,
                 limit_questions=limit_questions,
+                settings=Settings(database="memory://", fact_keys=fact_keys),
                 progress=None
                 if quiet
                 else lambda done, total, qid: (
@@ -99,3 +124,33 @@ def bench_longmemeval(
     if out is not None:
         out.write_text(document + "\n", encoding="utf-8")
     click.echo(document if as_json else format_report(report))
+
+
+def _ablation(
+    model: Any,
+    path: Path,
+    backend: str,
+    dsn: str | None,
+    limit_questions: int | None,
+    quiet: bool,
+    markdown: bool,
+    as_json: bool,
+    out: Path | None,
+) -> None:
+    """`memory bench longmemeval --ablation`: every applicable ablation step, one table."""
+    from memory.bench.lme_ablation import format_lme_ablation, run_lme_ablation
+
+    rows = run_lme_ablation(
+        path,
+        embedder=model,
+        backend=backend,
+        dsn=dsn,
+        limit_questions=limit_questions,
+        progress=None
+        if quiet
+        else lambda done, total, qid: click.echo(f"question {done + 1}/{total}: {qid}", err=True) if qid else None,
+    )
+    document = json.dumps(rows, indent=2, allow_nan=True)
+    if out is not None:
+        out.write_text(document + "\n", encoding="utf-8")
+    click.echo(document if as_json else format_lme_ablation(rows, markdown=markdown))

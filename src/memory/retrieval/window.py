@@ -144,9 +144,10 @@ def context_share(content: str) -> float:
     return 1.0 if n <= CONTEXT_WORDS else CONTEXT_WORDS / n
 
 
-def window_text(item: MemoryItem, neighbours: Sequence[MemoryItem], share: float | None = None) -> str:
+def window_text(item: MemoryItem, neighbours: Sequence[MemoryItem], share: float | None = None, facts: str = "") -> str:
     """The lexical window field: the memory's own ``context`` (if any), its neighbours' contents,
-    then the time words of the events it mentions (:func:`event_time_words`).
+    its ``facts`` (:mod:`memory.retrieval.fact_key`), then the time words of the events it mentions
+    (:func:`event_time_words`).
 
     The neighbours' contents are left out when the memory stands on its own
     (:func:`context_share` below one half; pass ``share`` when already computed).
@@ -154,6 +155,8 @@ def window_text(item: MemoryItem, neighbours: Sequence[MemoryItem], share: float
     parts = [item.context] if item.context else []
     if (context_share(item.content) if share is None else share) >= 0.5:
         parts.extend(n.content for n in neighbours)
+    if facts:
+        parts.append(facts)
     events = event_time_words(item.content, item.created_at)
     if events:
         parts.append(events)
