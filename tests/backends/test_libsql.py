@@ -13,9 +13,11 @@ import subprocess
 import sys
 import textwrap
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memory import Memory
@@ -37,7 +39,10 @@ def test_urls_name_files_and_replicas(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="names no file"):
         backend_name_for("libsql:///")
-    with pytest.raises(ConfigError, match="only sync_url"):
+    assert backend_name_for("libsql:///r.db?vector_index=on")[1] == {"path": "r.db", "vector_index": True}
+    with pytest.raises(ConfigError, match="vector_index must be on or off"):
+        backend_name_for("libsql:///r.db?vector_index=maybe")
+    with pytest.raises(ConfigError, match="takes sync_url and vector_index"):
         backend_name_for("libsql:///r.db?authToken=secret")
     with pytest.raises(ConfigError, match="names a server") as caught:
         backend_name_for("libsql://user:hunter2@db.example.turso.io")
@@ -185,3 +190,70 @@ def test_open_backend_gives_libsql(tmp_path: Path) -> None:
         assert backend.name == "libsql"
     finally:
         backend.close()
+
+
+def _unit(rng: np.random.Generator, n: int, dim: int = 32) -> np.ndarray:
+    x = rng.standard_normal((n, dim)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _store_with_vectors(path: Path, vectors: np.ndarray, **options: Any) -> list[str]:
+    """Fill a store with one memory per vector (user u0 / u1 alternating); returns the ids in order."""
+    from memory.backends.base import NewRecord
+    from memory.records import build_item, ledger_entry
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    ids = []
+    with LibSQLBackend(path, **options) as backend:
+        backend.ensure_vector_space("m", vectors.shape[1])
+        records = []
+        for n, vector in enumerate(vectors):
+            item = build_item(content=f"note {n}", namespace="default", now=now, user=f"u{n % 2}")
+            item = item.model_copy(update={"embedding_status": "done", "embedding_model": "m"})
+            records.append(NewRecord(item, vector, ledger_entry("add", item.id, item.namespace, now, after=item)))
+            ids.append(item.id)
+        backend.add(records)
+    return ids
+
+
+def _search(backend: LibSQLBackend, query: np.ndarray, k: int, user: str | None = None) -> list[str]:
+    from memory.filters import Filter
+
+    flt = Filter(namespace="default", now=datetime(2026, 1, 2, tzinfo=UTC), user=user)
+    return [h.id for h in backend.search_vector(flt, "m", query, k)]
+
+
+def test_native_vector_index_finds_what_exact_search_finds(tmp_path: Path) -> None:
+    """With vector_index=on, candidates come from libSQL's index; hits and scores match an exact scan."""
+    rng = np.random.default_rng(7)
+    data = _unit(rng, 400)
+    path = tmp_path / "indexed.db"
+    ids = _store_with_vectors(path, data, vector_index=True, exact_limit=20)
+    queries = _unit(rng, 20)
+    found = 0
+    with LibSQLBackend(path, vector_index=True, exact_limit=20) as indexed:
+        tables = indexed._conn.execute("SELECT name FROM sqlite_master WHERE name LIKE 'lvec_%'").fetchall()
+        assert {t[0] for t in tables} >= {"lvec_1", "lvec_1_idx"}
+        for query in queries:
+            truth = [ids[i] for i in np.argsort(-(data @ query), kind="stable")[:10]]
+            got = _search(indexed, query, 10)
+            found += len(set(got) & set(truth))
+            user_hits = _search(indexed, query, 5, user="u1")  # a filter keeps half the candidates
+            assert all(ids.index(h) % 2 == 1 for h in user_hits) and len(user_hits) == 5
+        assert not indexed._codes._indexes  # no in-process sign-bit copy was loaded
+    assert found / (10 * len(queries)) >= 0.9
+
+
+def test_native_vector_index_follows_deletes_and_is_built_for_an_existing_store(tmp_path: Path) -> None:
+    rng = np.random.default_rng(8)
+    data = _unit(rng, 200)
+    path = tmp_path / "later.db"
+    ids = _store_with_vectors(path, data, exact_limit=20)  # written without the index
+    with LibSQLBackend(path, vector_index=True, exact_limit=20) as indexed:  # opening builds and fills it
+        rows = indexed._conn.execute("SELECT count(*) FROM lvec_1").fetchone()[0]
+        assert rows == 200
+        target = data[17]
+        assert _search(indexed, target, 1) == [ids[17]]
+        indexed.delete("default", [ids[17]], [])
+        assert indexed._conn.execute("SELECT count(*) FROM lvec_1").fetchone()[0] == 199
+        assert ids[17] not in _search(indexed, target, 5)

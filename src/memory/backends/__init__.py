@@ -43,7 +43,7 @@ def backend_name_for(url: str) -> tuple[str, dict[str, object]]:
 
 
 def _libsql_options(url: str) -> dict[str, object]:
-    """``libsql:///file.db`` -> a local file; ``libsql:///file.db?sync_url=libsql://host`` -> an embedded replica."""
+    """``libsql:///file.db`` -> a local file; ``?sync_url=libsql://host`` -> an embedded replica; ``?vector_index=on``."""
     from urllib.parse import parse_qs, urlsplit
 
     parts = urlsplit(url)
@@ -56,12 +56,17 @@ def _libsql_options(url: str) -> dict[str, object]:
     if not path:
         raise ConfigError(f"{url!r} names no file; use libsql:///relative.db or libsql:////absolute/path.db")
     query = parse_qs(parts.query)
-    unknown = sorted(set(query) - {"sync_url"})
+    unknown = sorted(set(query) - {"sync_url", "vector_index"})
     if unknown:
-        raise ConfigError(f"unknown libsql URL option(s) {unknown}; only sync_url is read from the URL")
+        raise ConfigError(f"unknown libsql URL option(s) {unknown}; the URL takes sync_url and vector_index")
     options: dict[str, object] = {"path": path}
     if "sync_url" in query:
         options["sync_url"] = query["sync_url"][-1]
+    if "vector_index" in query:
+        flag = query["vector_index"][-1].lower()
+        if flag not in ("on", "off", "true", "false", "1", "0"):
+            raise ConfigError(f"vector_index must be on or off, got {flag!r}")
+        options["vector_index"] = flag in ("on", "true", "1")
     return options
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -376,9 +376,39 @@ def _rescore(
     return [ChannelHit(item_id, score) for score, item_id in passing[:k]], len(passing) / max(position, 1)
 
 
+class Candidates(Protocol):
+    """Where approximate nearest rows come from: a namespace's sign-bit copy, or an engine's own index."""
+
+    @property
+    def size(self) -> int:
+        """Vectors of the namespace in the space."""
+        ...
+
+    @property
+    def exact(self) -> bool:
+        """True when :meth:`nearest` ranks by exact cosine (fewer candidates need rescoring)."""
+        ...
+
+    def nearest(self, vector: Vector, n: int) -> list[int]:
+        """Row ids of about the ``n`` entries nearest ``vector``."""
+        ...
+
+    def all_rids(self) -> list[int]:
+        """Every row id of the namespace in the space."""
+        ...
+
+
+class CandidateCache(Protocol):
+    """Gives the current :class:`Candidates` of a namespace in a space (a :class:`CodeCache`, or a native index)."""
+
+    def refresh(self, conn: Any, space: Space, namespace: str) -> Candidates:
+        """The namespace's candidates, up to date."""
+        ...
+
+
 def search(
     conn: Any,
-    cache: CodeCache,
+    cache: CandidateCache,
     space: Space,
     namespace: str,
     predicate: tuple[str, list[Any]],
