@@ -73,15 +73,12 @@ class Memory:
     ) -> None:
         """Open a store.
 
-        ``database`` is a URL (``sqlite:///memory.db``, ``memory://``) or a file
-        path; ``embedder`` an Embedder instance or a provider name; ``backend``
-        an open Backend instance (overrides ``database``); ``llm`` an LLM
-        instance or provider name (extraction, update decisions; default
-        ``heuristic``). Unset values come
-        from the environment, the config file and defaults (see
-        :mod:`memory.config`). ``summarizer`` turns finished conversations into
-        block updates (default: an LLMSummarizer when the LLM is not
-        ``heuristic``, else :class:`~memory.episodic.summarize.ExtractiveSummarizer`).
+        ``database`` is a URL (``sqlite:///memory.db``, ``memory://``) or a file path; ``embedder`` an
+        Embedder instance or a provider name; ``backend`` an open Backend instance (overrides
+        ``database``); ``llm`` an LLM instance or provider name (extraction, update decisions; default
+        ``heuristic``). Unset values come from the environment, the config file and defaults (see
+        :mod:`memory.config`). ``summarizer`` turns finished conversations into block updates (default:
+        an LLMSummarizer when the LLM is not ``heuristic``, else ``ExtractiveSummarizer``).
         ``reranker`` reorders recall's fused top-N (default: ``[reranker]`` in the settings, or none).
         Raises ConfigError or EmbeddingMismatchError.
         """
@@ -104,8 +101,7 @@ class Memory:
         self._backend, self._embedder, self._llm = self._core.backend, self._core.embedder, self._core.llm
         self._windows = Windows(self._core)
         self._items = Items(self._core, self._windows)
-        self._rerank = RerankStage.open(self.settings.reranker, reranker)
-        self._recall = Recall(self._core, rerank=self._rerank)
+        self._recall = Recall(self._core, rerank=RerankStage.open(self.settings.reranker, reranker))
         self.graph = GraphView(self._core)
 
     # -- plumbing ----------------------------------------------------------
@@ -141,7 +137,6 @@ class Memory:
     def close(self) -> None:
         """Close the store (and the embedder, if this Memory created it). Idempotent."""
         self._recall.close()
-        self._rerank.close()
         self._close()
 
     def __enter__(self) -> Memory:
@@ -192,11 +187,10 @@ class Memory:
         keywords, entities, metadata, source_ids, importance (0..1), valid_from,
         valid_to, sensitivity ('normal' | 'private' | 'secret'), expires_at or
         ttl (seconds or timedelta), vector (a precomputed embedding),
-        created_at. Identical content in the same scope returns the existing
-        id, except across secrets: a secret write is always stored as its own
-        row and no write is ever answered with a secret's id (that answer
-        would tell the writer the secret exists). ``extract`` (False | True | "inline" | "background") runs
-        extraction and update decisions (see :mod:`memory.extraction.pipeline`):
+        created_at. Identical content in the same scope returns the existing id, except across
+        secrets: a secret write is its own row, and no write is answered with a secret's id.
+        ``extract`` (False | True | "inline" | "background") runs extraction and update decisions
+        (see :mod:`memory.extraction.pipeline`):
         True follows ``settings.extraction.mode`` (inline with the heuristic
         LLM, else background); background queues the memory for
         :meth:`extract_pending`. Inline, the id returned is the memory that

@@ -43,7 +43,7 @@ def backend_name_for(url: str) -> tuple[str, dict[str, object]]:
 
 
 def _libsql_options(url: str) -> dict[str, object]:
-    """``libsql:///file.db`` -> a local file; ``?sync_url=libsql://host`` -> an embedded replica; ``?vector_index=on``."""
+    """``libsql:///file.db``: a local file; ``?sync_url=libsql://host``: an embedded replica; ``?vector_index=on``."""
     from urllib.parse import parse_qs, urlsplit
 
     parts = urlsplit(url)

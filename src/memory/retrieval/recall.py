@@ -77,11 +77,13 @@ class Recall:
         self._channel_pool_lock = threading.Lock()
 
     def close(self) -> None:
-        """Stop the lexical channel's worker thread (idempotent)."""
+        """Stop the lexical channel's worker thread and close the rerank stage (idempotent)."""
         with self._channel_pool_lock:
             pool, self._channel_pool = self._channel_pool, None
         if pool is not None:
             pool.shutdown(wait=True)
+        if self._rerank is not None:
+            self._rerank.close()
 
     def recall(
         self,
