@@ -181,7 +181,7 @@ def test_tail_follows_a_thread(tmp_path: Path) -> None:
         mem.messages.append("t1", "first words", user="alice")
     proc = subprocess.Popen(
         [str(SCRIPT), "--db", str(db), "tail", "t1", "--json", "--timeout", "900", "--interval", "0.1"],
-        env=cli_env(None), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**cli_env(None), "PYTHONFAULTHANDLER": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     lines: queue.Queue[str] = queue.Queue()
     assert proc.stdout is not None
@@ -194,7 +194,12 @@ def test_tail_follows_a_thread(tmp_path: Path) -> None:
     follow = json.loads(lines.get(timeout=HANG_GUARD))
     assert (follow["content"], follow["turn"], follow["role"]) == ("second words", 2, "assistant")
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=30)
+    try:
+        proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:  # say where it hangs: faulthandler dumps every thread on SIGABRT
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=30)
+        raise AssertionError(f"tail did not stop on SIGINT; its threads:\n{err}") from None
     assert proc.returncode == 0
     assert lines.empty()
 

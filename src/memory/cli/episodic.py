@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 import time
 from typing import Any
 
@@ -190,14 +192,22 @@ def tail(
         after = recent[-1].turn if recent else 0
         if once:
             return
+        # Ctrl-C sets a flag the loop checks between polls: a KeyboardInterrupt raised at a random
+        # point (say, just after a lock was taken) could leave the store unable to close.
+        stop = threading.Event()
+        previous = signal.getsignal(signal.SIGINT)
+        catch = previous is not signal.SIG_IGN and threading.current_thread() is threading.main_thread()
+        if catch:
+            signal.signal(signal.SIGINT, lambda signum, frame: stop.set())
         try:
-            while deadline is None or time.monotonic() < deadline:
+            while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
                 for message in mem.messages.get_thread(thread, after_turn=after):
                     show(message)
                     after = message.turn
-                time.sleep(max(interval, 0.05))
-        except KeyboardInterrupt:
-            return
+                stop.wait(max(interval, 0.05))
+        finally:
+            if catch:
+                signal.signal(signal.SIGINT, previous)
 
 
 @click.command()
