@@ -18,6 +18,7 @@ from memory.backends.base import Backend, ChannelHit, ListOrder, NewRecord, Vect
 from memory.config import Settings, load_settings
 from memory.embedders import create_embedder
 from memory.embedders.base import Embedder, embed_chunked, embed_query
+from memory.embedders.batching import batching
 from memory.errors import (
     EmbeddingMismatchError,
     Error,
@@ -175,6 +176,7 @@ class Memory:
                 self._embedder: Embedder = create_embedder(spec.provider, spec.options)
             else:
                 self._embedder = embedder  # type: ignore[assignment]
+            self._embedder = batching(self._embedder)  # concurrent callers share embedder calls (issue 22)
             self._space_ready = False
             self._ensure_space(strict=False)
             self._owns_llm = not isinstance(llm, LLM)
