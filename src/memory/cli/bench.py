@@ -125,6 +125,8 @@ _DSN_OPTION = click.option(
 )  # fmt: skip
 @click.option("--cache/--no-cache", default=True, show_default=True,
               help="Keep turn vectors in ~/.cache/memory/vectors ($MEMORY_CACHE_DIR) across runs.")  # fmt: skip
+@click.option("--peer", type=click.Choice(["mem0"]),
+              help="Also run mem0 (offline, infer=False) on the same turns, vectors and questions.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
@@ -143,6 +145,7 @@ def locomo(
     markdown: bool,
     baseline: bool,
     cache: bool,
+    peer: str | None,
     as_json: bool,
     out: Path | None,
     quiet: bool,
@@ -186,6 +189,12 @@ def locomo(
             extract=extract,
         )
         baselines = baseline_results(conversations, model) if baseline else {}
+        if peer is not None:
+            from memory.bench.peer_mem0 import locomo_results, side_by_side
+
+            theirs = locomo_results(
+                conversations, model, lambda i, n, name: note(f"mem0: conversation {i + 1}/{n}") if name else None
+            )
         if isinstance(model, DiskCachedEmbedder):
             model.flush()
     report = result.to_json()
@@ -200,6 +209,9 @@ def locomo(
                 + "".join(f"{m[k]:>9.3f}" for k in ("recall@1", "recall@5", "recall@10", "recall@20", "ndcg@10", "mrr"))
             )
         text = "\n".join(lines)
+    if peer is not None:
+        report["peer"] = theirs.to_json()
+        text += "\n" + side_by_side(report, report["peer"])
     _emit(report, text, as_json=as_json, out=out)
 
 
@@ -329,9 +341,9 @@ def _sizes(ctx: click.Context | None, param: click.Parameter | None, value: str)
 )  # fmt: skip
 @_DSN_OPTION
 @click.option(
-    "--peer", type=click.Choice(["chroma", "lancedb", "none"]),
-    help="Peer vector store run on the same texts, vectors and queries (needs its package) "
-    "[default: chroma if installed, else none].",
+    "--peer", type=click.Choice(["chroma", "lancedb", "mem0", "none"]),
+    help="Peer run on the same texts, vectors and queries (needs its package): a vector store (chroma, lancedb) "
+    "or the memory library mem0 (offline; it embeds its live adds itself) [default: chroma if installed, else none].",
 )  # fmt: skip
 @click.option("--queries", type=click.IntRange(min=1), default=200, show_default=True, help="Timed queries per size.")
 @click.option(

@@ -47,6 +47,7 @@ __all__ = [
     "EmbedQueue",
     "QueryCache",
     "batching",
+    "forget_queries",
     "queue_for",
     "MAX_BATCH",
     "MAX_WAIT",
@@ -322,3 +323,10 @@ def batching(embedder: Embedder) -> Embedder:
     if isinstance(embedder, BatchingEmbedder) or getattr(embedder, "batching", True) is False:
         return embedder
     return BatchingEmbedder(embedder)
+
+
+def forget_queries(embedder: Embedder) -> None:
+    """Empty ``embedder``'s query cache, if it has one (benchmarks time cold query embeddings)."""
+    cache = getattr(embedder, "query_cache", None)
+    if isinstance(cache, QueryCache):
+        cache.clear()
