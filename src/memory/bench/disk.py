@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memory.backends.sqlite.space import table_bytes, vector_tables
+from memory.backends.servers import sqlite_space
 from memory.bench.corpus import GENERATOR_VERSION, cached_vectors, corpus_queries, generate_texts, load_corpus
 from memory.bench.speed import machine_info
 from memory.config import Settings
@@ -166,8 +166,8 @@ def run_disk(
             search_seconds = time.perf_counter() - started
             rss_peak = _status_kb("VmHWM")
             rss_after = _status_kb("VmRSS")
-        tables = table_bytes(path)
-        parts = components(tables, vector_tables(path))
+        tables, models = sqlite_space(path)
+        parts = components(tables, models)
         file_bytes = sum(f.stat().st_size for f in Path(tmp).glob("disk.db*"))
     per_memory = {name: round(value / size, 1) for name, value in parts.items()}
     machine["load_avg_end"] = machine_info()["load_avg"]
