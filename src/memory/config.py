@@ -125,7 +125,10 @@ class ServerSettings(BaseModel):
     # 8 MiB: a text at the content limit (500,000 characters) still fits as JSON-escaped UTF-8.
     max_body_bytes: int = Field(8_388_608, ge=1024)
     cors_origins: tuple[str, ...] = ()
-    threads: int = Field(8, ge=1, le=256)
+    # 32, not 8: a request waiting for its shared embedding batch holds a thread, and with 8 a
+    # MiniLM server formed batches of at most 8 while get/list requests queued behind them
+    # (`memory bench serve`, README "Load").
+    threads: int = Field(32, ge=1, le=256)
 
 
 class FeedbackSettings(BaseModel):

@@ -249,11 +249,13 @@ def open_core(
     """
     from memory.backends import open_backend
     from memory.embedders import create_embedder
+    from memory.embedders.batching import batching
     from memory.llms import create_llm
 
     opened = backend or open_backend(settings.database)
     try:
-        chosen = (
+        # Concurrent callers of one store share embedder calls (memory.embedders.batching).
+        chosen = batching(
             embedder if embedder is not None else create_embedder(settings.embedder.provider, settings.embedder.options)
         )
         space = EmbeddingSpace(opened, chosen)

@@ -21,3 +21,19 @@ def test_short_load_run_loses_nothing() -> None:
     assert report["writes_verified"] == report["writes_acknowledged"]
     assert set(report["operations"]) <= {"remember", "recall", "get", "list"}
     assert 0 < report["p50_ms"] <= report["p95_ms"] <= report["p99_ms"]
+
+
+def test_summary_compares_embedders() -> None:
+    from memory.bench.serve import summary
+
+    def run(name: str, rate: float) -> dict[str, object]:
+        return {
+            "embedder": name, "requests": 10, "duration_s": 1.0, "requests_per_s": rate, "clients": 2, "errors": 0,
+            "p50_ms": 1.0, "p95_ms": 2.0, "p99_ms": 3.0, "writes_acknowledged": 4, "writes_verified": 4,
+            "missing": 0, "operations": {}, "loadavg_before": [1.0], "loadavg_after": [1.0],
+            "server_peak_rss_mb": 99.0,
+        }  # fmt: skip
+
+    text = summary({"runs": [run("minilm", 50.0), run("hashing", 100.0)], "relative": {"minilm": 1.0, "hashing": 2.0}})
+    assert "== embedder minilm" in text and "== embedder hashing" in text
+    assert "relative to minilm: minilm 1.0, hashing 2.0" in text and "server peak RSS 99.0 MB" in text

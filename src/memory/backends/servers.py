@@ -18,7 +18,9 @@ from memory.errors import InvalidInputError
 if TYPE_CHECKING:
     from memory.backends.postgres.admin import LocalServer
 
-__all__ = ["redact", "detect_local_server", "prepare_database", "scratch_database", "store_size_mb"]
+__all__ = [
+    "redact", "detect_local_server", "prepare_database", "scratch_database", "store_size_mb", "sqlite_space",
+]  # fmt: skip
 
 
 def detect_local_server(timeout: float = 2.0) -> LocalServer | None:
@@ -60,3 +62,13 @@ def store_size_mb(url: str, directory: Path) -> float:
         return database_size_mb(url)
     total = sum(f.stat().st_size for f in directory.rglob("*") if f.is_file()) if directory.exists() else 0
     return round(total / 1024**2, 1)
+
+
+def sqlite_space(path: Path) -> tuple[dict[str, int], dict[str, str]]:
+    """Bytes per table/index of the SQLite file ``path``, and vector table -> model (for ``bench disk``).
+
+    Raises ConfigError when the file cannot be read or SQLite lacks ``dbstat``.
+    """
+    from memory.backends.sqlite.space import table_bytes, vector_tables
+
+    return table_bytes(path), vector_tables(path)

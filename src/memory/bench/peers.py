@@ -3,7 +3,8 @@
 A peer gets exactly what `memory` gets: the same texts, the same precomputed
 vectors (so the embedder is identical and counted the same way) and the same
 k. Peers run offline: Chroma is given every embedding (its default ONNX
-model is never loaded) and its telemetry is off.
+model is never loaded) and its telemetry is off. mem0 (a memory library,
+not a vector store) is :mod:`memory.bench.peer_mem0`.
 
 Peers are optional dependencies (``pip install 'llm-agent-memory[bench]'``); opening a
 missing one raises ConfigError.
@@ -21,12 +22,13 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from memory.embedders.base import Embedder
 from memory.errors import ConfigError
 
 __all__ = ["PeerStore", "PEERS", "peer_available", "open_peer"]
 
 #: Peer name -> the module it needs.
-PEERS: dict[str, str] = {"chroma": "chromadb", "lancedb": "lancedb"}
+PEERS: dict[str, str] = {"chroma": "chromadb", "lancedb": "lancedb", "mem0": "mem0"}
 
 
 class PeerStore(Protocol):
@@ -129,19 +131,28 @@ class LanceDBPeer:
         self._db = None
 
 
-def open_peer(name: str, directory: Path) -> PeerStore:
-    """Open peer ``name`` ('chroma' or 'lancedb') in an empty ``directory``.
+def open_peer(name: str, directory: Path, model: Embedder | None = None) -> PeerStore:
+    """Open peer ``name`` ('chroma', 'lancedb' or 'mem0') in an empty ``directory``.
 
+    ``model`` is the embedder mem0 calls for texts it gets no vector for.
     Raises ConfigError when the name is unknown or its package is missing.
     """
     if name not in PEERS:
         raise ConfigError(f"unknown peer {name!r}; use one of {', '.join(sorted(PEERS))} or 'none'")
     if not peer_available(name):
         package = PEERS[name]
+        if name == "mem0":
+            raise ConfigError("peer 'mem0' needs mem0ai: pip install 'llm-agent-memory[bench-peers]'")
         raise ConfigError(
             f"peer {name!r} needs the {package!r} package: pip install {package} (or 'llm-agent-memory[bench]')"
         )
     directory.mkdir(parents=True, exist_ok=True)
+    if name == "mem0":
+        from memory.bench.peer_mem0 import Mem0Peer
+
+        if model is None:
+            raise ConfigError("peer 'mem0' needs the embedder of the run")
+        return Mem0Peer(directory, model)
     if name == "chroma":
         return ChromaPeer(directory)
     return LanceDBPeer(directory)

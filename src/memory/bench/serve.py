@@ -29,7 +29,7 @@ from urllib.parse import urlencode, urlsplit
 
 import httpx
 
-__all__ = ["run_load", "percentile"]
+__all__ = ["run_load", "run_embedders", "summary", "percentile"]
 
 _WORDS = (
     "alice bob carol dave likes prefers visited moved works studies tea coffee berlin paris tokyo jazz "
@@ -70,15 +70,33 @@ def _cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def _peak_rss_mb(pid: int) -> float | None:
+    """Peak resident memory of a process in MB (Linux /proc VmHWM), or None elsewhere."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except (OSError, IndexError, ValueError):
+        return None
+    return None
+
+
 @contextmanager
-def _server(embedder: str, workdir: Path) -> Iterator[tuple[str, str, int]]:
+def _server(
+    embedder: str, workdir: Path, options: dict[str, Any] | None = None, threads: int | None = None
+) -> Iterator[tuple[str, str, int]]:
     """``memory serve`` on a free loopback port over a new SQLite file; yields (url, key, pid)."""
+    if threads is not None:  # the server's worker threads ([server] threads of its config file)
+        (workdir / "none.toml").write_text(f"[server]\nthreads = {int(threads)}\n", encoding="utf-8")
     env = {
         **os.environ,
         "MEMORY_DATABASE": f"sqlite:///{workdir / 'load.db'}",
         "MEMORY_EMBEDDER": embedder,
         "MEMORY_CONFIG": str(workdir / "none.toml"),
     }
+    env.pop("MEMORY_EMBEDDER_OPTIONS", None)
+    if options:
+        env["MEMORY_EMBEDDER_OPTIONS"] = json.dumps(options)
     exe = [sys.executable, "-c", "from memory.cli.main import main; main()"]
     created = subprocess.run(
         [*exe, "keys", "create", "load", "--namespace", "*"], env=env, capture_output=True, text=True, check=False
@@ -263,11 +281,15 @@ def run_load(
     key: str | None = None,
     embedder: str = "hashing",
     namespaces: int = 5,
+    embedder_options: dict[str, Any] | None = None,
+    threads: int | None = None,
 ) -> dict[str, Any]:
     """Drive a REST server with ``clients`` concurrent clients for ``duration`` seconds; returns the report.
 
-    Without ``url`` a fresh ``memory serve`` (SQLite, ``embedder``) is started
-    and stopped. The report includes the 1-minute load average before and after.
+    Without ``url`` a fresh ``memory serve`` (SQLite, ``embedder`` with
+    ``embedder_options``, ``threads`` worker threads, default: the
+    server's) is started and stopped. The report includes the
+    1-minute load average before and after.
     """
     load_before = os.getloadavg()
     if url is not None:
@@ -276,18 +298,70 @@ def run_load(
         report = asyncio.run(_drive(url, key, clients, duration, namespaces))
         report["server"] = url
     else:
-        with tempfile.TemporaryDirectory(prefix="memory-load-") as tmp, _server(embedder, Path(tmp)) as started:
+        with (
+            tempfile.TemporaryDirectory(prefix="memory-load-") as tmp,
+            _server(embedder, Path(tmp), embedder_options, threads) as started,
+        ):
             found, token, pid = started
             server_cpu = _cpu_seconds(pid)
             client_cpu = time.process_time()
             report = asyncio.run(_drive(found, token, clients, duration, namespaces))
             client_cpu = time.process_time() - client_cpu
             after = _cpu_seconds(pid)
+            report["server_peak_rss_mb"] = _peak_rss_mb(pid)
             served = report["requests"] + report["writes_acknowledged"]  # the load, then the read-back
             if server_cpu is not None and after is not None and served:
                 report["server_cpu_ms_per_request"] = round((after - server_cpu) * 1000 / served, 2)
             report["client_cpu_ms_per_request"] = round(client_cpu * 1000 / served, 2) if served else None
-            report["server"] = f"memory serve (subprocess, sqlite, embedder={embedder})"
+            report["server"] = f"memory serve (subprocess, sqlite, embedder={embedder}, threads={threads or 'default'})"
     report["loadavg_before"] = [round(x, 2) for x in load_before]
     report["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
     return report
+
+
+def run_embedders(embedders: list[str], **options: Any) -> dict[str, Any]:
+    """:func:`run_load` once per embedder, one after the other in this process; the reports side by side.
+
+    With several embedders the report is ``{"runs": [...], "relative": {name: requests/s over
+    the first's}}``; with one, that run's report.
+    """
+    runs = [{"embedder": name, **run_load(embedder=name, **options)} for name in embedders]
+    if len(runs) == 1:
+        return runs[0]
+    first = runs[0]["requests_per_s"] or 1.0
+    return {"runs": runs, "relative": {r["embedder"]: round(r["requests_per_s"] / first, 3) for r in runs}}
+
+
+def _summary_lines(report: dict[str, Any]) -> list[str]:
+    lines = [
+        f"{report['requests']} requests in {report['duration_s']} s ({report['requests_per_s']}/s), "
+        f"{report['clients']} clients, errors {report['errors']}",
+        f"latency p50 {report['p50_ms']} ms, p95 {report['p95_ms']} ms, p99 {report['p99_ms']} ms",
+        *(f"  {op:<10} n={v['requests']:<6} errors={v['errors']:<3} p50={v['p50_ms']} ms p95={v['p95_ms']} ms"
+          for op, v in report["operations"].items()),
+        f"writes acknowledged {report['writes_acknowledged']}, verified {report['writes_verified']}, "
+        f"missing {report['missing']}",
+        f"load average before {report['loadavg_before']}, after {report['loadavg_after']}",
+    ]  # fmt: skip
+    if report.get("server_cpu_ms_per_request") is not None:
+        lines.append(
+            f"CPU per request: server {report['server_cpu_ms_per_request']} ms, "
+            f"load generator {report['client_cpu_ms_per_request']} ms"
+        )
+    if report.get("server_peak_rss_mb") is not None:
+        lines.append(f"server peak RSS {report['server_peak_rss_mb']} MB")
+    return lines
+
+
+def summary(report: dict[str, Any]) -> str:
+    """The report of :func:`run_embedders` as text for people."""
+    if "runs" not in report:
+        return "\n".join(_summary_lines(report))
+    lines: list[str] = []
+    for run in report["runs"]:
+        lines += [f"== embedder {run['embedder']}", *_summary_lines(run)]
+    first = report["runs"][0]["embedder"]
+    lines.append(
+        "requests/s relative to " + first + ": " + ", ".join(f"{k} {v}" for k, v in report["relative"].items())
+    )
+    return "\n".join(lines)

@@ -130,6 +130,8 @@ _DSN_OPTION = click.option(
 )  # fmt: skip
 @click.option("--cache/--no-cache", default=True, show_default=True,
               help="Keep turn vectors in ~/.cache/memory/vectors ($MEMORY_CACHE_DIR) across runs.")  # fmt: skip
+@click.option("--peer", type=click.Choice(["mem0"]),
+              help="Also run mem0 (offline, infer=False) on the same turns, vectors and questions.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
@@ -149,6 +151,7 @@ def locomo(
     markdown: bool,
     baseline: bool,
     cache: bool,
+    peer: str | None,
     as_json: bool,
     out: Path | None,
     quiet: bool,
@@ -193,6 +196,12 @@ def locomo(
             fact_keys=fact_keys,
         )
         baselines = baseline_results(conversations, model) if baseline else {}
+        if peer is not None:
+            from memory.bench.peer_mem0 import locomo_results, side_by_side
+
+            theirs = locomo_results(
+                conversations, model, lambda i, n, name: note(f"mem0: conversation {i + 1}/{n}") if name else None
+            )
         if isinstance(model, DiskCachedEmbedder):
             model.flush()
     report = result.to_json()
@@ -207,6 +216,9 @@ def locomo(
                 + "".join(f"{m[k]:>9.3f}" for k in ("recall@1", "recall@5", "recall@10", "recall@20", "ndcg@10", "mrr"))
             )
         text = "\n".join(lines)
+    if peer is not None:
+        report["peer"] = theirs.to_json()
+        text += "\n" + side_by_side(report, report["peer"])
     _emit(report, text, as_json=as_json, out=out)
 
 
@@ -344,9 +356,9 @@ def _sizes(ctx: click.Context | None, param: click.Parameter | None, value: str)
 )  # fmt: skip
 @_DSN_OPTION
 @click.option(
-    "--peer", type=click.Choice(["chroma", "lancedb", "none"]),
-    help="Peer vector store run on the same texts, vectors and queries (needs its package) "
-    "[default: chroma if installed, else none].",
+    "--peer", type=click.Choice(["chroma", "lancedb", "mem0", "none"]),
+    help="Peer run on the same texts, vectors and queries (needs its package): a vector store (chroma, lancedb) "
+    "or the memory library mem0 (offline; it embeds its live adds itself) [default: chroma if installed, else none].",
 )  # fmt: skip
 @click.option("--queries", type=click.IntRange(min=1), default=200, show_default=True, help="Timed queries per size.")
 @click.option(
@@ -514,47 +526,40 @@ def embedders(args: tuple[str, ...]) -> None:
 @click.option("--url", metavar="URL", help="Drive this server instead of starting `memory serve` (needs --key).")
 @click.option("--key", metavar="KEY", help="API key for --url (scoped to namespaces load-0 … load-N or '*').")
 @click.option(
-    "--embedder", metavar="NAME", default="hashing", show_default=True, help="Embedder of the started server."
-)
+    "--embedder", "embedders", metavar="NAME", multiple=True, default=("hashing",), show_default=True,
+    help="Embedder of the started server; repeat to run each in turn, e.g. --embedder minilm --embedder hashing.",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 def serve_load(
-    clients: int, duration: float, url: str | None, key: str | None, embedder: str, as_json: bool, out: Path | None
-) -> None:
+    clients: int, duration: float, url: str | None, key: str | None, embedders: tuple[str, ...], as_json: bool,
+    out: Path | None,
+) -> None:  # fmt: skip
     """Load-test the REST API on loopback; report errors, p50/p95 latency, and lost writes.
 
     Starts `memory serve` on a fresh SQLite file (unless --url), runs the
     clients (remember / recall / get / list), then re-reads every write the
-    server acknowledged: 'missing' must be 0.
+    server acknowledged: 'missing' must be 0. With several --embedder, one
+    server per embedder runs in turn and the summary compares requests/s.
 
     \b
     Examples:
       memory bench serve --clients 50 --duration 20
+      memory bench serve --clients 50 --embedder minilm --embedder hashing
       memory bench serve --url http://127.0.0.1:8765 --key "$KEY" --json
     """
-    from memory.bench.serve import run_load
+    from memory.bench.serve import run_embedders, summary
 
     if url is not None and key is None:
         raise click.UsageError("--url needs --key")
-    report = run_load(clients=clients, duration=duration, url=url, key=key, embedder=embedder)
-    lines = [
-        f"{report['requests']} requests in {report['duration_s']} s ({report['requests_per_s']}/s), "
-        f"{report['clients']} clients, errors {report['errors']}",
-        f"latency p50 {report['p50_ms']} ms, p95 {report['p95_ms']} ms, p99 {report['p99_ms']} ms",
-        *(f"  {op:<10} n={v['requests']:<6} errors={v['errors']:<3} p50={v['p50_ms']} ms p95={v['p95_ms']} ms"
-          for op, v in report["operations"].items()),
-        f"writes acknowledged {report['writes_acknowledged']}, verified {report['writes_verified']}, "
-        f"missing {report['missing']}",
-        f"load average before {report['loadavg_before']}, after {report['loadavg_after']}",
-    ]  # fmt: skip
-    if report.get("server_cpu_ms_per_request") is not None:
-        lines.append(
-            f"CPU per request: server {report['server_cpu_ms_per_request']} ms, "
-            f"load generator {report['client_cpu_ms_per_request']} ms"
-        )
-    _emit(report, "\n".join(lines), as_json=as_json, out=out)
-    if report["missing"] or report["errors"]:
-        raise click.ClickException(f"{report['errors']} errors, {report['missing']} acknowledged writes missing")
+    if url is not None and len(embedders) > 1:
+        raise click.UsageError("--url drives one server: give at most one --embedder")
+    report = run_embedders(list(dict.fromkeys(embedders)), clients=clients, duration=duration, url=url, key=key)
+    _emit(report, summary(report), as_json=as_json, out=out)
+    runs = report.get("runs", [report])
+    errors, missing = sum(r["errors"] for r in runs), sum(r["missing"] for r in runs)
+    if errors or missing:
+        raise click.ClickException(f"{errors} errors, {missing} acknowledged writes missing")
 
 
 @bench.command("extract")

@@ -20,6 +20,7 @@ import click
 from memory import __version__, verbose
 from memory.cli.bench import bench
 from memory.cli.bench_context import bench_context
+from memory.cli.bench_disk import bench_disk
 from memory.cli.bench_longmemeval import bench_longmemeval
 from memory.cli.common import GlobalOptions
 from memory.cli.context import chat, context
@@ -182,6 +183,7 @@ for command in (context, chat):
     cli.add_command(command)
 bench.add_command(bench_context)
 bench.add_command(bench_longmemeval)
+bench.add_command(bench_disk)
 for command in (messages, tail, threads, namespaces, blocks, end_conversation, sync, prune, worker):
     cli.add_command(command)
 cli.add_command(tiers)

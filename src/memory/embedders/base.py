@@ -71,8 +71,19 @@ def embed_texts(embedder: Embedder, texts: Sequence[str], *, batch_size: int = 6
 
 
 def embed_query(embedder: Embedder, text: str) -> npt.NDArray[np.float32]:
-    """Embed one text; returns a unit-length float32 vector."""
+    """Embed one text; returns a unit-length float32 vector.
+
+    An embedder with a ``query_cache`` (a batching one, see
+    :mod:`memory.embedders.batching`) answers a repeated text from it.
+    """
+    cache = getattr(embedder, "query_cache", None)
+    if cache is not None:
+        cached: npt.NDArray[np.float32] | None = cache.get(text)
+        if cached is not None:
+            return cached
     row: npt.NDArray[np.float32] = embed_texts(embedder, [text])[0]
+    if cache is not None:
+        cache.put(text, row)
     return row
 
 

@@ -65,6 +65,8 @@ FLOAT_POOL = 4_000
 DEFAULT_FLOAT_CACHE_BYTES = 512 * 1024 * 1024
 #: A filter that passes few candidates widens the candidate pool up to this many times.
 _MAX_WIDENING = 64
+#: Rows read per chunk when a namespace's copy is (re)built.
+REFRESH_CHUNK = 4_096
 #: Rebuild a namespace's copy once this many deletions (or 10 % of it) are stale.
 _MIN_STALE = 1_000
 
@@ -152,6 +154,28 @@ class CodeIndex:
         """True while the float32 copy is held (candidates refined by exact cosine)."""
         return self.floats is not None
 
+    def reserve(self, extra: int) -> None:
+        """Make room for ``extra`` more entries now, so a large refresh read in chunks allocates once."""
+        needed = self.size + max(0, extra)
+        if needed <= self.rids.shape[0]:
+            return
+        if self.floats is not None and needed * self.dim * 4 > self.float_budget:
+            self.floats = None  # over budget: sign bits only
+        self._grow(needed, needed)
+
+    def _grow(self, needed: int, capacity: int) -> None:
+        if self.floats is not None:
+            capacity = min(capacity, max(needed, self.float_budget // (self.dim * 4)))
+        rids = np.empty(capacity, dtype=np.int64)
+        codes = np.empty((self.words, capacity), dtype=np.uint64)
+        rids[: self.size] = self.rids[: self.size]
+        codes[:, : self.size] = self.codes[:, : self.size]
+        self.rids, self.codes = rids, codes
+        if self.floats is not None:
+            floats = np.empty((capacity, self.dim), dtype=np.float32)
+            floats[: self.size] = self.floats[: self.size]
+            self.floats = floats
+
     def extend(self, rows: list[tuple[Any, ...]]) -> None:
         """Append ``(seq, rid, code[, embedding])`` rows read in sequence order."""
         if not rows:
@@ -160,26 +184,19 @@ class CodeIndex:
         if self.floats is not None and (needed * self.dim * 4 > self.float_budget or len(rows[0]) < 4):
             self.floats = None  # over budget: fall back to sign bits only
         if needed > self.rids.shape[0]:
-            capacity = max(needed, 2 * self.rids.shape[0], 1024)
-            if self.floats is not None:
-                capacity = min(capacity, max(needed, self.float_budget // (self.dim * 4)))
-            rids = np.empty(capacity, dtype=np.int64)
-            codes = np.empty((self.words, capacity), dtype=np.uint64)
-            rids[: self.size] = self.rids[: self.size]
-            codes[:, : self.size] = self.codes[:, : self.size]
-            self.rids, self.codes = rids, codes
-            if self.floats is not None:
-                floats = np.empty((capacity, self.dim), dtype=np.float32)
-                floats[: self.size] = self.floats[: self.size]
-                self.floats = floats
+            self._grow(needed, max(needed, 2 * self.rids.shape[0], 1024))
+        self._append(rows, needed)
+
+    def _append(self, rows: list[tuple[Any, ...]], needed: int) -> None:
         self.rids[self.size : needed] = [row[1] for row in rows]
         block = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.uint64)
         self.codes[:, self.size : needed] = block.reshape(len(rows), self.words).T
         if self.floats is not None:
-            block_f = np.frombuffer(b"".join(row[3] for row in rows), dtype=np.float32).reshape(len(rows), self.dim)
-            norms = np.linalg.norm(block_f, axis=1, keepdims=True)
+            target = self.floats[self.size : needed]
+            target[:] = np.frombuffer(b"".join(row[3] for row in rows), dtype=np.float32).reshape(len(rows), self.dim)
+            norms = np.linalg.norm(target, axis=1, keepdims=True)
             norms[norms == 0] = 1.0
-            self.floats[self.size : needed] = block_f / norms  # unit rows: dot product = cosine
+            target /= norms  # unit rows, in place: dot product = cosine
         self.size = needed
         self.last_seq = max(self.last_seq, rows[-1][0])
 
@@ -276,7 +293,20 @@ class CodeCache:
                 )
             else:
                 sql = f"SELECT seq, rid, code FROM {space.codes_table} WHERE namespace = ? AND seq > ? ORDER BY seq"
-            index.extend(conn.execute(sql, (namespace, index.last_seq)).fetchall())
+            # Sequence numbers bound the new rows: room for all of them at once, then rows read in chunks,
+            # so a first search of a large namespace holds one chunk of row objects, not all of them.
+            new = last_seq - index.last_seq
+            if new > REFRESH_CHUNK:  # deletions leave gaps in the sequence: count what is there
+                new = int(
+                    conn.execute(
+                        f"SELECT COUNT(*) FROM {space.codes_table} WHERE namespace = ? AND seq > ?",
+                        (namespace, index.last_seq),
+                    ).fetchone()[0]
+                )
+            index.reserve(new)
+            cursor = conn.execute(sql, (namespace, index.last_seq))
+            while rows := cursor.fetchmany(REFRESH_CHUNK):
+                index.extend(rows)
         return index
 
 
