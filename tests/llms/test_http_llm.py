@@ -16,8 +16,9 @@ from memory.errors import ConfigError, LLMError, LLMOutputError, ProviderError
 from memory.extraction.decide import Neighbour
 from memory.extraction.service import decide, extract
 from memory.llms import create_llm
-from memory.llms.base import LLM, structured
+from memory.llms.base import LLM
 from memory.llms.http import OllamaLLM, OpenAILLM
+from memory.llms.prompts import structured
 from memory.llms.schemas import ExtractionOut
 
 TEXT = "Alice moved to Berlin in 2021."

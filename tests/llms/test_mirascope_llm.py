@@ -19,7 +19,8 @@ from memory.embedders.hashing import HashingEmbedder
 from memory.errors import ConfigError, LLMError, LLMOutputError
 from memory.extraction.service import extract
 from memory.llms import create_llm
-from memory.llms.base import LLM, structured
+from memory.llms.base import LLM
+from memory.llms.prompts import structured
 from memory.llms.schemas import ExtractionOut
 
 pytest.importorskip("mirascope")

@@ -21,23 +21,16 @@ from __future__ import annotations
 
 import json
 import math
-import zlib
 
 import numpy as np
 
 from memory.context.compile import render_sections
+from memory.context.entropy import estimated_entropy, information_bits
 from memory.context.types import PRIORITY_WEIGHTS, PromptIR, Section
 from memory.embedders.base import Embedder, embed_texts
 from memory.errors import InvalidInputError
 
 __all__ = ["estimate_impact", "equivalent", "estimated_entropy", "embed_ir", "prompt_text", "information_bits"]
-
-
-def information_bits(text: str) -> float:
-    """Information content of ``text`` in bits, estimated by its zlib-compressed size (0 for empty text)."""
-    if not text:
-        return 0.0
-    return 8.0 * len(zlib.compress(text.encode("utf-8"), 9))
 
 
 def estimate_impact(section: Section) -> float:
@@ -49,14 +42,6 @@ def estimate_impact(section: Section) -> float:
         if math.isfinite(norm) and norm > 0:
             impact *= norm
     return impact
-
-
-def estimated_entropy(*texts: str) -> float | None:
-    """Bits per character of ``texts`` joined, by zlib-compressed size; None for no text."""
-    text = "\n".join(t for t in texts if t)
-    if not text:
-        return None
-    return round(information_bits(text) / len(text), 6)
 
 
 def prompt_text(ir: PromptIR) -> str:

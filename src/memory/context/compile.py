@@ -217,7 +217,7 @@ def compress_traced(
     now: datetime | None = None,
 ) -> tuple[PromptIR, CompiledPrompt]:
     """:func:`compress` and the rendered prompt with its trace, from one fitting pass."""
-    from memory.context.analysis import estimated_entropy
+    from memory.context.entropy import estimated_entropy
 
     source = (
         ir

@@ -78,7 +78,7 @@ class LLMSectionSummariser:
 
     def __call__(self, text: str, max_tokens: int, query: str | None) -> str:
         """The model's summary of ``text`` for ``query`` (cut to ``max_tokens`` by the caller), or "" on failure."""
-        from memory.llms.base import structured
+        from memory.llms.prompts import structured
 
         self.calls += 1
         inputs = {"text": text, "query": query or "", "max_words": max(1, int(max_tokens * 0.75))}

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory.episodic.summarize import ExtractiveSummarizer, Summarizer
 from memory.episodic.types import Block, Message
 from memory.errors import LLMOutputError
-from memory.llms.base import LLM, structured
+from memory.llms.base import LLM
+from memory.llms.prompts import structured
 
 __all__ = ["BlockUpdates", "LLMSummarizer", "MAX_TRANSCRIPT_CHARS", "default_summarizer"]
 

@@ -30,7 +30,8 @@ from memory.extraction.heuristic import entities as pattern_entities
 from memory.extraction.heuristic import relations as pattern_relations
 from memory.extraction.heuristic import sentences
 from memory.extraction.slots import closes_slots, slot_of
-from memory.llms.base import LLM, structured
+from memory.llms.base import LLM
+from memory.llms.prompts import structured
 from memory.llms.schemas import FactsOut, RelationOut
 
 __all__ = ["facts_of_message", "offline_facts", "from_llm_answer", "resolve_when"]

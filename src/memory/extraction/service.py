@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from memory.extraction.decide import Neighbour
 from memory.extraction.heuristic import normalise_name
-from memory.llms.base import LLM, Usage, structured
+from memory.llms.base import LLM, Usage
 from memory.llms.heuristic import HeuristicLLM
+from memory.llms.prompts import structured
 from memory.llms.schemas import DecisionOut, EntityOut, ExtractionOut, RelationOut
 
 __all__ = ["Extraction", "Decision", "extract", "decide", "clean_extraction"]

@@ -179,7 +179,7 @@ def lessons_for(record: ConversationRecord, outcome: Outcome) -> list[str]:
 
 
 def _llm_lessons(core: Core, records: Sequence[ConversationRecord], outcome: Outcome) -> list[str]:
-    from memory.llms.base import structured
+    from memory.llms.prompts import structured
     from memory.llms.schemas import ReflectionOut
 
     newest = max(records, key=lambda r: (r.updated_at, r.thread))

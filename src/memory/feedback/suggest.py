@@ -131,7 +131,7 @@ def suggest_prompt(
     if use_llm is None:
         use_llm = getattr(llm, "provider", "heuristic") != "heuristic"
     if use_llm:
-        from memory.llms.base import structured
+        from memory.llms.prompts import structured
         from memory.llms.schemas import PromptRefinementOut
 
         inputs = {

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from memory import registry
-from memory.llms.base import LLM, ChatMessage, ChatRequest, ChatResult, Usage, structured
+from memory.llms.base import LLM, ChatMessage, ChatRequest, ChatResult, Usage
+from memory.llms.prompts import structured
 
 __all__ = ["LLM", "ChatMessage", "ChatRequest", "ChatResult", "Usage", "structured", "create_llm"]
 

@@ -6,7 +6,7 @@ messages and the pydantic model the answer must validate into) and returns a
 :class:`ChatResult` holding the validated output and the token usage of every
 attempt. HTTP providers send ``messages`` and ask the server for JSON matching
 ``schema``; the heuristic provider computes the answer from ``inputs``
-without a model. :func:`structured` renders a versioned prompt and calls
+without a model. :func:`memory.llms.prompts.structured` renders a versioned prompt and calls
 ``chat`` — services use it, never a provider's internals.
 """
 
@@ -17,7 +17,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ChatMessage", "Usage", "ChatRequest", "ChatResult", "LLM", "structured", "OutputT"]
+__all__ = ["ChatMessage", "Usage", "ChatRequest", "ChatResult", "LLM", "OutputT"]
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
@@ -90,13 +90,3 @@ class LLM(Protocol):
     def chat(self, request: ChatRequest[OutputT]) -> ChatResult[OutputT]:
         """Answer ``request`` with output validated into ``request.schema``."""
         ...
-
-
-def structured(llm: LLM, task: str, inputs: dict[str, Any], schema: type[OutputT]) -> ChatResult[OutputT]:
-    """Render the versioned prompt for ``task`` with ``inputs`` and ask ``llm`` for a ``schema`` answer."""
-    from memory.llms.prompts import PROMPT_VERSION, render
-
-    request = ChatRequest(
-        task=task, inputs=inputs, messages=tuple(render(task, inputs)), schema=schema, prompt_version=PROMPT_VERSION
-    )
-    return llm.chat(request)

@@ -11,9 +11,9 @@ import json
 from typing import Any
 
 from memory.errors import InvalidInputError
-from memory.llms.base import ChatMessage
+from memory.llms.base import LLM, ChatMessage, ChatRequest, ChatResult, OutputT
 
-__all__ = ["PROMPT_VERSION", "TASKS", "render", "repair_message"]
+__all__ = ["PROMPT_VERSION", "TASKS", "render", "repair_message", "structured"]
 
 PROMPT_VERSION = "extract-v1/facts-v1/decide-v1/summarize-v1/section-v1/refine-v1/reflect-v1"
 
@@ -190,3 +190,11 @@ def repair_message(problem: str, schema: dict[str, Any]) -> ChatMessage:
             f"matching this JSON schema:\n{json.dumps(schema)}"
         ),
     )
+
+
+def structured(llm: LLM, task: str, inputs: dict[str, Any], schema: type[OutputT]) -> ChatResult[OutputT]:
+    """Render the versioned prompt for ``task`` with ``inputs`` and ask ``llm`` for a ``schema`` answer."""
+    request = ChatRequest(
+        task=task, inputs=inputs, messages=tuple(render(task, inputs)), schema=schema, prompt_version=PROMPT_VERSION
+    )
+    return llm.chat(request)
