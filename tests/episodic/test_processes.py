@@ -182,6 +182,9 @@ def test_tail_follows_a_thread(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [str(SCRIPT), "--db", str(db), "tail", "t1", "--json", "--timeout", "900", "--interval", "0.1"],
         env={**cli_env(None), "PYTHONFAULTHANDLER": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # As a terminal would: a run started in the background (`cmd &`) ignores SIGINT, and children
+        # inherit that, so `tail` would rightly keep ignoring Ctrl-C.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     lines: queue.Queue[str] = queue.Queue()
     assert proc.stdout is not None
