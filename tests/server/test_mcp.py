@@ -79,7 +79,12 @@ def test_stdio_tools_resources_and_errors(tmp_path: Path) -> None:
             assert unknown.is_error and "colour" in unknown.content[0].text
 
             resources = [str(r.uri) for r in (await client.list_resources()).resources]
-            assert resources == ["memory://namespaces"]
+            assert resources == [
+                "memory://namespaces",
+                "memory://schemas/kom.memory.v1/episodic.json",
+                "memory://schemas/kom.memory.v1/semantic.json",
+                "memory://schemas/kom.memory.v1/jobs/semantic_sync.json",
+            ]
             templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
             assert {
                 "memory://{namespace}/memories/{id}",
