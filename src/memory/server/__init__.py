@@ -6,3 +6,8 @@ output models, a description, a thin call into :class:`~memory.Memory`);
 official MCP SDK) derive their routes, tools and JSON schemas from it.
 :mod:`memory.server.auth` turns API keys into a :class:`~memory.keys.Caller`.
 """
+
+# The web inspector's operations live in their own module, which registers them in
+# memory.server.ops's registry when imported; importing it here (the package is imported before
+# any of its modules) keeps the registry complete for every importer without a circle.
+from memory.server import ops_inspect as _ops_inspect  # noqa: E402,F401

@@ -651,6 +651,3 @@ RESOURCES.extend([
     ResourceSpec("memory://{namespace}/entities/{entity}", "facts_about", "entity-facts",
                  "What the knowledge graph knows about an entity: its facts (JSON)."),
 ])  # fmt: skip
-
-# The web inspector's operations (issue 21) live in their own module; importing it registers them.
-from memory.server import ops_inspect as _ops_inspect  # noqa: E402,F401
