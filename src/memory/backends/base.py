@@ -36,6 +36,7 @@ from memory.filters import Filter
 from memory.types import LedgerEntry, MemoryItem
 
 if TYPE_CHECKING:
+    from memory.backends.dialect import Dialect
     from memory.backends.episodic import EpisodicStore
     from memory.backends.feedback import FeedbackStore
     from memory.backends.graph import GraphStore
@@ -94,6 +95,11 @@ class Backend(Protocol):
     @property
     def feedback(self) -> FeedbackStore | None:
         """Conversation records and prompt versions, or None."""
+        ...
+
+    @property
+    def dialect(self) -> Dialect | None:
+        """The SQL engine's answers for stores written once over SQL (e.g. LangGraph checkpoints), or None."""
         ...
 
     @property

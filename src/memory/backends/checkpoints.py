@@ -348,14 +348,7 @@ class SQLCheckpointStore:
 
 def open_checkpoint_store(backend: Backend) -> SQLCheckpointStore:
     """The checkpoint store in ``backend``'s database. Raises ConfigError when the backend cannot hold one."""
-    from memory.backends.sqlite.backend import SQLiteBackend
-
-    if isinstance(backend, SQLiteBackend):  # memory:// too (SQLite on a private temporary file)
-        return SQLCheckpointStore(backend._read, backend._write)
-    try:
-        from memory.backends.postgres.backend import PostgresBackend
-    except ImportError:  # pragma: no cover - psycopg not installed
-        PostgresBackend = None  # type: ignore[assignment,misc]  # noqa: N806
-    if PostgresBackend is not None and isinstance(backend, PostgresBackend):
-        return SQLCheckpointStore(backend._read, backend._tx, mark="%s")
-    raise ConfigError(f"the {backend.name} backend cannot store graph checkpoints")
+    dialect = backend.dialect
+    if dialect is None:
+        raise ConfigError(f"the {backend.name} backend cannot store graph checkpoints")
+    return SQLCheckpointStore(dialect.read, dialect.write, mark=dialect.mark)
