@@ -13,7 +13,7 @@ import builtins
 import logging
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Protocol
@@ -25,6 +25,7 @@ from memory.filters import Filter
 from memory.limits import MAX_QUERY_CHARS, VISIBLE
 from memory.records import check_encodable, check_limit
 from memory.retrieval.config import RetrievalConfig
+from memory.retrieval.contextual import contextual_query
 from memory.retrieval.fusion import fuse, rank
 from memory.retrieval.rerank import RerankStage
 from memory.retrieval.text import feedback_terms, query_terms
@@ -103,8 +104,13 @@ class Recall:
         clearance: str = "private",
         include_invalid: bool = False,
         retrieval: RetrievalConfig | str | None = None,
+        recent: Sequence[str] | None = None,
     ) -> builtins.list[Hit]:
-        """The memories most relevant to ``query``, best first, with score parts (see ``Memory.recall``)."""
+        """The memories most relevant to ``query``, best first, with score parts (see ``Memory.recall``).
+
+        ``recent`` (the conversation's last turns, oldest first, ``"Speaker: text"``) resolves a
+        query that points back to them (see :func:`memory.retrieval.contextual.contextual_query`).
+        """
         if not isinstance(query, str):
             raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
         if len(query) > MAX_QUERY_CHARS:
@@ -113,6 +119,10 @@ class Recall:
         if not _VISIBLE.search(text):
             raise InvalidInputError("query is empty: give the text to search for")
         check_encodable(text, "query")
+        if recent is not None:
+            if isinstance(recent, str) or not all(isinstance(t, str) for t in recent):
+                raise InvalidInputError("recent must be a list of strings (the conversation's last turns)")
+            text = contextual_query(text, recent)
         limit = check_limit(limit)
         config = self._core.retrieval_config(retrieval)
         flt = self._core.filter(
