@@ -45,7 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     model = DiskCachedEmbedder(create_embedder(args.embedder))
     settings = Settings(database="memory://")
     runs = {
-        name: (config, LocomoResult(config={"run": name}))
+        name: (
+            config,
+            LocomoResult(config={"run": name, "embedder": model.model_name, "backend": "sqlite", "preset": name}),
+        )
         for name, config in flow_configs(settings.retrieval_config(), args.hop).items()
     }
     evaluate_conversations(load_conversations(args.data), model, "sqlite", settings, runs, extract=True)

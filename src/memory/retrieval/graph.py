@@ -10,6 +10,14 @@ Both of seed 003's data flows, as one ranked channel:
 * the query's embedding → the most similar relation texts ("{x} {rel} {y}")
   → their source memories, weighted by cosine similarity.
 
+Seed 003 as written, both off by default (``RetrievalConfig.graph_hop`` and
+``graph_entity_vectors``; measured in the README's "Knowledge graph"):
+
+* data flow 1, :func:`graph_hop`: the entities mentioned by the top fused hits
+  (not only the query's) seed a second search of relations and mentions;
+* data flow 2: entities whose vector is near the query's (``search_entities``)
+  seed the channel beside the ones named in the query.
+
 Scores add up per memory; the candidates are then narrowed by the recall
 filter in the backend (scope, sensitivity, TTL, validity), so the channel can
 never return what the other channels could not.
