@@ -466,6 +466,7 @@ class Memory:
         clearance: str = "private",
         retrieval: RetrievalConfig | str | None = None,
         include_invalid: bool = False,
+        recent: Sequence[str] | None = None,
     ) -> builtins.list[Hit]:
         """Find the memories most relevant to ``query``, best first, with score parts.
 
@@ -474,12 +475,13 @@ class Memory:
         narrow the search; secrets need ``clearance='secret'``, expired items never come back,
         closed facts (valid_to passed) only with ``include_invalid``. Access statistics of the
         returned memories are updated. If the embedder fails, lexical results
-        are still returned.
+        are still returned. ``recent`` (the conversation's last turns, ``"Speaker: text"``)
+        resolves a query that points back to them ("where does she live now?").
         """
         return self._recall.recall(
             query, limit=limit, namespace=namespace, user=user, agent=agent, thread=thread, kinds=kinds,
             tags=tags, tags_all=tags_all, metadata=metadata, since=since, until=until, clearance=clearance,
-            include_invalid=include_invalid, retrieval=retrieval,
+            include_invalid=include_invalid, retrieval=retrieval, recent=recent,
         )  # fmt: skip
 
     def list(

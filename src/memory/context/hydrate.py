@@ -37,6 +37,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 from memory.context.tokens import TokenCounter, counter_for
 from memory.context.types import ContextRequest, PromptIR, PromptMeta, Section, SectionSource, SourceNote
 from memory.errors import Error, InvalidInputError
+from memory.retrieval.contextual import contextual_query
 from memory.types import SENSITIVITY_LEVELS
 
 __all__ = [
@@ -75,6 +76,8 @@ class HydrationContext:
     timings: dict[str, float] = field(default_factory=dict)
     #: ids of messages already in the prompt (the recent turns), so later sources skip them
     seen_messages: set[str] = field(default_factory=set)
+    #: the recent turns as ``"speaker: text"`` lines, oldest first (filled by the recent source)
+    recent_turns: list[str] = field(default_factory=list)
 
     def scope(self) -> dict[str, str]:
         """The request's namespace/user/agent as keyword arguments (unset ones left out)."""
@@ -103,6 +106,24 @@ def recall_query(request: ContextRequest) -> str:
     """The text semantic sources search with: the observation, then the goal; cut to 4000 characters."""
     text = request.observation if not request.goal else f"{request.observation}\n{request.goal}"
     return text.strip()[:_MAX_QUERY]
+
+
+def contextual_recall_query(ctx: HydrationContext) -> str:
+    """:func:`recall_query`, with the recent turns' names added when it points back to them.
+
+    The turns are the thread's (the recent source) or, for an agent keeping them
+    in process, the request's temporal sections; off with
+    ``strategy.contextual_recall=False`` (see :mod:`memory.retrieval.contextual`).
+    """
+    query = recall_query(ctx.request)
+    if not ctx.request.strategy.contextual_recall:
+        return query
+    recent = list(ctx.recent_turns)
+    if not recent:
+        for section in ctx.request.sections:
+            if section.source.kind == "temporal":
+                recent.extend(line for line in section.content.splitlines() if line.strip())
+    return contextual_query(query, recent)[:_MAX_QUERY]
 
 
 def _min_tokens(tokens: int, floor: int = 48) -> int | None:
@@ -263,6 +284,7 @@ class RecentSource:
             who = getattr(turn, "role", None) or getattr(turn, "speaker", None) or "message"
             stamp = f"[{when:%Y-%m-%d %H:%M}] " if when else ""
             lines.append(f"{stamp}{who}: {' '.join(_text_of(turn).split())}")
+            ctx.recent_turns.append(f"{who}: {_text_of(turn)}")
         content = "\n".join(lines)
         return [
             Section(
@@ -343,7 +365,7 @@ class RecallSource:
             return Skipped("strategy.include_knowledge is off")
         started, cpu = time.perf_counter(), time.thread_time()
         hits = ctx.memory.recall(
-            recall_query(ctx.request), limit=strategy.semantic_limit, clearance=ctx.request.clearance, **ctx.scope()
+            contextual_recall_query(ctx), limit=strategy.semantic_limit, clearance=ctx.request.clearance, **ctx.scope()
         )
         ctx.timings["recall"] = round((time.perf_counter() - started) * 1000.0, 3)
         ctx.timings["recall_cpu"] = round((time.thread_time() - cpu) * 1000.0, 3)

@@ -174,6 +174,11 @@ class ContextStrategy(_Data):
     include_time: bool = Field(True, description="a 'current date and time' state section")
     include_procedures: bool = Field(True, description="learned procedures (procedural memories, self-reflection)")
     procedure_limit: int = Field(5, ge=0, le=100, description="max procedural memories")
+    contextual_recall: bool = Field(
+        False,
+        description="a query that points back to the recent turns (she, they, 'and …?') gets their names "
+        "(off: no gain on LoCoMo dev, see README)",
+    )
     history_search_limit: int = Field(0, ge=0, le=1000, description="semantic hits over past messages (0: off)")
     embed_sections: bool = Field(
         False, description="fill section and tool embeddings with the store's embedder (memory.context.analysis)"

@@ -58,6 +58,13 @@ class RetrievalConfig(BaseModel):
     #: The vector channel searches window vectors (own vector blended with its context
     #: window's) instead of the bare content vectors, when the store has them.
     window_vectors: bool = True
+    #: Seed 003 data flow 1: the entities of the top ``graph_hop`` fused hits seed a second graph
+    #: search (their relations' and mentions' memories join the graph channel); 0: off (no gain on
+    #: LoCoMo dev, README "Knowledge graph").
+    graph_hop: int = Field(0, ge=0, le=20)
+    #: Seed 003 data flow 2: entities whose vector is near the query's (``search_entities``) seed the
+    #: graph channel beside the ones named in the query; off by default (README "Knowledge graph").
+    graph_entity_vectors: bool = False
     #: Pseudo-relevance feedback (the ``feedback`` channel): top lexical hits read, terms added.
     feedback_docs: int = Field(3, ge=1, le=20)
     feedback_terms: int = Field(5, ge=1, le=32)

@@ -10,6 +10,14 @@ Both of seed 003's data flows, as one ranked channel:
 * the query's embedding → the most similar relation texts ("{x} {rel} {y}")
   → their source memories, weighted by cosine similarity.
 
+Seed 003 as written, both off by default (``RetrievalConfig.graph_hop`` and
+``graph_entity_vectors``; measured in the README's "Knowledge graph"):
+
+* data flow 1, :func:`graph_hop`: the entities mentioned by the top fused hits
+  (not only the query's) seed a second search of relations and mentions;
+* data flow 2: entities whose vector is near the query's (``search_entities``)
+  seed the channel beside the ones named in the query.
+
 Scores add up per memory; the candidates are then narrowed by the recall
 filter in the backend (scope, sensitivity, TTL, validity), so the channel can
 never return what the other channels could not.
@@ -25,11 +33,14 @@ from memory.backends.graph import GraphStore
 from memory.extraction.heuristic import entities as find_entity_spans
 from memory.filters import Filter
 
-__all__ = ["graph_channel", "RELATION_MIN_SIMILARITY"]
+__all__ = ["ENTITY_MIN_SIMILARITY", "RELATION_MIN_SIMILARITY", "graph_channel", "graph_hop"]
 
 #: Relations less similar than this to the query are not followed.
 RELATION_MIN_SIMILARITY = 0.5
 _RELATIONS_FOLLOWED = 10
+#: Entities less similar than this to the query (by their name vector) are not followed.
+ENTITY_MIN_SIMILARITY = 0.5
+_ENTITIES_FOLLOWED = 5
 
 
 def graph_channel(
@@ -42,26 +53,67 @@ def graph_channel(
     *,
     model: str | None = None,
     vector: Vector | None = None,
+    entity_vectors: bool = False,
 ) -> list[ChannelHit]:
-    """Memories reached from the query through the graph, best first (at most ``k``)."""
+    """Memories reached from the query through the graph, best first (at most ``k``).
+
+    With ``entity_vectors`` the entities whose vector is most similar to the query's
+    (``search_entities``, at least :data:`ENTITY_MIN_SIMILARITY`) seed it too, weighted by similarity.
+    """
     ns = flt.namespace
     names = [e.name for e in find_entity_spans(text)] + list(terms)
-    scores: dict[str, float] = {}
-    for entity in store.find_entities(ns, names):
-        mentioned = [m.memory_id for m in store.mentions(ns, entity_ids=[entity.id])]
-        sources = [s for r in store.relations(ns, [entity.id], limit=200) for s in r.source_ids]
-        reached = set(mentioned) | set(sources)
-        if not reached:
-            continue
-        weight = 1.0 / math.log2(1.0 + len(reached))
-        for memory_id in reached:
-            scores[memory_id] = scores.get(memory_id, 0.0) + weight
+    seeds = {e.id: 1.0 for e in store.find_entities(ns, names)}
+    if entity_vectors and vector is not None and model is not None:
+        for entity, similarity in store.search_entities(ns, model, vector, _ENTITIES_FOLLOWED):
+            if similarity < ENTITY_MIN_SIMILARITY:
+                break
+            seeds[entity.id] = max(seeds.get(entity.id, 0.0), similarity)
+    scores = _reach(store, ns, seeds)
     if vector is not None and model is not None:
         for relation, similarity in store.search_relations(ns, model, vector, _RELATIONS_FOLLOWED):
             if similarity < RELATION_MIN_SIMILARITY:
                 break
             for memory_id in relation.source_ids:
                 scores[memory_id] = scores.get(memory_id, 0.0) + similarity
+    return _allowed(backend, flt, scores, k)
+
+
+def graph_hop(
+    backend: Backend, store: GraphStore, flt: Filter, top: Sequence[str], k: int, *, exclude: Sequence[str] = ()
+) -> list[ChannelHit]:
+    """Seed 003 data flow 1: memories reached from the entities mentioned in the ``top`` hits, best first.
+
+    The entities of the top-ranked memories (not only the query's) seed a second
+    search of relations and mentions, weighted by rarity as in :func:`graph_channel`;
+    the ``top`` memories themselves and ``exclude`` are left out.
+    """
+    ns = flt.namespace
+    if not top:
+        return []
+    seeds = {m.entity_id: 1.0 for m in store.mentions(ns, memory_ids=list(top))}
+    scores = _reach(store, ns, seeds)
+    for memory_id in (*top, *exclude):
+        scores.pop(memory_id, None)
+    return _allowed(backend, flt, scores, k)
+
+
+def _reach(store: GraphStore, ns: str, seeds: dict[str, float]) -> dict[str, float]:
+    """Memory id -> score: each seed entity's mentions and relation sources, weighted by rarity × seed weight."""
+    scores: dict[str, float] = {}
+    for entity_id, seed in seeds.items():
+        mentioned = [m.memory_id for m in store.mentions(ns, entity_ids=[entity_id])]
+        sources = [s for r in store.relations(ns, [entity_id], limit=200) for s in r.source_ids]
+        reached = set(mentioned) | set(sources)
+        if not reached:
+            continue
+        weight = seed / math.log2(1.0 + len(reached))
+        for memory_id in reached:
+            scores[memory_id] = scores.get(memory_id, 0.0) + weight
+    return scores
+
+
+def _allowed(backend: Backend, flt: Filter, scores: dict[str, float], k: int) -> list[ChannelHit]:
+    """The best ``k`` of ``scores`` that pass the recall filter (scope, sensitivity, TTL, validity)."""
     if not scores:
         return []
     ranked = sorted(scores, key=lambda i: (-scores[i], i))

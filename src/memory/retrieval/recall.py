@@ -13,19 +13,21 @@ import builtins
 import logging
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Protocol
 
 from memory.backends.base import Backend, ChannelHit, Vector
+from memory.backends.graph import GraphStore
 from memory.embedders.base import Embedder, embed_query
 from memory.errors import InvalidInputError, ProviderError
 from memory.filters import Filter
 from memory.limits import MAX_QUERY_CHARS, VISIBLE
 from memory.records import check_encodable, check_limit
 from memory.retrieval.config import RetrievalConfig
-from memory.retrieval.fusion import fuse, rank
+from memory.retrieval.contextual import contextual_query
+from memory.retrieval.fusion import FusedCandidate, fuse, rank
 from memory.retrieval.rerank import RerankStage
 from memory.retrieval.text import feedback_terms, query_terms
 from memory.retrieval.window import window_model
@@ -103,8 +105,13 @@ class Recall:
         clearance: str = "private",
         include_invalid: bool = False,
         retrieval: RetrievalConfig | str | None = None,
+        recent: Sequence[str] | None = None,
     ) -> builtins.list[Hit]:
-        """The memories most relevant to ``query``, best first, with score parts (see ``Memory.recall``)."""
+        """The memories most relevant to ``query``, best first, with score parts (see ``Memory.recall``).
+
+        ``recent`` (the conversation's last turns, oldest first, ``"Speaker: text"``) resolves a
+        query that points back to them (see :func:`memory.retrieval.contextual.contextual_query`).
+        """
         if not isinstance(query, str):
             raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
         if len(query) > MAX_QUERY_CHARS:
@@ -113,6 +120,10 @@ class Recall:
         if not _VISIBLE.search(text):
             raise InvalidInputError("query is empty: give the text to search for")
         check_encodable(text, "query")
+        if recent is not None:
+            if isinstance(recent, str) or not all(isinstance(t, str) for t in recent):
+                raise InvalidInputError("recent must be a list of strings (the conversation's last turns)")
+            text = contextual_query(text, recent)
         limit = check_limit(limit)
         config = self._core.retrieval_config(retrieval)
         flt = self._core.filter(
@@ -159,10 +170,13 @@ class Recall:
             graph_hits = graph_channel(
                 self._backend, store, flt, text, query_terms(text), k,
                 model=self._embedder.model_name if query_vector is not None else None, vector=query_vector,
+                entity_vectors=config.graph_entity_vectors,
             )  # fmt: skip
             if graph_hits:  # an empty graph (no extraction yet) leaves the other channels' scale as it is
                 results["graph"] = graph_hits
         fused = fuse(results, config.weights, config.rrf_k)
+        if config.graph_hop and "graph" in results and store is not None:
+            fused = self._second_hop(store, flt, config, results, fused, k)
         items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c in fused])}
         ranked = rank(fused, items, flt.now, config)
         if self._rerank is not None:
@@ -175,6 +189,26 @@ class Recall:
         if hits:
             self._backend.record_access(flt.namespace, [h.id for h in hits], flt.now)
         return hits
+
+    def _second_hop(
+        self,
+        store: GraphStore,
+        flt: Filter,
+        config: RetrievalConfig,
+        results: dict[str, builtins.list[ChannelHit]],
+        fused: builtins.list[FusedCandidate],
+        k: int,
+    ) -> builtins.list[FusedCandidate]:
+        """Seed 003 data flow 1: the top fused hits' entities seed a ``hop`` channel; fused again with it."""
+        from memory.retrieval.graph import graph_hop
+
+        top = [c.id for c in fused[: config.graph_hop]]
+        hop = graph_hop(self._backend, store, flt, top, k)
+        if not hop:
+            return fused
+        results["hop"] = hop
+        weights = {**config.weights, "hop": config.weights.get("graph", 1.0) * 0.5}
+        return fuse(results, weights, config.rrf_k)
 
     def _channels(self) -> ThreadPoolExecutor:
         """The one worker thread that runs the lexical channel beside the vector channel (created on first use)."""
