@@ -1,8 +1,7 @@
 """The `Memory` facade: opens a store, builds its :class:`~memory.services.Core` and composes the services.
 
-Items (:mod:`memory.items`), recall (:mod:`memory.retrieval.recall`), messages, blocks, tiers,
-feedback and extraction do the work; each receives the Core, never the facade.
-"""
+Items (:mod:`memory.items`), recall (:mod:`memory.retrieval.recall`), messages, blocks, tiers, feedback
+and extraction do the work; each receives the Core, never the facade."""
 
 from __future__ import annotations
 
@@ -473,10 +472,9 @@ class Memory:
         Hybrid by default: vector KNN and BM25, fused by weighted RRF, then
         blended with recency and importance (see RetrievalConfig). Filters
         narrow the search; secrets need ``clearance='secret'``, expired items never come back,
-        closed facts (valid_to passed) only with ``include_invalid``. Access statistics of the
-        returned memories are updated. If the embedder fails, lexical results
-        are still returned. ``recent`` (the conversation's last turns, ``"Speaker: text"``)
-        resolves a query that points back to them ("where does she live now?").
+        closed facts (valid_to passed) only with ``include_invalid``. Access statistics of the returned
+        memories are updated. If the embedder fails, lexical results are still returned. ``recent``
+        (the last turns, ``"Speaker: text"``) resolves a query that points back to them.
         """
         return self._recall.recall(
             query, limit=limit, namespace=namespace, user=user, agent=agent, thread=thread, kinds=kinds,
