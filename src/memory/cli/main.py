@@ -127,8 +127,8 @@ config file (`memory init` writes it), then defaults.
 )
 @click.option(
     "--db", "database", metavar="URL",
-    help="Database: sqlite:///rel.db, sqlite:////abs.db, a file path, postgresql://..., or memory:// "
-    "[env: MEMORY_DATABASE or MEMORY_DSN].",
+    help="Database: sqlite:///rel.db, sqlite:////abs.db, a file path, postgresql://..., libsql:///file.db "
+    "(libsql extra), or memory:// [env: MEMORY_DATABASE or MEMORY_DSN].",
 )  # fmt: skip
 @click.option("--namespace", "-n", metavar="NS", help="Namespace (tenant) to work in [env: MEMORY_NAMESPACE].")
 @click.option(
