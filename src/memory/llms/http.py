@@ -20,12 +20,10 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from memory.errors import ConfigError, LLMError, LLMOutputError
+from memory.errors import ConfigError, LLMError
 from memory.http_json import LazyClient, post_json
 from memory.llms.base import ChatMessage, ChatRequest, ChatResult, OutputT, Usage
-from memory.llms.parsing import OutputProblem, parse_output
-from memory.llms.prompts import repair_message
-from memory.llms.schemas import json_schema
+from memory.llms.repair import answer_with_repair
 
 __all__ = ["OpenAILLM", "OllamaLLM"]
 
@@ -102,34 +100,10 @@ class _HTTPLLM:
         Raises LLMError (transport, HTTP, retries exhausted) or LLMOutputError
         (every attempt answered with invalid JSON or schema errors).
         """
-        schema = json_schema(request.schema)
-        messages = list(request.messages)
-        usage = Usage()
-        errors: list[str] = []
-        attempts = self._options.output_retries + 1
-        for attempt in range(attempts):
-            body = self._post(self._payload(messages, schema, request.task))
-            text, used = self._answer(body)
-            usage = usage + used
-            try:
-                output = parse_output(text, request.schema)
-            except OutputProblem as problem:
-                errors.append(str(problem))
-                if attempt + 1 < attempts:
-                    messages = [
-                        *messages,
-                        ChatMessage(role="assistant", content=text),
-                        repair_message(str(problem), schema),
-                    ]
-                continue
-            return ChatResult(
-                output=output, usage=usage, model=self.model_name, attempts=attempt + 1, raw=text,
-                prompt_version=request.prompt_version, errors=tuple(errors),
-            )  # fmt: skip
-        raise LLMOutputError(
-            f"LLM {self.model_name} ({self.url}) gave no valid answer for task {request.task!r} in "
-            f"{attempts} attempt(s) (tokens used: {usage.total_tokens}); last problem: {errors[-1]}"
-        )
+        return answer_with_repair(
+            request, lambda messages, schema: self._answer(self._post(self._payload(messages, schema, request.task))),
+            attempts=self._options.output_retries + 1, model=self.model_name, where=f"{self.model_name} ({self.url})",
+        )  # fmt: skip
 
     def _fail(self, message: str) -> LLMError:
         return LLMError(f"LLM {self.model_name} ({self.url}): {message}")
