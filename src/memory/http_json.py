@@ -20,7 +20,16 @@ from typing import Any
 
 import httpx
 
-__all__ = ["LazyClient", "MAX_RETRY_AFTER", "MAX_BACKOFF", "EXCERPT", "post_json", "excerpt", "retry_after"]
+__all__ = [
+    "LazyClient",
+    "MAX_RETRY_AFTER",
+    "MAX_BACKOFF",
+    "EXCERPT",
+    "post_json",
+    "excerpt",
+    "retry_after",
+    "checked_base_url",
+]
 
 #: A Retry-After longer than this is not waited for: the call fails instead.
 MAX_RETRY_AFTER = 30.0
@@ -155,3 +164,17 @@ def retry_after(response: httpx.Response) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def checked_base_url(value: str) -> str:
+    """``value`` as a provider's base URL (trimmed, no trailing slash); ValueError unless http(s) with a host."""
+    value = value.strip().rstrip("/")
+    if not value.startswith(("http://", "https://")):
+        raise ValueError(f"base_url must start with http:// or https://, got {value!r}")
+    try:
+        host = httpx.URL(value).host
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"base_url {value!r} is not a valid URL: {exc}") from exc
+    if not host:
+        raise ValueError(f"base_url {value!r} has no host")
+    return value

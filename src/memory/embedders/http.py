@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.embedders._options import parse_options
 from memory.errors import EmbedderError
-from memory.http_json import EXCERPT, LazyClient, post_json
+from memory.http_json import EXCERPT, LazyClient, checked_base_url, post_json
 
 __all__ = ["OpenAIEmbedder", "OllamaEmbedder"]
 
@@ -46,16 +46,7 @@ class _CommonOptions(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        value = value.strip().rstrip("/")
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {value!r}")
-        try:
-            host = httpx.URL(value).host
-        except httpx.InvalidURL as exc:
-            raise ValueError(f"base_url {value!r} is not a valid URL: {exc}") from exc
-        if not host:
-            raise ValueError(f"base_url {value!r} has no host")
-        return value
+        return checked_base_url(value)
 
 
 class _HTTPEmbedder:

@@ -22,11 +22,10 @@ import os
 from collections.abc import Sequence
 from typing import Any, Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memory.errors import ConfigError, RerankerError
-from memory.http_json import EXCERPT, LazyClient, post_json
+from memory.http_json import EXCERPT, LazyClient, checked_base_url, post_json
 
 __all__ = ["HTTPReranker"]
 
@@ -57,16 +56,7 @@ class HTTPReranker:
         @field_validator("base_url")
         @classmethod
         def _http_url(cls, value: str) -> str:
-            value = value.strip().rstrip("/")
-            if not value.startswith(("http://", "https://")):
-                raise ValueError(f"base_url must start with http:// or https://, got {value!r}")
-            try:
-                host = httpx.URL(value).host
-            except httpx.InvalidURL as exc:
-                raise ValueError(f"base_url {value!r} is not a valid URL: {exc}") from exc
-            if not host:
-                raise ValueError(f"base_url {value!r} has no host")
-            return value
+            return checked_base_url(value)
 
     def __init__(self, **options: Any) -> None:
         """Configure the client; no request is made. Raises ConfigError for bad options."""
