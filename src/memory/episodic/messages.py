@@ -258,7 +258,7 @@ class Messages:
         if (
             stored
             and self._on_stored is not None
-            and getattr(self._core.backend, "tiers", None) is not None
+            and self._core.backend.tiers is not None
             and any(m.role == "assistant" and m.agent for m in stored)
         ):
             try:  # the agent's tiers, when on (auto_pages), get a page per user+assistant pair
