@@ -19,10 +19,10 @@ import pytest
 from memory import Memory
 from memory.backends import open_backend
 from memory.backends.base import Backend
-from memory.backends.copy import copy_store
 from memory.backends.sqlite.throwaway import ThrowawaySQLiteBackend
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import ConfigError, InvalidInputError
+from memory.storecopy import copy_store
 
 START = datetime(2026, 4, 1, 8, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""``memory migrate``: copy a whole store to another backend (the logic is in :mod:`memory.backends.copy`)."""
+"""``memory migrate``: copy a whole store to another backend (the logic is in :mod:`memory.storecopy`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from dataclasses import asdict
 import click
 
 from memory.backends import open_backend
-from memory.backends.copy import copy_store
 from memory.backends.servers import redact
 from memory.cli.common import build_settings, emit_json, global_options, json_option, progress
+from memory.storecopy import copy_store
 
 __all__ = ["migrate"]
 

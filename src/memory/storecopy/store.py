@@ -6,10 +6,10 @@ its fields (ids, times, access statistics, sensitivity including secrets,
 embedding status), the vector of each item in its model's space, and the
 whole ledger (also the history of deleted items) in the order recorded,
 then the context windows (rebuilt on the destination, see below), the
-knowledge graph and the tiers (:mod:`.copy_graph_tiers`), the conversations
-(messages, archive, blocks; :mod:`.copy_episodic`) when both backends have a
+knowledge graph and the tiers (:mod:`.graph_tiers`), the conversations
+(messages, archive, blocks; :mod:`.episodic`) when both backends have a
 conversation store, the feedback data (conversation records and prompt
-versions; :mod:`.copy_feedback`), and the API keys (hashes). Not copied: job
+versions; :mod:`.feedback`), and the API keys (hashes). Not copied: job
 state.
 
 Context windows are derived data: after the items are in, every memory's
@@ -33,13 +33,13 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 from memory.backends.base import Backend, NewRecord
-from memory.backends.copy_feedback import copy_feedback, plan_feedback
-from memory.backends.copy_graph_tiers import GraphCounts, copy_graph, copy_tiers, plan_stores
 from memory.backends.keys import KeyStore, open_key_store
 from memory.errors import ConfigError, InvalidInputError
 from memory.filters import Filter
 from memory.records import ledger_entry
 from memory.retrieval.window import WINDOW, window_model
+from memory.storecopy.feedback import copy_feedback, plan_feedback
+from memory.storecopy.graph_tiers import GraphCounts, copy_graph, copy_tiers, plan_stores
 from memory.types import LedgerEntry, MemoryItem
 from memory.windows import anchor_of, refresh_windows
 
@@ -130,7 +130,7 @@ def copy_store(
     assert isinstance(src, LedgerTransfer) and isinstance(dst, LedgerTransfer)
     if dst.namespaces() or next(iter(dst.iter_ledger(batch_size=1)), None) is not None:
         raise ConfigError("the destination store is not empty; migrate copies into a new, empty store only")
-    from memory.backends.copy_episodic import copy_episodic, episodic_stores
+    from memory.storecopy.episodic import copy_episodic, episodic_stores
 
     skipped: list[str] = []
     conversations = episodic_stores(src, dst)  # checked before anything is written
