@@ -129,6 +129,10 @@ class ServerSettings(BaseModel):
     # MiniLM server formed batches of at most 8 while get/list requests queued behind them
     # (`memory bench serve`, README "Load").
     threads: int = Field(32, ge=1, le=256)
+    # Seconds the server may spend warming the default namespace (its vector copy, the token
+    # counter, lazy imports) before it accepts connections and says it is listening; the other
+    # namespaces warm in the background. 0: accept at once and warm in the background only.
+    warm_wait: float = Field(30.0, ge=0.0, le=600.0)
 
 
 class FeedbackSettings(BaseModel):

@@ -482,6 +482,10 @@ class Memory:
             include_invalid=include_invalid, retrieval=retrieval, recent=recent,
         )  # fmt: skip
 
+    def warm(self, namespace: str | None = None) -> None:
+        """Do recall's first-use work in ``namespace`` now (read-only: no access recorded; servers call it)."""
+        self._recall.warm(namespace)
+
     def list(
         self,
         *,

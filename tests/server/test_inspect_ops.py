@@ -6,7 +6,9 @@ import base64
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import pytest
 from server_helpers import Live, ThreadServer, start_rest
 
 from memory.keys import Caller
@@ -308,3 +310,49 @@ def test_a_search_during_warm_up_waits_for_it_instead_of_repeating_it(tmp_path: 
         assert time.monotonic() - started < 5
         assert warm.done.wait(60) and warm.is_ready("ns:other")
         warm.stop()
+
+
+def test_the_server_accepts_requests_once_its_namespace_is_warm_so_the_first_search_loads_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counts, not time: the in-process vector copies a cold first search would build are built
+    while the server starts, and the first search and context build none."""
+    import httpx
+
+    from memory.backends.sqlite import vectors
+
+    copies = [0]
+    real_index = vectors.CodeIndex.__init__
+
+    def counting_index(self: Any, *args: Any, **kwargs: Any) -> None:
+        copies[0] += 1
+        real_index(self, *args, **kwargs)
+
+    monkeypatch.setattr(vectors.CodeIndex, "__init__", counting_index)
+    mem, _, app = start_rest(tmp_path, require_keys=False)
+    # More items than the exact-scan limit, so search keeps in-process copies that a cold start loads.
+    mem.remember_batch([{"content": f"note {i} about trams and tea", "thread": f"t{i % 9}"} for i in range(2_100)])
+    mem.close()
+    mem, _, app = start_rest(tmp_path, require_keys=False)  # a fresh process's view: nothing loaded yet
+    copies[0] = 0
+    with ThreadServer(app) as server:  # uvicorn says it started only after the app's startup (the warm-up)
+        warm = app.state.warm_up
+        assert warm.is_ready(f"ns:{mem.namespace}") and warm.is_ready("tokens"), warm.times
+        assert f"recall {mem.namespace}" in warm.times
+        assert copies[0] >= 1, "the warm-up built the namespace's vector copies"
+        copies[0] = 0
+        base = f"{server.url}/v1/namespaces/{mem.namespace}"
+        hits = httpx.post(f"{base}/search", json={"query": "trams"}, timeout=30)
+        assert hits.status_code == 200 and hits.json()["hits"]
+        context = httpx.post(f"{base}/context", json={"observation": "tea?", "thread": "t1"}, timeout=30)
+        assert context.status_code == 200, context.text
+        assert copies[0] == 0, "the first search or context built what the warm-up should have"
+    mem.close()
+
+
+def test_warm_wait_zero_starts_at_once_and_warms_in_the_background(tmp_path: Path) -> None:
+    mem, _, app = start_rest(tmp_path, require_keys=False, warm_wait=0)
+    mem.remember_batch([f"note {i} about trams" for i in range(50)])
+    with ThreadServer(app):
+        assert app.state.warm_up.done.wait(60) and "imports" in app.state.warm_up.times
+    mem.close()

@@ -96,3 +96,32 @@ def test_wheel_ships_the_inspector(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for path in FILES:
         assert "memory/ui/static/" + path.relative_to(static_dir()).as_posix() in names
+
+
+def test_assets_are_versioned_cached_and_revalidated(served) -> None:  # type: ignore[no-untyped-def]
+    """index.html names every file under /ui/v/<hash of the files>/ (kept by the browser, immutable);
+    index.html itself is revalidated on each visit (ETag, 304), and text files come gzipped on request."""
+    import hashlib
+
+    digest = hashlib.blake2b(digest_size=6)
+    for path in FILES:
+        digest.update(path.relative_to(static_dir()).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    version = digest.hexdigest()
+    with httpx.Client(base_url=served.url, timeout=10) as c:
+        page = c.get("/ui/")
+        assert page.headers["cache-control"] == "no-cache" and page.headers["etag"]
+        assert f'src="v/{version}/js/app.js"' in page.text and f'href="v/{version}/app.css"' in page.text
+        assert f'href="v/{version}/js/pages/graph.js"' in page.text and 'src="js/' not in page.text
+        assert c.get("/ui/", headers={"If-None-Match": page.headers["etag"]}).status_code == 304
+        app_js = c.get(f"/ui/v/{version}/js/app.js", headers={"Accept-Encoding": "gzip"})
+        assert app_js.status_code == 200 and "immutable" in app_js.headers["cache-control"]
+        assert app_js.headers["content-encoding"] == "gzip"
+        assert app_js.text == (static_dir() / "js" / "app.js").read_text(encoding="utf-8")
+        assert app_js.headers["content-security-policy"] and app_js.headers["x-content-type-options"] == "nosniff"
+        stale = c.get("/ui/v/000000000000/js/app.js")  # an older page's version: served, but not kept
+        assert stale.status_code == 200 and stale.headers["cache-control"] == "no-cache"
+        assert c.get(f"/ui/v/{version}/index.html").status_code == 404
+        assert c.get("/ui/nothing-here.js").status_code == 404
+        assert c.get("/ui/../pyproject.toml").status_code == 404
+        assert c.head(f"/ui/v/{version}/app.css").status_code == 200
+        assert c.get("/ui", follow_redirects=False).headers["location"] == "/ui/"

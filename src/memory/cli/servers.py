@@ -8,6 +8,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -55,15 +56,36 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def _run_uvicorn(app: Any, host: str, port: int, what: str) -> None:
+    sock = _bind(host, port)
+    shown = f"[{host}]" if ":" in host else host
+    serve_on(app, sock, f"{what} listening on http://{shown}:{sock.getsockname()[1]}")
+
+
+def serve_on(app: Any, sock: socket.socket, ready_line: str, on_ready: Callable[[], object] | None = None) -> None:
+    """Run ``app`` with uvicorn on the bound ``sock``; print ``ready_line`` once the app is ready.
+
+    Ready means the app's startup is done (the warm-up of the default
+    namespace, ``server.warm_wait``): connections made before wait in the
+    socket's backlog and are served then, so the line says when a request is
+    served warm. ``on_ready`` (e.g. opening a browser) runs after the line.
+    """
     import uvicorn
 
-    sock = _bind(host, port)
-    actual = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    info(f"{what} listening on http://{shown}:{actual}")
-    sys.stderr.flush()
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="auto", timeout_graceful_shutdown=5)
-    uvicorn.Server(config).run(sockets=[sock])
+    server = uvicorn.Server(config)
+
+    def announce() -> None:
+        while not server.started:
+            if server.should_exit:
+                return
+            time.sleep(0.005)
+        info(ready_line)
+        sys.stderr.flush()
+        if on_ready is not None:
+            on_ready()
+
+    threading.Thread(target=announce, name="memory-announce", daemon=True).start()
+    server.run(sockets=[sock])
     _exit_if_busy()
 
 

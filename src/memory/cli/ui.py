@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-import threading
 import webbrowser
 
 import click
 
-from memory.cli.common import build_settings, global_options, info
+from memory.cli.common import build_settings, global_options
 from memory.cli.servers import (
     _HOST,
     _NO_AUTH,
@@ -18,6 +16,7 @@ from memory.cli.servers import (
     _check_no_auth,
     _need_server_extra,
     _server_settings,
+    serve_on,
 )
 
 __all__ = ["ui"]
@@ -47,8 +46,6 @@ def ui(
       memory ui --no-auth --allow-secrets      # loopback only, no key
     """
     _need_server_extra()
-    import uvicorn
-
     from memory.memory import Memory
     from memory.server.rest import create_app
     from memory.server.ui import UI_PATH
@@ -62,9 +59,5 @@ def ui(
         sock = _bind(server.host, server.port)
         shown = f"[{server.host}]" if ":" in server.host else server.host
         url = f"http://{shown}:{sock.getsockname()[1]}{UI_PATH}/"
-        info(f"inspector at {url} (REST API under /v1, docs at /docs)")
-        sys.stderr.flush()
-        if open_browser:
-            threading.Timer(0.5, lambda: webbrowser.open(url)).start()
-        config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
-        uvicorn.Server(config).run(sockets=[sock])
+        opener = (lambda: webbrowser.open(url)) if open_browser else None
+        serve_on(app, sock, f"inspector at {url} (REST API under /v1, docs at /docs)", opener)

@@ -132,6 +132,28 @@ class Recall:
             include_invalid=include_invalid,
         )  # fmt: skip
         k = max(config.candidates, limit)
+        results, vector = self._channel_hits(text, flt, config, k)
+        store = self._backend.graph
+        fused = fuse(results, config.weights, config.rrf_k)
+        if config.graph_hop and "graph" in results and store is not None:
+            fused = self._second_hop(store, flt, config, results, fused, k)
+        items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c in fused])}
+        ranked = rank(fused, items, flt.now, config)
+        if self._rerank is not None:
+            ranked = self._rerank.apply(text, ranked)
+        ranked = ranked[:limit]
+        hits = [
+            Hit(item=item, score=parts.final, channels=candidate.channels, parts=parts)
+            for candidate, item, parts in ranked
+        ]
+        if hits:
+            self._backend.record_access(flt.namespace, [h.id for h in hits], flt.now)
+        return hits
+
+    def _channel_hits(
+        self, text: str, flt: Filter, config: RetrievalConfig, k: int
+    ) -> tuple[dict[str, builtins.list[ChannelHit]], Vector | None]:
+        """Every configured channel's candidates for ``text`` (read-only), and the query vector if embedded."""
         results: dict[str, builtins.list[ChannelHit]] = {}
         lexical: Future[dict[str, builtins.list[ChannelHit]]] | None = None
         if "lexical" in config.channels:
@@ -174,21 +196,18 @@ class Recall:
             )  # fmt: skip
             if graph_hits:  # an empty graph (no extraction yet) leaves the other channels' scale as it is
                 results["graph"] = graph_hits
-        fused = fuse(results, config.weights, config.rrf_k)
-        if config.graph_hop and "graph" in results and store is not None:
-            fused = self._second_hop(store, flt, config, results, fused, k)
-        items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c in fused])}
-        ranked = rank(fused, items, flt.now, config)
-        if self._rerank is not None:
-            ranked = self._rerank.apply(text, ranked)
-        ranked = ranked[:limit]
-        hits = [
-            Hit(item=item, score=parts.final, channels=candidate.channels, parts=parts)
-            for candidate, item, parts in ranked
-        ]
-        if hits:
-            self._backend.record_access(flt.namespace, [h.id for h in hits], flt.now)
-        return hits
+        return results, vector
+
+    def warm(self, namespace: str | None = None) -> None:
+        """Do recall's first-use work in ``namespace`` now: read-only, nothing recorded, nothing returned.
+
+        Runs every channel of the default preset once for a fixed query, so the
+        lexical channel's worker thread and connection, the embedder's first
+        call and the vector copies are ready before a user's first search.
+        """
+        config = self._core.retrieval_config(None)
+        flt = self._core.filter(namespace, clearance="private")
+        self._channel_hits("warm up", flt, config, config.candidates)
 
     def _second_hop(
         self,

@@ -290,7 +290,9 @@ def create_app(mem: Memory, auth: Authenticator, settings: ServerSettings | None
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Requests run in worker threads; a few avoid GIL and lock convoys under many clients.
         anyio.to_thread.current_default_thread_limiter().total_tokens = threads
-        warm.start()  # first search/context not cold; in the background, readiness not delayed
+        warm.start()  # first search/context not cold: the default namespace before accepting, the rest after
+        if settings.warm_wait > 0:
+            await anyio.to_thread.run_sync(warm.wait_ready, settings.warm_wait)
         try:
             yield
         finally:

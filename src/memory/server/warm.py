@@ -7,9 +7,13 @@ on first use, ~1.5 s on the quiet 2-core machine), the tokenizer ranks of the
 context token counter (~0.5 s) and the first import of the services behind
 context, tiers, conversations and prompts. :func:`warm_up` does that work
 once, read-only — it writes nothing, records no access and sees no item —
-and :class:`WarmUp` runs it in a daemon thread started when the app starts,
-so readiness is not delayed and a request never waits for it (a request
-arriving first simply does its own cold work, as without warm-up).
+and :class:`WarmUp` runs it in a daemon thread started when the app starts.
+The app's startup waits (at most ``server.warm_wait`` seconds) until the
+default namespace is warm, as a server loads its indexes before it says it
+is ready: uvicorn accepts connections, and the CLI prints that it is
+listening, only then, so the first search a user makes is not cold. The
+other namespaces warm in the background; a search arriving while its
+namespace is still warming waits for that work instead of repeating it.
 """
 
 from __future__ import annotations
@@ -60,7 +64,9 @@ def warm_up(
     Order: the plan (vector spaces, namespaces: at most
     :data:`MAX_WARM_NAMESPACES`, the default first), the default namespace's
     vector copies (one vector search per space through the backend, which
-    loads its in-process copy), lazy imports, the context token counter, then
+    loads its in-process copy) and one read-only pass of recall's channels
+    (:meth:`Memory.warm`: the lexical channel's thread and connection, the
+    embedder's first call), lazy imports, the context token counter, then
     the other namespaces. ``ready`` is told ``"planned:<name>"`` for each
     namespace of the plan, then ``"plan"``, ``"ns:<name>"`` and ``"tokens"`` as
     each is done (or skipped). Stops between steps once
@@ -103,6 +109,7 @@ def warm_up(
     def namespace_copies(namespace: str) -> None:
         for model, dim in spaces:
             step(f"vectors {namespace}/{model}", vectors(namespace, model, dim))
+        step(f"recall {namespace}", lambda: mem.warm(namespace))
         tell(f"ns:{namespace}")
 
     if names:
@@ -172,6 +179,25 @@ class WarmUp:
         """Whether ``what`` (``"plan"``, ``"tokens"``, ``"ns:<name>"``) is warm."""
         with self._changed:
             return what in self._ready
+
+    def wait_ready(self, limit: float) -> bool:
+        """Wait (at most ``limit`` s) until the plan, the default namespace and the token counter are warm.
+
+        Returns whether they are (or the warm-up ended); False after ``limit``
+        seconds, the rest then goes on in the background.
+        """
+        if self._thread is None:
+            return False
+        deadline = time.monotonic() + limit
+        first = f"ns:{self.mem.namespace}"
+        with self._changed:
+            while not self.done.is_set():
+                wanted = {"plan", "tokens"} | ({first} if first in self._planned else set())
+                if wanted <= self._ready:
+                    return True
+                if not self._changed.wait(max(0.0, deadline - time.monotonic())):
+                    return self.done.is_set()
+        return True
 
     def wait_for(self, operation: str, namespace: str) -> None:
         """Before ``operation`` runs in ``namespace``: wait for the warm-up work it would otherwise repeat."""

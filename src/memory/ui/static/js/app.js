@@ -54,6 +54,7 @@ async function render() {
   if (mine === generation) {
     main.dataset.ready = name;
     main.dataset.renderMs = String(Math.round(performance.now() - started));
+    main.dataset.readyAt = String(Math.round(performance.now())); // ms since this page's navigation started
   }
 }
 
