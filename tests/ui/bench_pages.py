@@ -83,12 +83,43 @@ def ready_at(tab: Any) -> float:
     return float(tab.eval_on_selector("main", "m => Number(m.dataset.readyAt)"))
 
 
+def new_context(browser: Any, url: str, data: dict[str, Any]) -> Any:
+    """A browser context (empty cache) signed in with namespace a's key."""
+    context = browser.new_context(viewport={"width": 1366, "height": 860}, base_url=url)
+    context.add_init_script(f"sessionStorage.setItem('memory.apiKey', {json.dumps(data['keys']['a'])})")
+    return context
+
+
+def cold_loads(context: Any, errors: list[str], only: str | None) -> dict[str, dict[str, float]]:
+    """The first search and context loads right after the server said it was listening."""
+    served_at = time.perf_counter()
+    out: dict[str, dict[str, float]] = {}
+    for name in COLD:
+        if only and only not in name:
+            continue
+        tab = context.new_page()
+        tab.on("console", lambda m: m.type == "error" and errors.append(m.text))
+        since = time.perf_counter() - served_at
+        t0 = time.perf_counter()
+        tab.goto(f"/ui/{ROUTES[name]}")
+        tab.wait_for_selector("main[data-ready]")
+        wall = (time.perf_counter() - t0) * 1000
+        ms = ready_at(tab)
+        server = max((d for _, d in tab.evaluate(SERVER_TIMES)), default=0.0)
+        out[name] = {"load": round(ms), "wall": round(wall), "server": round(server), "since_start_s": round(since, 1)}
+        print(f"{name:22s} COLD load {ms:6.0f} ms (wall {wall:4.0f}, server {server:4.0f} ms), "
+              f"{since:.1f} s after start", flush=True)  # fmt: skip
+        tab.close()
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=100_000, help="Memories in the store (built once, reused).")
     parser.add_argument("--runs", type=int, default=5, help="Loads and navigations per page.")
     parser.add_argument("--db", default="/tmp/memory-ui-bench/ui100k.db", help="The store's SQLite file.")
     parser.add_argument("--only", help="Measure only pages whose name contains this.")
+    parser.add_argument("--cold-runs", type=int, default=5, help="Server starts to time the first loads after.")
     parser.add_argument("--out", type=Path, help="Where to write the JSON (default docs/ui/timings.json).")
     args = parser.parse_args()
     Path(args.db).parent.mkdir(parents=True, exist_ok=True)
@@ -101,34 +132,24 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     results: dict[str, dict[str, list[float]]] = {}
-    cold: dict[str, dict[str, float]] = {}
+    cold: dict[str, list[dict[str, float]]] = {}
     op_medians: dict[str, dict[str, float]] = {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         browser.new_page().goto("about:blank")  # the browser is running before the server starts
+        errors: list[str] = []
+        for _ in range(args.cold_runs):  # each: a new server, and a browser context that never saw the page
+            process, url = start_serve(db)
+            try:
+                context = new_context(browser, url, data)
+                for name, timing in cold_loads(context, errors, args.only).items():
+                    cold.setdefault(name, []).append(timing)
+                context.close()
+            finally:
+                stop(process)
         process, url = start_serve(db)
-        served_at = time.perf_counter()
         try:
-            context = browser.new_context(viewport={"width": 1366, "height": 860}, base_url=url)
-            context.add_init_script(f"sessionStorage.setItem('memory.apiKey', {json.dumps(data['keys']['a'])})")
-            errors: list[str] = []
-            for name in COLD:  # the first loads after start, before anything else warmed them
-                if args.only and args.only not in name:
-                    continue
-                tab = context.new_page()
-                tab.on("console", lambda m: m.type == "error" and errors.append(m.text))
-                since = time.perf_counter() - served_at
-                t0 = time.perf_counter()
-                tab.goto(f"/ui/{ROUTES[name]}")
-                tab.wait_for_selector("main[data-ready]")
-                wall = (time.perf_counter() - t0) * 1000
-                ms = ready_at(tab)
-                server = max((d for _, d in tab.evaluate(SERVER_TIMES)), default=0.0)
-                cold[name] = {"load": round(ms), "wall": round(wall), "server": round(server),
-                              "since_start_s": round(since, 1)}  # fmt: skip
-                print(f"{name:22s} COLD load {ms:6.0f} ms (wall {wall:4.0f}, server {server:4.0f} ms), "
-                      f"{since:.1f} s after start", flush=True)  # fmt: skip
-                tab.close()
+            context = new_context(browser, url, data)
             page = context.new_page()
             page.on("console", lambda m: m.type == "error" and errors.append(m.text))
             page.goto("/ui/#/memories")
@@ -172,9 +193,15 @@ def main() -> None:
         finally:
             stop(process)
         browser.close()
+    for name, runs in cold.items():
+        loads, served = [r["load"] for r in runs], [r["server"] for r in runs]
+        print(f"{name:22s} COLD over {len(runs)} starts: load median {statistics.median(loads):.0f} "
+              f"max {max(loads):.0f} ms, server median {statistics.median(served):.0f} ms")  # fmt: skip
     summary = {
         "command": " ".join(["tests/ui/bench_pages.py", *sys.argv[1:]]), "items": args.items, "runs": args.runs,
         "load_avg_start": load_start, "load_avg": os.getloadavg(), "console_errors": errors, "cold": cold,
+        "cold_medians": {n: {k: round(statistics.median(r[k] for r in runs)) for k in ("load", "wall", "server")}
+                         for n, runs in cold.items()},
         "pages": {n: {k: [round(x) for x in v] for k, v in r.items()} for n, r in results.items()},
         "medians": {n: {k: round(statistics.median(v)) for k, v in r.items()} for n, r in results.items()},
         "server_ops_median_ms": op_medians,

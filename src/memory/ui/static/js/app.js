@@ -1,24 +1,33 @@
 // The inspector's shell: sign-in, namespace choice, hash routing, keyboard shortcuts.
 import { ApiError, forgetKey, loadConfig, rememberNamespace, session, signIn, storedKey, storeKey } from "./api.js";
 import { failure, h } from "./dom.js";
-import * as memories from "./pages/memories.js";
-import * as memoryPage from "./pages/memory.js";
-import * as threads from "./pages/threads.js";
-import * as graph from "./pages/graph.js";
-import * as tiers from "./pages/tiers.js";
-import * as context from "./pages/context.js";
-import * as jobs from "./pages/jobs.js";
 
-const ROUTES = {
-  memories: [memories, "memories", "Memories"],
-  memory: [memoryPage, "memories", "Memory"],
-  threads: [threads, "threads", "Conversations"],
-  thread: [threads, "threads", "Conversation"],
-  graph: [graph, "graph", "Knowledge graph"],
-  tiers: [tiers, "tiers", "Working memory & tiers"],
-  context: [context, "context", "Context"],
-  jobs: [jobs, "jobs", "Jobs & health"],
+// Page modules load when first shown (the first visit compiles only the page it opens); the rest
+// are fetched and compiled once the browser is idle, so moving between pages never waits for them.
+const PAGES = {
+  memories: () => import("./pages/memories.js"),
+  memory: () => import("./pages/memory.js"),
+  threads: () => import("./pages/threads.js"),
+  graph: () => import("./pages/graph.js"),
+  tiers: () => import("./pages/tiers.js"),
+  context: () => import("./pages/context.js"),
+  jobs: () => import("./pages/jobs.js"),
 };
+const ROUTES = {
+  memories: ["memories", "memories", "Memories"],
+  memory: ["memory", "memories", "Memory"],
+  threads: ["threads", "threads", "Conversations"],
+  thread: ["threads", "threads", "Conversation"],
+  graph: ["graph", "graph", "Knowledge graph"],
+  tiers: ["tiers", "tiers", "Working memory & tiers"],
+  context: ["context", "context", "Context"],
+  jobs: ["jobs", "jobs", "Jobs & health"],
+};
+
+function preloadPages() {
+  const later = window.requestIdleCallback || ((work) => setTimeout(work, 200));
+  later(() => Object.values(PAGES).forEach((load) => load().catch(() => {})));
+}
 const ORDER = ["memories", "threads", "graph", "tiers", "context", "jobs"];
 let cleanup = null;
 let generation = 0;
@@ -33,7 +42,7 @@ function parseHash() {
 async function render() {
   const { name, arg, params } = parseHash();
   const route = ROUTES[name] || ROUTES.memories;
-  const [page, nav, title] = route;
+  const [module, nav, title] = route;
   const main = document.getElementById("main");
   const mine = ++generation;
   if (cleanup) cleanup();
@@ -46,6 +55,8 @@ async function render() {
   }
   const started = performance.now();
   try {
+    const page = await PAGES[module]();
+    if (mine !== generation) return;
     cleanup = (await page.render(main, { name, arg, params, isCurrent: () => mine === generation })) || null;
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) return askForKey(error.message);
@@ -86,6 +97,7 @@ async function start() {
   document.body.classList.toggle("read-only", who.read_only);
   document.getElementById("signout").hidden = !session.key;
   await render();
+  preloadPages();
 }
 
 function setUp() {
