@@ -55,6 +55,7 @@ __all__ = [
     "snapshot",
     "ledger_entry",
     "build_item",
+    "normalise_name",
     "DEFAULT_MAX_CONTENT_CHARS",
 ]
 
@@ -387,3 +388,12 @@ def check_limit(limit: object, what: str = "limit") -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidInputError(f"{what} must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
     return limit
+
+
+def normalise_name(name: str) -> str:
+    """Lower-case, single-spaced, without surrounding punctuation or a leading article: the merge key.
+
+    The graph store keys entities by it (one entity per name), so it lives with the record rules.
+    """
+    text = re.sub(r"\s+", " ", name.replace("’", "'")).strip(" \t\n.,;:!?\"'()[]{}").lower()
+    return re.sub(r"^(?:the|a|an) ", "", text)

@@ -33,8 +33,8 @@ from memory.backends.graph import (
 )
 from memory.backends.values import Vector
 from memory.errors import ConfigError, InvalidInputError, NotFoundError
-from memory.extraction.heuristic import normalise_name
 from memory.ids import new_id
+from memory.records import normalise_name
 
 __all__ = ["SQLGraphStore"]
 

@@ -26,7 +26,7 @@ from memory.backends.item_vectors import S, SQLVectorStore
 from memory.backends.values import AddResult, ChannelHit, ListOrder, NewRecord
 from memory.errors import InvalidInputError
 from memory.filters import Filter
-from memory.retrieval.window import field_weights
+from memory.index_layout import field_weights
 from memory.types import LedgerEntry, MemoryItem
 
 #: Items dedup within (namespace, user, agent, thread, content hash).

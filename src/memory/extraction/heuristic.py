@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from memory.llms.schemas import EntityOut, ExtractionOut, RelationOut
+from memory.records import normalise_name  # the graph's merge key, re-exported here
 from memory.retrieval.text import STOPWORDS, words
 
 __all__ = [
@@ -83,12 +84,6 @@ FUNCTIONAL_PREDICATES = frozenset(
 )  # fmt: skip
 #: Words that turn a statement into the negation of an earlier one (DELETE).
 NEGATIONS = ("no longer ", "not ", "never ", "doesn't ", "don't ", "isn't ", "stopped ")
-
-
-def normalise_name(name: str) -> str:
-    """Lower-case, single-spaced, without surrounding punctuation or a leading article: the merge key."""
-    text = re.sub(r"\s+", " ", name.replace("’", "'")).strip(" \t\n.,;:!?\"'()[]{}").lower()
-    return re.sub(r"^(?:the|a|an) ", "", text)
 
 
 def sentences(text: str) -> list[str]:

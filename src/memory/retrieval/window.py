@@ -24,14 +24,13 @@ Measured on LoCoMo in docs/retrieval.md.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import numpy.typing as npt
 
-from memory.errors import InvalidInputError
+from memory.index_layout import LEXICAL_FIELDS, MONTHS, WINDOW, field_weights, window_model
 from memory.retrieval.text import STOPWORDS, words
 from memory.temporal import resolve_time_expressions
 from memory.types import SENSITIVITY_LEVELS, MemoryItem
@@ -51,45 +50,14 @@ __all__ = [
     "window_vector",
 ]
 
-#: Memories on each side of a memory in its thread that form its context window.
-WINDOW = 2
 #: Content words up to which a memory gets its whole context window (:func:`context_share`).
 CONTEXT_WORDS = 30
-#: Month names as the time words spell them (index 0 is January).
-MONTHS: tuple[str, ...] = (
-    "January", "February", "March", "April", "May", "June",
-    "July", "August", "September", "October", "November", "December",
-)  # fmt: skip
-_WINDOW_SUFFIX = "+window"
-#: Fields of the lexical index, in the order backends store them.
-LEXICAL_FIELDS: tuple[str, ...] = ("content", "window", "time")
-
-
-def field_weights(fields: Mapping[str, float] | None) -> tuple[float, ...]:
-    """BM25 weights in :data:`LEXICAL_FIELDS` order; None means content only.
-
-    Raises InvalidInputError for an unknown field or a negative or non-finite weight.
-    """
-    if fields is None:
-        return (1.0, 0.0, 0.0)
-    unknown = set(fields) - set(LEXICAL_FIELDS)
-    if unknown:
-        raise InvalidInputError(f"unknown lexical field(s) {sorted(unknown)}; known: {', '.join(LEXICAL_FIELDS)}")
-    weights = tuple(float(fields.get(name, 0.0)) for name in LEXICAL_FIELDS)
-    if any(not math.isfinite(w) or w < 0 for w in weights):
-        raise InvalidInputError(f"lexical field weights must be finite and >= 0, got {dict(fields)}")
-    return weights
 
 
 def time_words(when: datetime) -> str:
     """``"8 May 2023"``: day, month name and year of ``when`` in UTC."""
     moment = when.astimezone(UTC) if when.tzinfo is not None else when
     return f"{moment.day} {MONTHS[moment.month - 1]} {moment.year}"
-
-
-def window_model(model: str) -> str:
-    """Name of the vector space holding the window vectors of ``model``'s space."""
-    return f"{model}{_WINDOW_SUFFIX}"
 
 
 def window_neighbours(sequence: Sequence[MemoryItem], index: int, size: int = WINDOW) -> list[MemoryItem]:

@@ -36,8 +36,8 @@ from memory.backends.base import Backend, NewRecord
 from memory.backends.keys import KeyStore, open_key_store
 from memory.errors import ConfigError, InvalidInputError
 from memory.filters import Filter
+from memory.index_layout import WINDOW, window_model
 from memory.records import ledger_entry
-from memory.retrieval.window import WINDOW, window_model
 from memory.storecopy.feedback import copy_feedback, plan_feedback
 from memory.storecopy.graph_tiers import GraphCounts, copy_graph, copy_tiers, plan_stores
 from memory.types import LedgerEntry, MemoryItem

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector
 from memory.backends.feedback_sql import SQLFeedbackStore
+from memory.backends.graph_sql import SQLGraphStore
 from memory.backends.items import SQLItemStore
 from memory.backends.keys import SQLKeyStore
 from memory.backends.postgres.codec import (
@@ -65,7 +66,6 @@ from memory.types import LedgerEntry, MemoryItem
 
 if TYPE_CHECKING:
     from memory.backends.postgres.episodic import PostgresEpisodicStore
-    from memory.backends.postgres.graph import PostgresGraph
 
 __all__ = ["PostgresBackend"]
 
@@ -154,7 +154,7 @@ class PostgresBackend(SQLItemStore[_Space]):
         self._sizes: dict[tuple[int, str], tuple[bool, float]] = {}
         self._pool: Any = None
         self._episodic: PostgresEpisodicStore | None = None
-        self._graph: PostgresGraph | None = None
+        self._graph: SQLGraphStore | None = None
         #: What the stores written once over SQLite and PostgreSQL ask of this engine.
         self.dialect = postgres_dialect(self._read, self._tx)
         self.tiers = SQLTierStore(self.dialect)
@@ -609,13 +609,11 @@ class PostgresBackend(SQLItemStore[_Space]):
             return self._episodic
 
     @property
-    def graph(self) -> PostgresGraph:
-        """The knowledge-graph store in this schema (see :mod:`memory.backends.graph`)."""
+    def graph(self) -> SQLGraphStore:
+        """The knowledge-graph store in this schema: the shared SQL over this pool's dialect."""
         with self._lock:
             if self._graph is None:
-                from memory.backends.postgres.graph import PostgresGraph
-
-                self._graph = PostgresGraph(self)
+                self._graph = SQLGraphStore(self.dialect)
             return self._graph
 
     @property

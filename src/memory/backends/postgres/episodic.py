@@ -15,9 +15,12 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
+from memory.backends.dialect import Dialect
 from memory.backends.episodic_sql import SQLEpisodicStore
+from memory.backends.item_vectors import SpaceRow
 from memory.backends.postgres.codec import doc_len, parse_vector, vector_text
 from memory.backends.postgres.queries import LEXICAL_COUNTING_DF
 from memory.backends.postgres.schema_episodic import create_message_space_table, message_space_table
@@ -25,8 +28,19 @@ from memory.backends.postgres.sql import HNSW_MAX_DIM, storable, text_list
 from memory.backends.values import ChannelHit, Vector
 from memory.episodic.types import Message, MessageQuery
 
-if TYPE_CHECKING:
-    from memory.backends.postgres.backend import PostgresBackend
+
+class PostgresVectorHost(Protocol):
+    """What the message store shares of its PostgreSQL backend: pool, transactions, vector spaces, search knobs."""
+
+    _exact_limit: int
+    _ef_search: int
+    dialect: Dialect
+
+    def _read(self) -> AbstractContextManager[Any]: ...
+    def _tx(self) -> AbstractContextManager[Any]: ...
+    def _space(self, conn: Any, model: str | None) -> SpaceRow | None: ...
+    def _checked_vector(self, space: Any, vector: Vector) -> Vector: ...
+
 
 __all__ = ["PostgresEpisodicStore"]
 
@@ -57,7 +71,7 @@ class PostgresEpisodicStore(SQLEpisodicStore):
 
     extra_columns = ("doc_len",)
 
-    def __init__(self, backend: PostgresBackend) -> None:
+    def __init__(self, backend: PostgresVectorHost) -> None:
         """Share ``backend``'s pool, dialect and vector spaces."""
         super().__init__(backend.dialect)
         self._b = backend

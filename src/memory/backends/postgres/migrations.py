@@ -49,7 +49,7 @@ from memory.backends.postgres.schema_episodic import EPISODIC_STATEMENTS
 from memory.backends.postgres.schema_graph import GRAPH_STATEMENTS
 from memory.backends.postgres.sql import HNSW_MAX_DIM
 from memory.errors import ConfigError, SchemaError
-from memory.retrieval.window import MONTHS
+from memory.index_layout import MONTHS
 
 __all__ = [
     "Migration",

@@ -23,6 +23,7 @@ import numpy as np
 
 from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector
 from memory.backends.feedback_sql import SQLFeedbackStore
+from memory.backends.graph_sql import SQLGraphStore
 from memory.backends.items import SQLItemStore
 from memory.backends.keys import SQLKeyStore
 from memory.backends.sqlite import vectors
@@ -38,7 +39,6 @@ from memory.backends.sqlite.connection import (
     load_driver,
 )
 from memory.backends.sqlite.dialect import sqlite_dialect
-from memory.backends.sqlite.graph import SQLiteGraph
 from memory.backends.sqlite.migrations import apply_migrations, create_space_tables
 from memory.backends.sqlite.sql import compile_filter, json_list, scope_of
 from memory.backends.tiers import SQLTierStore
@@ -49,7 +49,7 @@ from memory.errors import (
 )
 from memory.filters import Filter
 from memory.ids import to_epoch
-from memory.retrieval.window import LEXICAL_FIELDS
+from memory.index_layout import LEXICAL_FIELDS
 from memory.types import LedgerEntry, MemoryItem
 
 if TYPE_CHECKING:
@@ -103,9 +103,9 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         self._spaces: dict[str, vectors.Space] = {}
         self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout, driver=self._driver)
         self._added_since_optimize = 0
-        self.graph = SQLiteGraph(self)
         #: What the stores written once over SQLite and PostgreSQL ask of this engine.
         self.dialect = sqlite_dialect(self._read, self._write)
+        self.graph = SQLGraphStore(self.dialect)  # immediate transactions serialise writers: no row locks
         self.tiers = SQLTierStore(self.dialect)
         self.feedback = SQLFeedbackStore(self.dialect)
         self._episodic: SQLiteEpisodicStore | None = None

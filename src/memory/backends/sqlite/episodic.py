@@ -13,7 +13,8 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -23,8 +24,19 @@ from memory.backends.sqlite.dialect import sqlite_dialect
 from memory.backends.values import ChannelHit, Vector
 from memory.episodic.types import Message, MessageQuery
 
-if TYPE_CHECKING:
-    from memory.backends.sqlite.backend import SQLiteBackend
+
+class SQLiteVectorHost(Protocol):
+    """What the message store shares of its SQLite backend: connection, transactions, vector spaces, code cache."""
+
+    _exact_limit: int
+    _codes: vectors.CodeCache
+
+    def _read(self) -> AbstractContextManager[Any]: ...
+    def _write(self) -> AbstractContextManager[Any]: ...
+    def _space(self, conn: Any, model: str | None) -> vectors.Space | None: ...
+    def _all_spaces(self, conn: Any) -> builtins.list[vectors.Space]: ...
+    def _checked_vector(self, space: vectors.Space, vector: Vector) -> Vector: ...
+
 
 __all__ = ["SQLiteEpisodicStore"]
 
@@ -32,7 +44,7 @@ __all__ = ["SQLiteEpisodicStore"]
 class SQLiteEpisodicStore(SQLEpisodicStore):
     """The :class:`~memory.backends.episodic.EpisodicStore` of one :class:`SQLiteBackend`."""
 
-    def __init__(self, backend: SQLiteBackend) -> None:
+    def __init__(self, backend: SQLiteVectorHost) -> None:
         """Share ``backend``'s connection, lock and transactions."""
         super().__init__(sqlite_dialect(backend._read, backend._write))
         self._b = backend

@@ -37,7 +37,7 @@ from typing import Any
 
 from memory.backends.checkpoints import EARLIER_TABLES, checkpoint_tables
 from memory.errors import SchemaError
-from memory.retrieval.window import MONTHS
+from memory.index_layout import MONTHS
 
 __all__ = ["Migration", "MIGRATIONS", "apply_migrations", "applied_migrations", "create_space_tables"]
 
