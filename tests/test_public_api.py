@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import types
+from pathlib import Path
 
 import memory
 from memory import AsyncMemory, Memory
@@ -72,3 +73,24 @@ def test_close_closes_an_embedder_memory_created_but_not_one_passed_in() -> None
     assert Closable.closed == 1
     Memory("memory://", embedder=Closable()).close()
     assert Closable.closed == 1
+
+
+def test_warm_records_no_access_and_writes_nothing(tmp_path: Path) -> None:
+    with Memory(f"sqlite:///{tmp_path / 'w.db'}", embedder=HashingEmbedder()) as mem:
+        ids = mem.remember_batch([f"note {i} about trams" for i in range(30)])
+        before = [(i.id, i.accessed_at, i.access_count) for i in mem.list(limit=50).items]
+        ledger = mem.stats().ledger_entries
+        mem.warm()
+        mem.warm("elsewhere")  # a namespace with nothing in it is fine too
+        assert [(i.id, i.accessed_at, i.access_count) for i in mem.list(limit=50).items] == before
+        assert mem.stats().ledger_entries == ledger and len(ids) == 30
+
+
+def test_async_warm() -> None:
+    async def scenario() -> int:
+        async with AsyncMemory("memory://", embedder=HashingEmbedder()) as amem:
+            await amem.remember("Ivan rides horses")
+            await amem.warm()
+            return (await amem.get((await amem.recall("horses"))[0].item.id)).access_count
+
+    assert asyncio.run(scenario()) == 1  # the recall's access, none from warm

@@ -83,6 +83,10 @@ class AsyncMemory:
         """See :meth:`Memory.recall`."""
         return await self._run(self._sync.recall, query, **options)
 
+    async def warm(self, namespace: str | None = None) -> None:
+        """See :meth:`Memory.warm`."""
+        await self._run(self._sync.warm, namespace)
+
     async def get(self, memory_id: str, **options: Any) -> MemoryItem:
         """See :meth:`Memory.get`."""
         return await self._run(self._sync.get, memory_id, **options)
