@@ -17,7 +17,8 @@ from memory.embedders import create_embedder
 from memory.episodic.messages import unsupported_parts
 from memory.errors import InvalidInputError
 from memory.retrieval.config import PRESETS, RetrievalConfig
-from memory.retrieval.window import CONTEXT_WORDS, context_share, event_time_words, window_vector
+from memory.retrieval.window import CONTEXT_WORDS, context_share, event_time_words, share_of, window_text, window_vector
+from memory.types import MemoryItem
 
 SAID = datetime(2022, 3, 17, 15, 0, tzinfo=UTC)  # a Thursday
 
@@ -39,6 +40,34 @@ def test_context_share_by_length() -> None:
     # stopwords do not count as content
     padded = "the of and " * 100 + "hiking"
     assert context_share(padded) == 1.0
+
+
+def test_context_share_by_the_turns_around() -> None:
+    short = "Yes, two weekends ago!"
+    chat = ["Did you go hiking with the kids?", "We went camping in the hills"]
+    assert context_share(short, chat) == 1.0  # a dialogue of short turns: the whole window
+    essay = " ".join(f"topic{i}" for i in range(CONTEXT_WORDS * 4))
+    # a short turn between long ones (a question between an assistant's essays) gets a quarter of it
+    assert math.isclose(context_share(short, [essay, essay]), 0.25)
+    assert math.isclose(context_share(short, [essay, "ok"]), CONTEXT_WORDS / ((CONTEXT_WORDS * 4 + 1) / 2))
+    # the larger of its own length and its neighbours' mean decides
+    assert math.isclose(context_share(essay, chat), 0.25)
+    assert share_of(10, [20, 30]) == 1.0 and math.isclose(share_of(10, [120, 120]), 0.25)
+
+
+def test_window_text_drops_long_neighbours() -> None:
+    at = datetime(2023, 5, 8, tzinfo=UTC)
+
+    def turn(item_id: str, content: str) -> MemoryItem:
+        return MemoryItem(
+            id=item_id, namespace="default", content=content, created_at=at, updated_at=at, thread="t",
+            content_hash=item_id,
+        )  # fmt: skip
+
+    item, essay = turn("b", "user: any ideas?"), turn("a", " ".join(f"idea{i}" for i in range(200)))
+    reply = turn("c", "Sure, try hiking")
+    assert "idea1" not in window_text(item, [essay])  # share 30/200 < 0.5: the essay stays out
+    assert "hiking" in window_text(item, [reply])
 
 
 def test_window_vector_context_weight() -> None:

@@ -26,8 +26,9 @@ from memory.errors import ProviderError
 from memory.filters import Filter
 from memory.retrieval.fact_key import fact_key, wants_fact_key
 from memory.retrieval.window import (
-    context_share,
+    content_words,
     event_time_words,
+    share_of,
     window_model,
     window_neighbours,
     window_text,
@@ -165,9 +166,16 @@ def refresh_windows(
         vectors = backend.get_vectors(namespace, model, sorted(wanted)) if wanted else {}
     fact_vectors = _fact_vectors(embed, model, {i: t for i, t in facts.items() if i in vectors})
     updates = []
+    counts: dict[str, int] = {}
+
+    def words_of(item: MemoryItem) -> int:
+        if item.id not in counts:
+            counts[item.id] = content_words(item.content)
+        return counts[item.id]
+
     for item_id, (item, near) in affected.items():
         vector = None
-        share = context_share(item.content) if near else 1.0
+        share = share_of(words_of(item), [words_of(n) for n in near]) if near else 1.0
         if item_id in vectors and (item.thread is not None or item_id in fact_vectors):
             own = vectors[item_id]  # thread-less without facts: its own vector serves
             if item_id in fact_vectors:

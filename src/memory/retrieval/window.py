@@ -41,7 +41,9 @@ __all__ = [
     "field_weights",
     "MONTHS",
     "CONTEXT_WORDS",
+    "content_words",
     "context_share",
+    "share_of",
     "event_time_words",
     "time_words",
     "window_model",
@@ -98,17 +100,33 @@ def event_time_words(content: str, said_at: datetime) -> str:
     return " ".join(out)
 
 
-def context_share(content: str) -> float:
+def content_words(text: str) -> int:
+    """The number of content words (stopwords left out) of ``text``."""
+    return sum(1 for w in words(text) if w not in STOPWORDS)
+
+
+def context_share(content: str, neighbours: Sequence[str] = ()) -> float:
     """How much a memory's context window counts beside its own text: ``min(1, CONTEXT_WORDS / n)``.
 
-    ``n`` is the number of content words (stopwords left out) of ``content``.
-    A short turn ("Yes, two weekends ago!") is understood through its
-    neighbours and gets the whole window; a turn long enough to stand on its
-    own gets less and less of it, so a long answer is not blurred into the
-    turns around it. Measured in docs/retrieval.md on LoCoMo (short turns) and
-    LongMemEval (long ones).
+    ``n`` is the larger of the memory's content words (stopwords left out)
+    and the mean content words of its ``neighbours`` (the window's other
+    turns). A window is the context of a dialogue of short turns: a short
+    reply ("Yes, two weekends ago!") among short turns is understood through
+    them and gets the whole window. A turn long enough to stand on its own
+    gets less and less of it, so a long answer is not blurred into the turns
+    around it; and so does a short turn between long ones (a user's question
+    between an assistant's essays), whose window would otherwise be mostly
+    the essays' words and make it match whatever they say. Measured in
+    docs/retrieval.md on LoCoMo (short turns) and LongMemEval (long ones).
     """
-    n = sum(1 for w in words(content) if w not in STOPWORDS)
+    return share_of(content_words(content), [content_words(t) for t in neighbours])
+
+
+def share_of(own_words: int, neighbour_words: Sequence[int] = ()) -> float:
+    """:func:`context_share` from word counts already made (the memory's and its neighbours' content words)."""
+    n = float(own_words)
+    if neighbour_words:
+        n = max(n, sum(neighbour_words) / len(neighbour_words))
     return 1.0 if n <= CONTEXT_WORDS else CONTEXT_WORDS / n
 
 
@@ -121,7 +139,7 @@ def window_text(item: MemoryItem, neighbours: Sequence[MemoryItem], share: float
     (:func:`context_share` below one half; pass ``share`` when already computed).
     """
     parts = [item.context] if item.context else []
-    if (context_share(item.content) if share is None else share) >= 0.5:
+    if (context_share(item.content, [n.content for n in neighbours]) if share is None else share) >= 0.5:
         parts.extend(n.content for n in neighbours)
     if facts:
         parts.append(facts)
