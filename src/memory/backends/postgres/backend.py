@@ -274,32 +274,20 @@ class PostgresBackend(SQLItemStore[_Space]):
 
     @staticmethod
     def _count_terms(conn: Any, namespace: str, ids: Sequence[str], sign: int) -> None:
-        """Add (``sign`` 1) or remove (-1) the lexemes of these items' ``key_tsv`` to the document frequencies.
+        """Add (``sign`` 1) or remove (-1) these items in the namespace's lexical statistics.
 
-        The caller holds the namespace's terms lock (:meth:`_lock_terms`). Rows
-        that fall to zero are deleted.
+        Their documents and words go to ``lexical_stats``, the lexemes of their
+        ``key_tsv`` to the document frequencies (:data:`.queries.LEXICAL_TERMS_DELTA`):
+        called before rows change or vanish (-1) and after they were written (+1).
+        The caller holds the namespace's terms lock (:meth:`_lock_terms`). Frequency
+        rows that fall to zero are deleted.
         """
         if not ids:
             return
-        rows = conn.execute(LEXICAL_TERMS_DELTA, (sign, namespace, list(ids))).fetchall()
+        rows = conn.execute(LEXICAL_TERMS_DELTA, {"sign": sign, "namespace": namespace, "ids": list(ids)}).fetchall()
         zeros = [(str(r[0]), int(r[1])) for r in rows if int(r[2]) <= 0]
         if zeros:
             conn.execute(LEXICAL_TERMS_DROP_ZEROS, ([z[0] for z in zeros], [z[1] for z in zeros], namespace))
-
-    @staticmethod
-    def _bump_stats(conn: Any, deltas: dict[str, list[int]]) -> None:
-        """Add (documents, words[, window words]) deltas to each namespace's lexical statistics, in a fixed order."""
-        for namespace in sorted(deltas):
-            docs, words, *more = deltas[namespace]
-            window = more[0] if more else 0
-            if docs or words or window:
-                conn.execute(
-                    "INSERT INTO lexical_stats (namespace, docs, words, window_words) VALUES (%s, %s, %s, %s) "
-                    "ON CONFLICT (namespace) DO UPDATE SET docs = lexical_stats.docs + EXCLUDED.docs, "
-                    "words = lexical_stats.words + EXCLUDED.words, "
-                    "window_words = lexical_stats.window_words + EXCLUDED.window_words",
-                    (namespace, docs, words, window),
-                )
 
     def add(self, records: Sequence[NewRecord]) -> list[AddResult]:
         """Insert records in one transaction with dedup by (scope, content_hash); one result per record.
@@ -348,7 +336,6 @@ class PostgresBackend(SQLItemStore[_Space]):
             tags: list[tuple[str, str, str]] = []
             ledger: list[LedgerEntry] = []
             vectors: dict[str, list[tuple[str, str, str]]] = {}
-            deltas: dict[str, list[int]] = {}
             created: dict[str, list[str]] = {}
             for record in inserted:
                 item, vector = record.item, vector_of[id(record)]
@@ -359,9 +346,6 @@ class PostgresBackend(SQLItemStore[_Space]):
                 if vector is not None:
                     vectors.setdefault(vector[0].table, []).append((item.namespace, item.id, vector_text(vector[1])))
                 ledger.append(record.ledger)
-                stat = deltas.setdefault(item.namespace, [0, 0])
-                stat[0] += 1
-                stat[1] += int(values[-1])
             with conn.cursor() as cur:
                 if new_items:
                     cur.executemany(_INSERT_ITEM, new_items)
@@ -381,7 +365,6 @@ class PostgresBackend(SQLItemStore[_Space]):
                 self._lock_terms(conn, list(created))
                 for namespace in sorted(created):
                     self._count_terms(conn, namespace, created[namespace], 1)
-            self._bump_stats(conn, deltas)
         return results
 
     def replace(self, item: MemoryItem, vector: Vector | None, ledger: LedgerEntry) -> None:
@@ -394,7 +377,7 @@ class PostgresBackend(SQLItemStore[_Space]):
         with self._tx() as conn:
             self._lock_terms(conn, [item.namespace])
             row = conn.execute(
-                "SELECT doc_len FROM items WHERE namespace = %s AND id = %s FOR UPDATE", (item.namespace, item.id)
+                "SELECT 1 FROM items WHERE namespace = %s AND id = %s FOR UPDATE", (item.namespace, item.id)
             ).fetchone()
             if row is None:
                 raise NotFoundError(f"no memory {item.id} in namespace {item.namespace!r}")
@@ -421,7 +404,6 @@ class PostgresBackend(SQLItemStore[_Space]):
             if new_space is not None and checked is not None:
                 self._write_vector(conn, new_space, item.namespace, item.id, checked)
             self._append_ledger(conn, [ledger])
-            self._bump_stats(conn, {item.namespace: [0, int(values[-1]) - int(row[0])]})
 
     def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
         """Store the context windows of existing items: (id, window text, window vector or None).
@@ -447,36 +429,31 @@ class PostgresBackend(SQLItemStore[_Space]):
             wanted = sorted({item_id for item_id, _, _ in checked if isinstance(item_id, str) and storable(item_id)})
             self._lock_terms(conn, [namespace])
             current = {
-                str(r[0]): (str(r[1]), int(r[2]))
+                str(r[0]): str(r[1])
                 for r in conn.execute(
-                    "SELECT id, index_window, window_len FROM items WHERE namespace = %s AND id = ANY(%s::text[]) "
+                    "SELECT id, index_window FROM items WHERE namespace = %s AND id = ANY(%s::text[]) "
                     "ORDER BY id FOR UPDATE",
                     (namespace, wanted),
                 )
             }
             count = 0
-            delta = 0
-            changed = sorted({i for i, text, _ in checked if i in current and current[i][0] != text})
+            changed = sorted({i for i, text, _ in checked if i in current and current[i] != text})
             self._count_terms(conn, namespace, changed, -1)
             for item_id, text, vector in checked:
                 if item_id not in current:
                     continue
-                old_text, old_len = current[item_id]
-                if old_text != text:
-                    new_len = doc_len(text)
+                if current[item_id] != text:
                     conn.execute(
                         "UPDATE items SET index_window = %s, window_len = %s WHERE namespace = %s AND id = %s",
-                        (text, new_len, namespace, item_id),
+                        (text, doc_len(text), namespace, item_id),
                     )
-                    current[item_id] = (text, new_len)
-                    delta += new_len - old_len
+                    current[item_id] = text
                 if space is not None and vector is not None:
                     self._write_vector(conn, space, namespace, item_id, vector)  # replaces the old one
                 elif space is not None:
                     conn.execute(f"DELETE FROM {space.table} WHERE namespace = %s AND id = %s", (namespace, item_id))
                 count += 1
             self._count_terms(conn, namespace, changed, 1)
-            self._bump_stats(conn, {namespace: [0, 0, delta]})
             return count
 
     def delete(self, namespace: str, ids: Sequence[str], ledger: Sequence[LedgerEntry]) -> int:
@@ -487,17 +464,11 @@ class PostgresBackend(SQLItemStore[_Space]):
         with self._tx() as conn:
             self._lock_terms(conn, [namespace])
             self._count_terms(conn, namespace, text_list(ids), -1)
-            rows = conn.execute(
-                "DELETE FROM items WHERE namespace = %s AND id = ANY(%s::text[]) RETURNING doc_len, window_len",
-                (namespace, text_list(ids)),
-            ).fetchall()
+            cursor = conn.execute(
+                "DELETE FROM items WHERE namespace = %s AND id = ANY(%s::text[])", (namespace, text_list(ids))
+            )
             self._append_ledger(conn, ledger)
-            if rows:
-                self._bump_stats(
-                    conn,
-                    {namespace: [-len(rows), -sum(int(r[0]) for r in rows), -sum(int(r[1]) for r in rows)]},
-                )
-            return len(rows)
+            return max(int(cursor.rowcount), 0)
 
     def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
         """Increment access_count (once per listed id) and set accessed_at for ``ids`` in ``namespace``.

@@ -182,15 +182,29 @@ GROUP BY c.id ORDER BY score DESC, c.id LIMIT %s
 """
 )
 
-#: Add ``sign`` (+1 or -1) times the lexemes of the listed items' ``key_tsv`` to the
-#: namespace's document frequencies, in lexeme order (so concurrent writers lock rows in
-#: one order). Returns the rows touched with their new df (rows at 0 are then deleted, so
-#: nothing of a forgotten memory stays behind). Parameters: sign, namespace, ids.
+#: Add ``sign`` (+1 or -1) times the listed items to the namespace's lexical statistics:
+#: their documents and words (content and window) to ``lexical_stats``, the lexemes of
+#: their ``key_tsv`` to the document frequencies in ``lexical_terms``, in lexeme order (so
+#: concurrent writers lock rows in one order). Run before rows change or vanish (-1) and
+#: after they were written (+1), the statistics follow every write from the rows
+#: themselves. Returns the ``lexical_terms`` rows touched with their new df (rows at 0 are
+#: then deleted, so nothing of a forgotten memory stays behind). Parameters (by name):
+#: sign, namespace, ids.
 LEXICAL_TERMS_DELTA = """
+WITH counted AS (
+    SELECT count(*) AS docs, coalesce(sum(doc_len), 0) AS words, coalesce(sum(window_len), 0) AS window_words
+    FROM items WHERE namespace = %(namespace)s AND id = ANY(%(ids)s::text[])
+), stats AS (
+    INSERT INTO lexical_stats AS s (namespace, docs, words, window_words)
+    SELECT %(namespace)s, %(sign)s::int * docs, %(sign)s::int * words, %(sign)s::int * window_words
+    FROM counted WHERE docs > 0
+    ON CONFLICT (namespace) DO UPDATE SET docs = s.docs + EXCLUDED.docs, words = s.words + EXCLUDED.words,
+        window_words = s.window_words + EXCLUDED.window_words
+)
 INSERT INTO lexical_terms AS lt (namespace, lexeme, mask, df)
-SELECT i.namespace, t.lexeme, memory_weight_mask(t.weights), %s::int * count(*)
+SELECT i.namespace, t.lexeme, memory_weight_mask(t.weights), %(sign)s::int * count(*)
 FROM items i CROSS JOIN LATERAL unnest(i.key_tsv) AS t
-WHERE i.namespace = %s AND i.id = ANY(%s::text[])
+WHERE i.namespace = %(namespace)s AND i.id = ANY(%(ids)s::text[])
 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
 ON CONFLICT (namespace, lexeme, mask) DO UPDATE SET df = lt.df + EXCLUDED.df
 RETURNING lexeme, mask, df
