@@ -4,8 +4,9 @@
 on every engine: reads by id and by filter, counts, keyset iteration, the
 ledger, the embedding queue and its claims. It speaks ``?`` SQL through the
 backend's :class:`~memory.backends.dialect.Dialect` and asks the engine only
-for what truly differs (:meth:`SQLItemStore._compile`: the filter predicate,
-whose tag, metadata and list syntax is the engine's). Vector spaces come from
+for what truly differs (``_compile``: the filter predicate, whose tag,
+metadata and list syntax is the engine's). The writes come from
+:class:`~memory.backends.items_write.SQLItemWrites`, vector spaces from
 :class:`~memory.backends.item_vectors.SQLVectorStore`. The rankings (FTS5 or
 tsvector BM25, sign bits or pgvector), writes that keep engine-side indexes
 (FTS5 rows, tsvector statistics, vector tables) and DDL stay in the engine
@@ -17,24 +18,19 @@ from __future__ import annotations
 import builtins
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict
 
-from memory.backends.columns import ITEM_COLUMNS, JSON_COLUMNS, TIME_COLUMNS
-from memory.backends.item_vectors import S, SQLVectorStore
-from memory.backends.values import AddResult, ChannelHit, ListOrder, NewRecord
+from memory.backends.columns import ITEM_COLUMNS, JSON_COLUMNS, LEDGER_SELECT, TIME_COLUMNS
+from memory.backends.item_vectors import S
+from memory.backends.items_write import SQLItemWrites
+from memory.backends.values import ChannelHit, ListOrder
 from memory.errors import InvalidInputError
 from memory.filters import Filter
 from memory.index_layout import field_weights
 from memory.types import LedgerEntry, MemoryItem
 
-#: Items dedup within (namespace, user, agent, thread, content hash).
-DedupKey = tuple[str, str | None, str | None, str | None, str]
-_Rows = list[tuple[Any, ...]]
-
 __all__ = [
-    "DedupKey",
     "ITEM_SELECT",
     "ItemCounts",
     "SQLItemStore",
@@ -48,9 +44,6 @@ GROUP_COLUMNS = {"kind": "i.kind", "sensitivity": "i.sensitivity", "embedding_st
 EMBEDDING_STATUSES = ("done", "pending", "failed", "skipped")
 #: ``SELECT`` list of the item columns for ``items`` aliased ``i``, in ITEM_COLUMNS order ("user" quoted).
 ITEM_SELECT = ", ".join(f'i."{c}"' if c == "user" else f"i.{c}" for c in ITEM_COLUMNS)
-#: Columns of ``ledger`` in :class:`~memory.types.LedgerEntry` order (``before``/``after`` quoted for PostgreSQL).
-LEDGER_SELECT = 'id, namespace, item_id, op, at, "before", "after", reason'
-_INSERT_LEDGER = f"INSERT INTO ledger ({LEDGER_SELECT}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 class ItemCounts(TypedDict):
@@ -80,7 +73,7 @@ def check_claim(limit: object, worker: object, lease_seconds: object) -> None:
         raise InvalidInputError(f"lease_seconds must be a positive number, got {lease_seconds!r}")
 
 
-class SQLItemStore(SQLVectorStore[S]):
+class SQLItemStore(SQLItemWrites[S]):
     """Item and ledger queries shared by the SQL backends (a base class of each engine's backend).
 
     The engine sets :attr:`dialect`, ``_spaces`` (a cache) and ``_lock``, and
@@ -91,10 +84,6 @@ class SQLItemStore(SQLVectorStore[S]):
 
     #: ``SELECT`` list of the item columns for ``items`` aliased ``i``, in ITEM_COLUMNS order.
     item_select: str = ITEM_SELECT
-
-    def _compile(self, flt: Filter, *, probe: bool = False) -> tuple[str, builtins.list[Any]]:
-        """The engine's predicate over ``items i`` that ``flt`` matches, and its parameters."""
-        raise NotImplementedError
 
     def _lexical(
         self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...]
@@ -119,15 +108,6 @@ class SQLItemStore(SQLVectorStore[S]):
                 value = self._time(value)
             data[column] = value
         return MemoryItem(**data)
-
-    def _ledger_values(self, entry: LedgerEntry) -> tuple[Any, ...]:
-        d = self.dialect
-        return (
-            entry.id, entry.namespace, entry.item_id, entry.op, d.time_param(entry.at),
-            None if entry.before is None else d.json_compact(entry.before),
-            None if entry.after is None else d.json_compact(entry.after),
-            entry.reason,
-        )  # fmt: skip
 
     def _ledger(self, row: Sequence[Any]) -> LedgerEntry:
         entry_id, namespace, item_id, op, at, before, after, reason = row
@@ -160,78 +140,12 @@ class SQLItemStore(SQLVectorStore[S]):
             return []
         return self._lexical(flt, words, int(k), weights)
 
-    # -- dedup (the rule of ``add``, one copy for every engine) -----------------
-    def _stored_duplicates(
-        self, conn: Any, items: Sequence[MemoryItem]
-    ) -> dict[DedupKey, builtins.list[tuple[Any, ...]]]:
-        """Stored non-secret items sharing a content hash with ``items``: ``(id, expires_at, valid_to)`` raw
-        rows by dedup key, oldest first. One query per namespace; secrets are never dedup targets."""
-        d = self.dialect
-        by_ns: dict[str, set[str]] = {}
-        for item in items:
-            by_ns.setdefault(item.namespace, set()).add(item.content_hash)
-        out: dict[DedupKey, _Rows] = {}
-        for namespace, hashes in by_ns.items():
-            where, values = d.one_of("content_hash", sorted(hashes))
-            for row in d.rows(
-                conn,
-                'SELECT id, "user", agent, thread, content_hash, expires_at, valid_to FROM items '
-                f"WHERE namespace = ? AND {where} AND sensitivity <> 'secret' ORDER BY created_at, id",
-                (namespace, *values),
-            ):
-                out.setdefault((namespace, row[1], row[2], row[3], str(row[4])), []).append(
-                    (str(row[0]), row[5], row[6])
-                )
-        return out
-
-    def _plan_adds(
-        self, records: Sequence[NewRecord], stored: dict[DedupKey, _Rows]
-    ) -> tuple[builtins.list[AddResult], builtins.list[NewRecord]]:
-        """Which records ``add`` inserts, and its answer for each: the dedup rule.
-
-        A record whose scope holds a live item (neither expired nor closed at
-        the record's ``created_at``) with its content hash, stored or inserted
-        earlier in the batch, answers that item's id with ``created=False``.
-        Secrets never dedup, either way: the answer would tell a writer that
-        the secret exists.
-        """
-        results: builtins.list[AddResult] = []
-        inserted: builtins.list[NewRecord] = []
-        staged: dict[DedupKey, str] = {}
-        for record in records:
-            item = record.item
-            key: DedupKey = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
-            existing: str | None = None
-            if item.sensitivity != "secret":
-                created = self.dialect.time_param(item.created_at)
-                existing = staged.get(key) or next(
-                    (
-                        found
-                        for found, expires, valid_to in stored.get(key, ())
-                        if (expires is None or expires > created) and (valid_to is None or valid_to > created)
-                    ),
-                    None,
-                )
-            if existing is not None:
-                results.append(AddResult(existing, False))
-                continue
-            inserted.append(record)
-            if item.sensitivity != "secret":
-                staged[key] = item.id
-            results.append(AddResult(item.id, True))
-        return results, inserted
-
     # -- reads ---------------------------------------------------------------
     def get(self, namespace: str, ids: Sequence[str]) -> builtins.list[MemoryItem]:
         """Items by id in ``namespace``, in the order asked; unknown ids are omitted."""
         if not ids or not self.dialect.storable(namespace):
             return []
-        # Through the engine's filter, which knows how its planner reaches rows by id best.
-        flt = Filter.model_construct(
-            namespace=namespace, ids=tuple(ids), clearance="secret", include_expired=True, include_invalid=True,
-            now=datetime.now(UTC),
-        )  # fmt: skip
-        where, params = self._compile(flt)
+        where, params = self._by_ids(namespace, ids)
         sql = f"SELECT {self.item_select} FROM items i WHERE {where}"
         with self.dialect.read() as conn:
             found = {item.id: item for item in self._items(conn, sql, params)}
@@ -437,15 +351,3 @@ class SQLItemStore(SQLVectorStore[S]):
             if len(rows) < batch_size:
                 return
             after = int(rows[-1][-1])
-
-    def _append_ledger(self, conn: Any, entries: Sequence[LedgerEntry]) -> None:
-        """Insert ledger entries on ``conn`` (inside the caller's transaction)."""
-        if entries:
-            with closing(conn.cursor()) as cursor:
-                cursor.executemany(self.dialect.sql(_INSERT_LEDGER), [self._ledger_values(e) for e in entries])
-
-    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
-        """Append ledger entries as they are, in one transaction (copying a store's history)."""
-        if entries:
-            with self.dialect.write() as conn:
-                self._append_ledger(conn, entries)

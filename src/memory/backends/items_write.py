@@ -1,0 +1,134 @@
+"""The items store's writes, written once for every SQL engine (SQLite and PostgreSQL).
+
+:class:`SQLItemWrites` holds the dedup rule of ``add`` and the ledger's
+appends, in ``?`` SQL through the backend's
+:class:`~memory.backends.dialect.Dialect`. It is a base class of
+:class:`~memory.backends.items.SQLItemStore` (the reads), over
+:class:`~memory.backends.item_vectors.SQLVectorStore` (the vector spaces).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import closing
+from datetime import UTC, datetime
+from typing import Any
+
+from memory.backends.columns import LEDGER_SELECT
+from memory.backends.item_vectors import S, SQLVectorStore
+from memory.backends.values import AddResult, NewRecord
+from memory.filters import Filter
+from memory.types import LedgerEntry, MemoryItem
+
+__all__ = ["DedupKey", "SQLItemWrites"]
+
+#: Items dedup within (namespace, user, agent, thread, content hash).
+DedupKey = tuple[str, str | None, str | None, str | None, str]
+_Rows = list[tuple[Any, ...]]
+_INSERT_LEDGER = f"INSERT INTO ledger ({LEDGER_SELECT}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+class SQLItemWrites(SQLVectorStore[S]):
+    """Item writes shared by the SQL backends (a base class of :class:`~memory.backends.items.SQLItemStore`).
+
+    The engine implements :meth:`_compile` and the hooks of
+    :class:`~memory.backends.item_vectors.SQLVectorStore`; everything here
+    runs on the dialect's write transactions.
+    """
+
+    def _compile(self, flt: Filter, *, probe: bool = False) -> tuple[str, list[Any]]:
+        """The engine's predicate over ``items i`` that ``flt`` matches, and its parameters."""
+        raise NotImplementedError
+
+    def _by_ids(self, namespace: str, ids: Sequence[str]) -> tuple[str, list[Any]]:
+        """The predicate over ``items i`` selecting the items of ``namespace`` named by ``ids``, and its parameters.
+
+        Through the engine's filter, which knows how its planner reaches rows
+        by id best (SQLite: the id index, never a scan of the namespace).
+        """
+        flt = Filter.model_construct(
+            namespace=namespace, ids=tuple(ids), clearance="secret", include_expired=True, include_invalid=True,
+            now=datetime.now(UTC),
+        )  # fmt: skip
+        return self._compile(flt)
+
+    # -- dedup (the rule of ``add``, one copy for every engine) -----------------
+    def _stored_duplicates(self, conn: Any, items: Sequence[MemoryItem]) -> dict[DedupKey, _Rows]:
+        """Stored non-secret items sharing a content hash with ``items``: ``(id, expires_at, valid_to)`` raw
+        rows by dedup key, oldest first. One query per namespace; secrets are never dedup targets."""
+        d = self.dialect
+        by_ns: dict[str, set[str]] = {}
+        for item in items:
+            by_ns.setdefault(item.namespace, set()).add(item.content_hash)
+        out: dict[DedupKey, _Rows] = {}
+        for namespace, hashes in by_ns.items():
+            where, values = d.one_of("content_hash", sorted(hashes))
+            for row in d.rows(
+                conn,
+                'SELECT id, "user", agent, thread, content_hash, expires_at, valid_to FROM items '
+                f"WHERE namespace = ? AND {where} AND sensitivity <> 'secret' ORDER BY created_at, id",
+                (namespace, *values),
+            ):
+                out.setdefault((namespace, row[1], row[2], row[3], str(row[4])), []).append(
+                    (str(row[0]), row[5], row[6])
+                )
+        return out
+
+    def _plan_adds(
+        self, records: Sequence[NewRecord], stored: dict[DedupKey, _Rows]
+    ) -> tuple[list[AddResult], list[NewRecord]]:
+        """Which records ``add`` inserts, and its answer for each: the dedup rule.
+
+        A record whose scope holds a live item (neither expired nor closed at
+        the record's ``created_at``) with its content hash, stored or inserted
+        earlier in the batch, answers that item's id with ``created=False``.
+        Secrets never dedup, either way: the answer would tell a writer that
+        the secret exists.
+        """
+        results: list[AddResult] = []
+        inserted: list[NewRecord] = []
+        staged: dict[DedupKey, str] = {}
+        for record in records:
+            item = record.item
+            key: DedupKey = (item.namespace, item.user, item.agent, item.thread, item.content_hash)
+            existing: str | None = None
+            if item.sensitivity != "secret":
+                created = self.dialect.time_param(item.created_at)
+                existing = staged.get(key) or next(
+                    (
+                        found
+                        for found, expires, valid_to in stored.get(key, ())
+                        if (expires is None or expires > created) and (valid_to is None or valid_to > created)
+                    ),
+                    None,
+                )
+            if existing is not None:
+                results.append(AddResult(existing, False))
+                continue
+            inserted.append(record)
+            if item.sensitivity != "secret":
+                staged[key] = item.id
+            results.append(AddResult(item.id, True))
+        return results, inserted
+
+    # -- the ledger ------------------------------------------------------------
+    def _ledger_values(self, entry: LedgerEntry) -> tuple[Any, ...]:
+        d = self.dialect
+        return (
+            entry.id, entry.namespace, entry.item_id, entry.op, d.time_param(entry.at),
+            None if entry.before is None else d.json_compact(entry.before),
+            None if entry.after is None else d.json_compact(entry.after),
+            entry.reason,
+        )  # fmt: skip
+
+    def _append_ledger(self, conn: Any, entries: Sequence[LedgerEntry]) -> None:
+        """Insert ledger entries on ``conn`` (inside the caller's transaction)."""
+        if entries:
+            with closing(conn.cursor()) as cursor:
+                cursor.executemany(self.dialect.sql(_INSERT_LEDGER), [self._ledger_values(e) for e in entries])
+
+    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
+        """Append ledger entries as they are, in one transaction (copying a store's history)."""
+        if entries:
+            with self.dialect.write() as conn:
+                self._append_ledger(conn, entries)
