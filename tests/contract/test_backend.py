@@ -171,3 +171,16 @@ def test_access_and_pending(backend: Backend) -> None:
     assert backend.mark_embedding("ns", [rec.item.id], "failed", "boom") == 1
     assert backend.get("ns", [rec.item.id])[0].embedding_error == "boom"
     assert list(backend.iter_items(_flt())) == backend.get("ns", [rec.item.id])
+
+
+def test_record_access_counts_each_listing_and_stays_in_its_namespace(backend: Backend) -> None:
+    twice, once, elsewhere = _record("seen twice"), _record("seen once"), _record("seen twice", namespace="other")
+    backend.add([twice, once, elsewhere])
+    later = NOW + timedelta(hours=2)
+    backend.record_access("ns", [twice.item.id, once.item.id, twice.item.id, elsewhere.item.id], later)
+    seen = {i.id: (i.access_count, i.accessed_at) for i in backend.get("ns", [twice.item.id, once.item.id])}
+    assert seen == {twice.item.id: (2, later), once.item.id: (1, later)}
+    untouched = backend.get("other", [elsewhere.item.id])[0]
+    assert (untouched.access_count, untouched.accessed_at) == (0, None)
+    backend.record_access("ns", [], later)
+    assert backend.get("ns", [once.item.id])[0].access_count == 1

@@ -10,7 +10,7 @@ appends, in ``?`` SQL through the backend's
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import closing
+from contextlib import AbstractContextManager, closing
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,6 +51,10 @@ class SQLItemWrites(SQLVectorStore[S]):
             now=datetime.now(UTC),
         )  # fmt: skip
         return self._compile(flt)
+
+    def _one_statement(self) -> AbstractContextManager[Any]:
+        """A connection on which one write statement is a transaction of its own (default: a write transaction)."""
+        return self.dialect.write()
 
     # -- dedup (the rule of ``add``, one copy for every engine) -----------------
     def _stored_duplicates(self, conn: Any, items: Sequence[MemoryItem]) -> dict[DedupKey, _Rows]:
@@ -132,3 +136,30 @@ class SQLItemWrites(SQLVectorStore[S]):
         if entries:
             with self.dialect.write() as conn:
                 self._append_ledger(conn, entries)
+
+    # -- writes ----------------------------------------------------------------
+    def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
+        """Increment access_count (once per listed id) and set accessed_at for ``ids`` in ``namespace``.
+
+        One statement when no id is listed twice (recall's case), on the
+        engine's cheapest connection for it (:meth:`_one_statement`); else one
+        statement per repeat count, in one write transaction.
+        """
+        d = self.dialect
+        wanted = [item_id for item_id in ids if d.storable(item_id)]
+        if not wanted or not d.storable(namespace):
+            return
+        counts: dict[str, int] = {}
+        for item_id in wanted:
+            counts[item_id] = counts.get(item_id, 0) + 1
+        by_count: dict[int, list[str]] = {}
+        for item_id, n in counts.items():
+            by_count.setdefault(n, []).append(item_id)
+        with self._one_statement() if len(by_count) == 1 else d.write() as conn:
+            for n, group in sorted(by_count.items()):
+                where, params = self._by_ids(namespace, group)
+                d.run(
+                    conn,
+                    f"UPDATE items AS i SET access_count = i.access_count + ?, accessed_at = ? WHERE {where}",
+                    [n, d.time_param(at), *params],
+                )

@@ -18,8 +18,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from datetime import datetime
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector
@@ -243,6 +242,10 @@ class PostgresBackend(SQLItemStore[_Space]):
 
     def _lock_spaces(self, conn: Any) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SPACE_LOCK,))
+
+    def _one_statement(self) -> AbstractContextManager[Any]:
+        """A pooled connection in autocommit: a lone statement is its own transaction, one round trip."""
+        return self._read()
 
     # -- writes ------------------------------------------------------------
     @staticmethod
@@ -470,26 +473,6 @@ class PostgresBackend(SQLItemStore[_Space]):
             self._append_ledger(conn, ledger)
             return max(int(cursor.rowcount), 0)
 
-    def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
-        """Increment access_count (once per listed id) and set accessed_at for ``ids`` in ``namespace``.
-
-        One statement in autocommit: a single round trip on the read path.
-        """
-        wanted = [item_id for item_id in ids if storable(item_id)]
-        if not wanted or not storable(namespace):
-            return
-        counts: dict[str, int] = {}
-        for item_id in wanted:
-            counts[item_id] = counts.get(item_id, 0) + 1
-        with self._read() as conn:
-            conn.execute(
-                "UPDATE items i SET access_count = i.access_count + a.n, accessed_at = %s "
-                "FROM unnest(%s::text[], %s::int[]) AS a(id, n) WHERE i.namespace = %s AND i.id = a.id",
-                (at, list(counts), list(counts.values()), namespace),
-                prepare=True,
-            )
-
-    # -- jobs --------------------------------------------------------------
     # -- reads -------------------------------------------------------------
     def _lexical(
         self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...]

@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +47,6 @@ from memory.errors import (
     StorageError,
 )
 from memory.filters import Filter
-from memory.ids import to_epoch
 from memory.index_layout import LEXICAL_FIELDS
 from memory.types import LedgerEntry, MemoryItem
 
@@ -406,17 +404,6 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
                 count = int(conn.execute(f"DELETE FROM items WHERE rid IN {_IDS}", (packed,)).rowcount)
             self._append_ledger(conn, ledger)
             return count
-
-    def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
-        """Increment access_count and set accessed_at for ``ids`` in ``namespace``."""
-        if not ids:
-            return
-        stamp = to_epoch(at)
-        with self._write() as conn:
-            conn.executemany(
-                "UPDATE items SET access_count = access_count + 1, accessed_at = ? WHERE namespace = ? AND id = ?",
-                [(stamp, namespace, item_id) for item_id in ids],
-            )
 
     # -- reads -------------------------------------------------------------
     def _lexical(
