@@ -111,6 +111,19 @@ def test_replace_delete_history(backend: Backend) -> None:
     assert backend.history("other", new.id) == []
 
 
+def test_delete_takes_tags_words_and_vectors_along(backend: Backend) -> None:
+    backend.ensure_vector_space(MODEL, DIM)
+    rng = np.random.default_rng(5)
+    keep, gone, also = (_record(f"tagged note {n}", _unit(rng), tags=["t"]) for n in range(3))
+    backend.add([keep, gone, also])
+    assert backend.delete("ns", [gone.item.id, also.item.id, gone.item.id, "missing"], []) == 2
+    assert backend.count(_flt(tags_any=["t"])) == 1
+    assert gone.vector is not None
+    assert [h.id for h in backend.search_vector(_flt(), MODEL, gone.vector, 10)] == [keep.item.id]
+    assert [h.id for h in backend.search_lexical(_flt(), ["tagged"], 10)] == [keep.item.id]
+    assert backend.delete("ns", [], []) == 0
+
+
 def test_namespace_isolation_on_every_read(backend: Backend) -> None:
     backend.ensure_vector_space(MODEL, DIM)
     rng = np.random.default_rng(3)

@@ -52,6 +52,21 @@ class SQLItemWrites(SQLVectorStore[S]):
         )  # fmt: skip
         return self._compile(flt)
 
+    # -- what engines add --------------------------------------------------------
+    def _lock_terms(self, conn: Any, namespaces: Sequence[str]) -> None:
+        """Serialise the writers of these namespaces' lexical statistics until the transaction ends.
+
+        Default: nothing (the write transaction already serialises, and the
+        engine's full-text tables follow the rows through triggers).
+        """
+
+    def _count_terms(self, conn: Any, namespace: str, ids: Sequence[str], sign: int) -> None:
+        """Take these items out of (``sign`` -1, before their rows change or vanish) or add them to (+1, after
+        they were written) the engine's lexical statistics. Default: nothing (see :meth:`_lock_terms`)."""
+
+    def _forget_vectors(self, conn: Any, namespace: str, ids: Sequence[str]) -> None:
+        """Remove the vectors of items about to be deleted. Default: nothing (they go with the rows: cascade)."""
+
     def _one_statement(self) -> AbstractContextManager[Any]:
         """A connection on which one write statement is a transaction of its own (default: a write transaction)."""
         return self.dialect.write()
@@ -138,6 +153,24 @@ class SQLItemWrites(SQLVectorStore[S]):
                 self._append_ledger(conn, entries)
 
     # -- writes ----------------------------------------------------------------
+    def delete(self, namespace: str, ids: Sequence[str], ledger: Sequence[LedgerEntry]) -> int:
+        """Delete items of ``namespace`` with their tags, lexical entries and vectors; record ``ledger``.
+
+        Returns the number of items deleted. The ledger is kept.
+        """
+        d = self.dialect
+        wanted = [item_id for item_id in ids if d.storable(item_id)]
+        with d.write() as conn:
+            count = 0
+            if wanted and d.storable(namespace):
+                self._lock_terms(conn, [namespace])
+                self._count_terms(conn, namespace, wanted, -1)
+                self._forget_vectors(conn, namespace, wanted)
+                where, params = self._by_ids(namespace, wanted)
+                count = max(int(d.run(conn, f"DELETE FROM items AS i WHERE {where}", params).rowcount), 0)
+            self._append_ledger(conn, ledger)
+            return count
+
     def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
         """Increment access_count (once per listed id) and set accessed_at for ``ids`` in ``namespace``.
 

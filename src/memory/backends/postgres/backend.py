@@ -266,8 +266,7 @@ class PostgresBackend(SQLItemStore[_Space]):
             (namespace, item_id, vector_text(vector)),
         )
 
-    @staticmethod
-    def _lock_terms(conn: Any, namespaces: Sequence[str]) -> None:
+    def _lock_terms(self, conn: Any, namespaces: Sequence[str]) -> None:
         """Take the namespaces' lexical-terms locks (transaction-scoped), in a fixed order."""
         conn.execute(
             "SELECT count(pg_advisory_xact_lock(%s, hashtext(n))) "
@@ -275,8 +274,7 @@ class PostgresBackend(SQLItemStore[_Space]):
             (_TERMS_LOCK, sorted(set(namespaces))),
         )
 
-    @staticmethod
-    def _count_terms(conn: Any, namespace: str, ids: Sequence[str], sign: int) -> None:
+    def _count_terms(self, conn: Any, namespace: str, ids: Sequence[str], sign: int) -> None:
         """Add (``sign`` 1) or remove (-1) these items in the namespace's lexical statistics.
 
         Their documents and words go to ``lexical_stats``, the lexemes of their
@@ -458,20 +456,6 @@ class PostgresBackend(SQLItemStore[_Space]):
                 count += 1
             self._count_terms(conn, namespace, changed, 1)
             return count
-
-    def delete(self, namespace: str, ids: Sequence[str], ledger: Sequence[LedgerEntry]) -> int:
-        """Delete items of ``namespace`` with their tags and vectors (cascade); record ``ledger``.
-
-        Returns the number of items deleted. The ledger is kept.
-        """
-        with self._tx() as conn:
-            self._lock_terms(conn, [namespace])
-            self._count_terms(conn, namespace, text_list(ids), -1)
-            cursor = conn.execute(
-                "DELETE FROM items WHERE namespace = %s AND id = ANY(%s::text[])", (namespace, text_list(ids))
-            )
-            self._append_ledger(conn, ledger)
-            return max(int(cursor.rowcount), 0)
 
     # -- reads -------------------------------------------------------------
     def _lexical(

@@ -57,7 +57,6 @@ __all__ = ["SQLiteBackend"]
 
 _INSERT_ITEM = f"INSERT INTO items ({', '.join(ITEM_COLUMNS)}) VALUES ({', '.join('?' for _ in ITEM_COLUMNS)})"
 _UPDATE_ITEM = f"UPDATE items SET {', '.join(f'{c} = ?' for c in ITEM_COLUMNS)} WHERE rid = ?"
-_IDS = "(SELECT value FROM json_each(?))"
 #: Items added between two refreshes of the planner statistics.
 _OPTIMIZE_EVERY = 10_000
 
@@ -228,6 +227,14 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         vectors.write_vector(conn, space, namespace, int(key), vector)
 
     # -- writes ------------------------------------------------------------
+    def _forget_vectors(self, conn: Any, namespace: str, ids: Sequence[str]) -> None:
+        """Remove the vectors and sign-bit codes of these items from every space (codes have no foreign key)."""
+        where, params = self._by_ids(namespace, ids)
+        rids = [int(r[0]) for r in conn.execute(f"SELECT i.rid FROM items i WHERE {where}", params)]
+        if rids:
+            for space in self._all_spaces(conn):
+                vectors.delete_vectors(conn, space, namespace, rids)
+
     @staticmethod
     def _write_tags(conn: Any, rid: int, item: MemoryItem) -> None:
         conn.execute("DELETE FROM item_tags WHERE rid = ?", (rid,))
@@ -380,30 +387,6 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
                     conn, space, namespace, [(rid, v) for rid, v in latest.items() if v is not None]
                 )
             return len(found)
-
-    def delete(self, namespace: str, ids: Sequence[str], ledger: Sequence[LedgerEntry]) -> int:
-        """Delete items of ``namespace`` with their tags, FTS entries and vectors; record ``ledger``.
-
-        Returns the number of items deleted. The ledger is kept.
-        """
-        with self._write() as conn:
-            rids = [
-                int(r[0])
-                for r in conn.execute(
-                    "SELECT DISTINCT i.rid FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value "
-                    "WHERE i.namespace = ?",
-                    (json_list(ids), namespace),
-                )
-            ]
-            count = 0
-            if rids:
-                packed = json_list(rids)
-                for space in self._all_spaces(conn):
-                    vectors.delete_vectors(conn, space, namespace, rids)
-                conn.execute(f"DELETE FROM item_tags WHERE rid IN {_IDS}", (packed,))
-                count = int(conn.execute(f"DELETE FROM items WHERE rid IN {_IDS}", (packed,)).rowcount)
-            self._append_ledger(conn, ledger)
-            return count
 
     # -- reads -------------------------------------------------------------
     def _lexical(
