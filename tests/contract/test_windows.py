@@ -95,6 +95,26 @@ def test_window_vectors_leave_embedding_status_alone(backend: Backend) -> None:
         backend.set_windows("ns", "unregistered", [(item.id, "", blended)])
 
 
+def test_the_last_window_of_an_item_listed_twice_wins(backend: Backend) -> None:
+    backend.ensure_vector_space(window_model("m"), 4)
+    a, b = _record("plain words"), _record("other words")
+    backend.add([a, b])
+    first, last = np.array([1, 0, 0, 0], dtype=np.float32), np.array([0, 1, 0, 0], dtype=np.float32)
+    updates = [(a.item.id, "kite talk", first), (b.item.id, "heron talk", first), (a.item.id, "plain", last)]
+    assert backend.set_windows("ns", window_model("m"), [*updates, ("missing", "x", None)]) == 3
+    assert backend.search_lexical(_flt(), ["kite"], 10, fields=WINDOW_ONLY) == []
+    assert [h.id for h in backend.search_lexical(_flt(), ["plain"], 10, fields=WINDOW_ONLY)] == [a.item.id]
+    stored = backend.get_vectors("ns", window_model("m"), [a.item.id, b.item.id])
+    np.testing.assert_allclose(stored[a.item.id], last)
+    np.testing.assert_allclose(stored[b.item.id], first)
+    # back to the stored text last: the window is "plain" again, not the text in between
+    assert backend.set_windows("ns", None, [(a.item.id, "kite talk", None), (a.item.id, "plain", None)]) == 2
+    assert backend.search_lexical(_flt(), ["kite"], 10, fields=WINDOW_ONLY) == []
+    with pytest.raises(InvalidInputError):
+        backend.set_windows("ns", None, [(a.item.id, None, None)])  # type: ignore[list-item]
+    assert [h.id for h in backend.search_lexical(_flt(), ["plain"], 10, fields=WINDOW_ONLY)] == [a.item.id]
+
+
 # -- the facade keeps windows current ---------------------------------------
 def test_windows_span_two_turns_each_side_of_the_thread(mem: Memory) -> None:
     mem.remember(TURNS, thread="t1")

@@ -16,7 +16,8 @@ from typing import Any
 
 from memory.backends.columns import LEDGER_SELECT
 from memory.backends.item_vectors import S, SQLVectorStore
-from memory.backends.values import AddResult, NewRecord
+from memory.backends.values import AddResult, NewRecord, Vector
+from memory.errors import InvalidInputError
 from memory.filters import Filter
 from memory.types import LedgerEntry, MemoryItem
 
@@ -35,6 +36,9 @@ class SQLItemWrites(SQLVectorStore[S]):
     :class:`~memory.backends.item_vectors.SQLVectorStore`; everything here
     runs on the dialect's write transactions.
     """
+
+    #: Engine columns set with a window's text (filled by :meth:`_window_values`), e.g. its word count.
+    window_columns: tuple[str, ...] = ()
 
     def _compile(self, flt: Filter, *, probe: bool = False) -> tuple[str, list[Any]]:
         """The engine's predicate over ``items i`` that ``flt`` matches, and its parameters."""
@@ -63,6 +67,18 @@ class SQLItemWrites(SQLVectorStore[S]):
     def _count_terms(self, conn: Any, namespace: str, ids: Sequence[str], sign: int) -> None:
         """Take these items out of (``sign`` -1, before their rows change or vanish) or add them to (+1, after
         they were written) the engine's lexical statistics. Default: nothing (see :meth:`_lock_terms`)."""
+
+    def _window_values(self, text: str) -> tuple[Any, ...]:
+        """Values of :attr:`window_columns` for the window ``text``."""
+        return ()
+
+    def _write_vectors(self, conn: Any, space: S, namespace: str, rows: Sequence[tuple[Any, Vector]]) -> None:
+        """Store vectors (by :attr:`row_key`) of items that have none in ``space``; the caller checked them."""
+        raise NotImplementedError
+
+    def _delete_vectors(self, conn: Any, space: S, namespace: str, keys: Sequence[Any]) -> None:
+        """Remove the vectors of the items whose :attr:`row_key` is in ``keys`` from ``space``."""
+        raise NotImplementedError
 
     def _forget_vectors(self, conn: Any, namespace: str, ids: Sequence[str]) -> None:
         """Remove the vectors of items about to be deleted. Default: nothing (they go with the rows: cascade)."""
@@ -196,3 +212,55 @@ class SQLItemWrites(SQLVectorStore[S]):
                     f"UPDATE items AS i SET access_count = i.access_count + ?, accessed_at = ? WHERE {where}",
                     [n, d.time_param(at), *params],
                 )
+
+    def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
+        """Store the context windows of existing items: (id, window text, window vector or None).
+
+        The text goes to the lexical ``window`` field (``index_window``); the
+        vector to ``model``'s space (registered with :meth:`ensure_vector_space`),
+        replacing the old one (None removes it; ``model=None`` leaves vectors
+        alone). The last update of an item listed twice wins. Embedding status
+        is not touched. Every text and vector is checked before anything is
+        written (InvalidInputError). Returns the number of updates whose item exists.
+        """
+        if not updates:
+            return 0
+        d = self.dialect
+        for _, text, _ in updates:
+            if not isinstance(text, str) or not d.storable(text):
+                nul = ", no NUL characters" if d.rejects_nul else ""
+                raise InvalidInputError(f"window text must be a string {d.name} can store (valid Unicode{nul})")
+        with d.write() as conn:
+            space = self._require_space(conn, model) if model is not None else None
+            checked = [
+                (item_id, text, None if vector is None or space is None else self._checked_vector(space, vector))
+                for item_id, text, vector in updates
+            ]
+            wanted = sorted({item_id for item_id, _, _ in checked if isinstance(item_id, str) and d.storable(item_id)})
+            self._lock_terms(conn, [namespace])
+            where, params = self._by_ids(namespace, wanted)
+            current = {
+                str(r[0]): (r[1], str(r[2]))
+                for r in d.rows(
+                    conn,
+                    f"SELECT i.id, i.{self.row_key}, i.index_window FROM items i WHERE {where} ORDER BY i.id"
+                    f"{d.for_update}",
+                    params,
+                )
+            }
+            found = [(item_id, text, vector) for item_id, text, vector in checked if item_id in current]
+            final = {item_id: text for item_id, text, _ in found}
+            changed = sorted(item_id for item_id, text in final.items() if text != current[item_id][1])
+            self._count_terms(conn, namespace, changed, -1)
+            extra = "".join(f", {column} = ?" for column in self.window_columns)
+            d.many(
+                conn,
+                f"UPDATE items SET index_window = ?{extra} WHERE namespace = ? AND id = ?",
+                [(final[i], *self._window_values(final[i]), namespace, i) for i in changed],
+            )
+            self._count_terms(conn, namespace, changed, 1)
+            if space is not None:
+                latest = {current[item_id][0]: vector for item_id, _, vector in found}
+                self._delete_vectors(conn, space, namespace, sorted(latest))
+                self._write_vectors(conn, space, namespace, [(k, v) for k, v in latest.items() if v is not None])
+            return len(found)

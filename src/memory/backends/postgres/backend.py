@@ -52,7 +52,7 @@ from memory.backends.postgres.queries import (
     LEXICAL_TERMS_DROP_ZEROS,
     hybrid_search_v1_vector,
 )
-from memory.backends.postgres.sql import compile_filter, storable, text_list
+from memory.backends.postgres.sql import compile_filter, text_list
 from memory.backends.tiers import SQLTierStore
 from memory.errors import (
     ConfigError,
@@ -80,6 +80,11 @@ _SPACE_LOCK = 7_361_120_101
 #: (and so ``lexical_terms``) takes first: one such writer per namespace at a time, so the
 #: document frequencies stay exact and concurrent writers cannot deadlock on their rows.
 _TERMS_LOCK = 736_112_011
+#: Store an item's vector in a space's table (``{table}``), replacing its old one.
+_UPSERT_VECTOR = (
+    "INSERT INTO {table} (namespace, id, embedding) VALUES (%s, %s, %s::vector) "
+    "ON CONFLICT (namespace, id) DO UPDATE SET embedding = EXCLUDED.embedding"
+)
 #: Seconds a namespace's "more vectors than exact_limit" answer is reused.
 _SIZE_TTL = 5.0
 
@@ -110,6 +115,8 @@ class PostgresBackend(SQLItemStore[_Space]):
     concurrent_reads = True
     #: A server, not a file.
     path = None
+    #: The window's word count, for BM25's document length over the index key.
+    window_columns = ("window_len",)
 
     def __init__(
         self,
@@ -260,11 +267,23 @@ class PostgresBackend(SQLItemStore[_Space]):
                 )
 
     def _write_vector(self, conn: Any, space: _Space, namespace: str, item_id: Any, vector: Vector) -> None:
-        conn.execute(
-            f"INSERT INTO {space.table} (namespace, id, embedding) VALUES (%s, %s, %s::vector) "
-            "ON CONFLICT (namespace, id) DO UPDATE SET embedding = EXCLUDED.embedding",
-            (namespace, item_id, vector_text(vector)),
-        )
+        conn.execute(_UPSERT_VECTOR.format(table=space.table), (namespace, item_id, vector_text(vector)))
+
+    def _write_vectors(self, conn: Any, space: _Space, namespace: str, rows: Sequence[tuple[Any, Vector]]) -> None:
+        if rows:
+            with conn.cursor() as cur:  # pipelined: one round trip for the batch
+                cur.executemany(
+                    _UPSERT_VECTOR.format(table=space.table), [(namespace, key, vector_text(v)) for key, v in rows]
+                )
+
+    def _delete_vectors(self, conn: Any, space: _Space, namespace: str, keys: Sequence[Any]) -> None:
+        if keys:
+            conn.execute(
+                f"DELETE FROM {space.table} WHERE namespace = %s AND id = ANY(%s::text[])", (namespace, list(keys))
+            )
+
+    def _window_values(self, text: str) -> tuple[Any, ...]:
+        return (doc_len(text),)
 
     def _lock_terms(self, conn: Any, namespaces: Sequence[str]) -> None:
         """Take the namespaces' lexical-terms locks (transaction-scoped), in a fixed order."""
@@ -405,57 +424,6 @@ class PostgresBackend(SQLItemStore[_Space]):
             if new_space is not None and checked is not None:
                 self._write_vector(conn, new_space, item.namespace, item.id, checked)
             self._append_ledger(conn, [ledger])
-
-    def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
-        """Store the context windows of existing items: (id, window text, window vector or None).
-
-        The text goes to the lexical ``window`` field (``index_window``, part of
-        the generated ``key_tsv``); the vector to ``model``'s space (registered
-        with :meth:`ensure_vector_space`), replacing the old one (None removes
-        it; ``model=None`` leaves vectors alone). Embedding status is not
-        touched. Every vector is checked before anything is written. Returns
-        rows updated.
-        """
-        if not updates:
-            return 0
-        for _, text, _ in updates:
-            if not isinstance(text, str) or not storable(text):
-                raise InvalidInputError("window text must be a string without NUL characters")
-        with self._tx() as conn:
-            space = self._require_space(conn, model) if model is not None else None
-            checked = [
-                (item_id, text, None if vector is None or space is None else self._checked_vector(space, vector))
-                for item_id, text, vector in updates
-            ]
-            wanted = sorted({item_id for item_id, _, _ in checked if isinstance(item_id, str) and storable(item_id)})
-            self._lock_terms(conn, [namespace])
-            current = {
-                str(r[0]): str(r[1])
-                for r in conn.execute(
-                    "SELECT id, index_window FROM items WHERE namespace = %s AND id = ANY(%s::text[]) "
-                    "ORDER BY id FOR UPDATE",
-                    (namespace, wanted),
-                )
-            }
-            count = 0
-            changed = sorted({i for i, text, _ in checked if i in current and current[i] != text})
-            self._count_terms(conn, namespace, changed, -1)
-            for item_id, text, vector in checked:
-                if item_id not in current:
-                    continue
-                if current[item_id] != text:
-                    conn.execute(
-                        "UPDATE items SET index_window = %s, window_len = %s WHERE namespace = %s AND id = %s",
-                        (text, doc_len(text), namespace, item_id),
-                    )
-                    current[item_id] = text
-                if space is not None and vector is not None:
-                    self._write_vector(conn, space, namespace, item_id, vector)  # replaces the old one
-                elif space is not None:
-                    conn.execute(f"DELETE FROM {space.table} WHERE namespace = %s AND id = %s", (namespace, item_id))
-                count += 1
-            self._count_terms(conn, namespace, changed, 1)
-            return count
 
     # -- reads -------------------------------------------------------------
     def _lexical(

@@ -226,6 +226,14 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     def _write_vector(self, conn: Any, space: vectors.Space, namespace: str, key: Any, vector: Vector) -> None:
         vectors.write_vector(conn, space, namespace, int(key), vector)
 
+    def _write_vectors(
+        self, conn: Any, space: vectors.Space, namespace: str, rows: Sequence[tuple[Any, Vector]]
+    ) -> None:
+        vectors.write_new_vectors(conn, space, namespace, rows)
+
+    def _delete_vectors(self, conn: Any, space: vectors.Space, namespace: str, keys: Sequence[Any]) -> None:
+        vectors.delete_vectors(conn, space, namespace, [int(k) for k in keys])
+
     # -- writes ------------------------------------------------------------
     def _forget_vectors(self, conn: Any, namespace: str, ids: Sequence[str]) -> None:
         """Remove the vectors and sign-bit codes of these items from every space (codes have no foreign key)."""
@@ -344,49 +352,6 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
             if new_space is not None and checked is not None:
                 vectors.write_vector(conn, new_space, item.namespace, rid, checked)
             self._append_ledger(conn, [ledger])
-
-    def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
-        """Store the context windows of existing items: (id, window text, window vector or None).
-
-        The text goes to the lexical ``window`` field; the vector to ``model``'s
-        space (registered with :meth:`ensure_vector_space`), replacing the old
-        one (None removes it). Embedding status is not touched. Returns rows updated.
-        """
-        if not updates:
-            return 0
-        with self._write() as conn:
-            space = self._require_space(conn, model) if model is not None else None
-            checked = [
-                (item_id, text, None if vector is None or space is None else self._checked_vector(space, vector))
-                for item_id, text, vector in updates
-            ]
-            # Batched: one lookup, one UPDATE per changed text (executemany), one DELETE and one
-            # INSERT of all vectors with one counter update, whatever the number of windows.
-            wanted = sorted({item_id for item_id, _, _ in checked})
-            current = {
-                str(r[0]): (int(r[1]), str(r[2]))
-                for r in conn.execute(
-                    "SELECT i.id, i.rid, i.index_window FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value "
-                    "WHERE i.namespace = ?",
-                    (json_list(wanted), namespace),
-                )
-            }
-            found = [(current[i][0], i, text, vector) for i, text, vector in checked if i in current]
-            changed: dict[int, str] = {}
-            for rid, item_id, text, _ in found:
-                if current[item_id][1] != text:
-                    changed[rid] = text
-            if changed:
-                conn.executemany(
-                    "UPDATE items SET index_window = ? WHERE rid = ?", [(t, r) for r, t in changed.items()]
-                )
-            if space is not None:
-                latest = {rid: vector for rid, _, _, vector in found}  # the last update of an item wins
-                vectors.delete_vectors(conn, space, namespace, sorted(latest))
-                vectors.write_new_vectors(
-                    conn, space, namespace, [(rid, v) for rid, v in latest.items() if v is not None]
-                )
-            return len(found)
 
     # -- reads -------------------------------------------------------------
     def _lexical(
