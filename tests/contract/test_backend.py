@@ -111,6 +111,19 @@ def test_replace_delete_history(backend: Backend) -> None:
     assert backend.history("other", new.id) == []
 
 
+def test_replace_rewrites_tags_and_ends_the_embedding_claim(backend: Backend) -> None:
+    rec = _record("to be embedded", tags=["old", "kept"])
+    backend.add([rec])
+    assert [i.id for i in backend.claim_pending_embeddings("ns", 10, "w1", 60, NOW)] == [rec.item.id]
+    assert backend.claim_pending_embeddings("ns", 10, "w2", 60, NOW) == []
+    changed = rec.item.model_copy(update={"content": "changed before it was embedded", "tags": ("kept", "new")})
+    backend.replace(changed, None, ledger_entry("update", changed.id, "ns", NOW, before=rec.item, after=changed))
+    assert backend.count(_flt(tags_any=["old"])) == 0
+    assert backend.count(_flt(tags_all=["kept", "new"])) == 1
+    claimed = backend.claim_pending_embeddings("ns", 10, "w2", 60, NOW)  # the new content is new work
+    assert [i.content for i in claimed] == ["changed before it was embedded"]
+
+
 def test_delete_takes_tags_words_and_vectors_along(backend: Backend) -> None:
     backend.ensure_vector_space(MODEL, DIM)
     rng = np.random.default_rng(5)

@@ -12,21 +12,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, closing
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
-from memory.backends.columns import LEDGER_SELECT
+from memory.backends.columns import ITEM_COLUMNS, LEDGER_SELECT
 from memory.backends.item_vectors import S, SQLVectorStore
 from memory.backends.values import AddResult, NewRecord, Vector
-from memory.errors import InvalidInputError
+from memory.errors import InvalidInputError, NotFoundError
 from memory.filters import Filter
 from memory.types import LedgerEntry, MemoryItem
 
-__all__ = ["DedupKey", "SQLItemWrites"]
+__all__ = ["DedupKey", "SQLItemWrites", "item_statements"]
 
 #: Items dedup within (namespace, user, agent, thread, content hash).
 DedupKey = tuple[str, str | None, str | None, str | None, str]
 _Rows = list[tuple[Any, ...]]
 _INSERT_LEDGER = f"INSERT INTO ledger ({LEDGER_SELECT}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+#: Tag rows; ``{key}`` is the engine's :attr:`SQLItemWrites.tag_key`.
+_INSERT_TAGS = "INSERT INTO item_tags (namespace, tag, {key}) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+
+
+@cache
+def item_statements(columns: tuple[str, ...]) -> tuple[str, str]:
+    """The ``INSERT`` of an item row of ``columns`` and the ``UPDATE`` of one by (namespace, id), with ``?``.
+
+    The update also clears the row's embedding claim: a replaced item is new work.
+    """
+    names = [f'"{c}"' if c == "user" else c for c in columns]
+    insert = f"INSERT INTO items ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})"
+    update = (
+        f"UPDATE items SET {', '.join(f'{n} = ?' for n in names)}, claimed_by = NULL, claimed_until = NULL "
+        "WHERE namespace = ? AND id = ?"
+    )
+    return insert, update
 
 
 class SQLItemWrites(SQLVectorStore[S]):
@@ -37,6 +55,10 @@ class SQLItemWrites(SQLVectorStore[S]):
     runs on the dialect's write transactions.
     """
 
+    #: The columns of an item's row, in :meth:`_item_values` order (MemoryItem fields, then engine columns).
+    item_columns: tuple[str, ...] = ITEM_COLUMNS
+    #: The column of ``item_tags`` that names an item by its :attr:`row_key`.
+    tag_key: str = "item_id"
     #: Engine columns set with a window's text (filled by :meth:`_window_values`), e.g. its word count.
     window_columns: tuple[str, ...] = ()
 
@@ -67,6 +89,10 @@ class SQLItemWrites(SQLVectorStore[S]):
     def _count_terms(self, conn: Any, namespace: str, ids: Sequence[str], sign: int) -> None:
         """Take these items out of (``sign`` -1, before their rows change or vanish) or add them to (+1, after
         they were written) the engine's lexical statistics. Default: nothing (see :meth:`_lock_terms`)."""
+
+    def _item_values(self, item: MemoryItem) -> tuple[Any, ...]:
+        """The engine's row of ``item`` for :attr:`item_columns`, ready to bind (its codec)."""
+        raise NotImplementedError
 
     def _window_values(self, text: str) -> tuple[Any, ...]:
         """Values of :attr:`window_columns` for the window ``text``."""
@@ -212,6 +238,48 @@ class SQLItemWrites(SQLVectorStore[S]):
                     f"UPDATE items AS i SET access_count = i.access_count + ?, accessed_at = ? WHERE {where}",
                     [n, d.time_param(at), *params],
                 )
+
+    def replace(self, item: MemoryItem, vector: Vector | None, ledger: LedgerEntry) -> None:
+        """Overwrite an item, its tags, lexical entries and vector, and record ``ledger``; its embedding claim ends.
+
+        With ``vector=None`` the stored vector is kept if ``item`` stays
+        embedded ('done') in the same model, and removed otherwise. Raises
+        NotFoundError when the item does not exist in its namespace.
+        """
+        d = self.dialect
+        with d.write() as conn:
+            self._lock_terms(conn, [item.namespace])
+            rows = d.rows(
+                conn,
+                f"SELECT {self.row_key} FROM items WHERE namespace = ? AND id = ?{d.for_update}",
+                (item.namespace, item.id),
+            )
+            if not rows:
+                raise NotFoundError(f"no memory {item.id} in namespace {item.namespace!r}")
+            key = rows[0][0]
+            new_space: S | None = None
+            checked: Vector | None = None
+            if vector is not None:
+                new_space = self._require_space(conn, item.embedding_model)
+                checked = self._checked_vector(new_space, vector)
+            keep: S | None = None
+            if vector is None and item.embedding_status == "done":
+                keep = self._space(conn, item.embedding_model)
+            self._count_terms(conn, item.namespace, [item.id], -1)
+            d.run(conn, item_statements(self.item_columns)[1], (*self._item_values(item), item.namespace, item.id))
+            self._count_terms(conn, item.namespace, [item.id], 1)
+            d.run(conn, f"DELETE FROM item_tags WHERE namespace = ? AND {self.tag_key} = ?", (item.namespace, key))
+            d.many(
+                conn,
+                _INSERT_TAGS.format(key=self.tag_key),
+                [(item.namespace, tag, key) for tag in dict.fromkeys(item.tags)],
+            )
+            for space in self._all_spaces(conn):
+                if keep is None or space.space_id != keep.space_id:
+                    self._delete_vectors(conn, space, item.namespace, [key])
+            if new_space is not None and checked is not None:
+                self._write_vector(conn, new_space, item.namespace, key, checked)
+            self._append_ledger(conn, [ledger])
 
     def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
         """Store the context windows of existing items: (id, window text, window vector or None).

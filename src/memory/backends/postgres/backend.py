@@ -29,6 +29,7 @@ from memory.backends.keys import SQLKeyStore
 from memory.backends.postgres.codec import (
     INSERT_COLUMNS,
     ITEM_COLUMNS,
+    ROW_COLUMNS,
     doc_len,
     item_values,
     parse_vector,
@@ -57,7 +58,6 @@ from memory.backends.tiers import SQLTierStore
 from memory.errors import (
     ConfigError,
     InvalidInputError,
-    NotFoundError,
     StorageError,
 )
 from memory.filters import Filter
@@ -69,11 +69,6 @@ if TYPE_CHECKING:
 __all__ = ["PostgresBackend"]
 
 _INSERT_ITEM = f"INSERT INTO items ({INSERT_COLUMNS}) VALUES ({', '.join('%s' for _ in range(len(ITEM_COLUMNS) + 1))})"
-_UPDATE_ITEM = (
-    "UPDATE items SET "
-    + ", ".join(f"{c} = %s" for c in INSERT_COLUMNS.split(", "))
-    + " WHERE namespace = %s AND id = %s"
-)
 #: The vector-space lock (shared with the episodic store): one creator of space tables at a time.
 _SPACE_LOCK = 7_361_120_101
 #: First key of the per-namespace advisory lock that every transaction changing ``key_tsv``
@@ -115,6 +110,8 @@ class PostgresBackend(SQLItemStore[_Space]):
     concurrent_reads = True
     #: A server, not a file.
     path = None
+    #: An item's row: its fields and content word count (BM25's document length).
+    item_columns = ROW_COLUMNS
     #: The window's word count, for BM25's document length over the index key.
     window_columns = ("window_len",)
 
@@ -255,17 +252,6 @@ class PostgresBackend(SQLItemStore[_Space]):
         return self._read()
 
     # -- writes ------------------------------------------------------------
-    @staticmethod
-    def _write_tags(conn: Any, item: MemoryItem, *, replace: bool) -> None:
-        if replace:
-            conn.execute("DELETE FROM item_tags WHERE namespace = %s AND item_id = %s", (item.namespace, item.id))
-        if item.tags:
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO item_tags (namespace, tag, item_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                    [(item.namespace, tag, item.id) for tag in dict.fromkeys(item.tags)],
-                )
-
     def _write_vector(self, conn: Any, space: _Space, namespace: str, item_id: Any, vector: Vector) -> None:
         conn.execute(_UPSERT_VECTOR.format(table=space.table), (namespace, item_id, vector_text(vector)))
 
@@ -281,6 +267,9 @@ class PostgresBackend(SQLItemStore[_Space]):
             conn.execute(
                 f"DELETE FROM {space.table} WHERE namespace = %s AND id = ANY(%s::text[])", (namespace, list(keys))
             )
+
+    def _item_values(self, item: MemoryItem) -> tuple[Any, ...]:
+        return item_values(item)
 
     def _window_values(self, text: str) -> tuple[Any, ...]:
         return (doc_len(text),)
@@ -386,44 +375,6 @@ class PostgresBackend(SQLItemStore[_Space]):
                 for namespace in sorted(created):
                     self._count_terms(conn, namespace, created[namespace], 1)
         return results
-
-    def replace(self, item: MemoryItem, vector: Vector | None, ledger: LedgerEntry) -> None:
-        """Overwrite an item, its tags, tsvector and vector, and record ``ledger``.
-
-        With ``vector=None`` the stored vector is kept if ``item`` stays
-        embedded ('done') in the same model, and removed otherwise. Raises
-        NotFoundError when the item does not exist in its namespace.
-        """
-        with self._tx() as conn:
-            self._lock_terms(conn, [item.namespace])
-            row = conn.execute(
-                "SELECT 1 FROM items WHERE namespace = %s AND id = %s FOR UPDATE", (item.namespace, item.id)
-            ).fetchone()
-            if row is None:
-                raise NotFoundError(f"no memory {item.id} in namespace {item.namespace!r}")
-            self._count_terms(conn, item.namespace, [item.id], -1)
-            new_space: _Space | None = None
-            checked: Vector | None = None
-            if vector is not None:
-                new_space = self._require_space(conn, item.embedding_model)
-                checked = self._checked_vector(new_space, vector)
-            keep: _Space | None = None
-            if vector is None and item.embedding_status == "done":
-                keep = self._space(conn, item.embedding_model)
-            values = item_values(item)
-            conn.execute(_UPDATE_ITEM, (*values, item.namespace, item.id))
-            self._count_terms(conn, item.namespace, [item.id], 1)
-            conn.execute("UPDATE items SET claimed_by = NULL, claimed_until = NULL WHERE namespace = %s AND id = %s",
-                         (item.namespace, item.id))  # fmt: skip
-            self._write_tags(conn, item, replace=True)
-            for space in self._all_spaces(conn):
-                if keep is None or space.space_id != keep.space_id:
-                    conn.execute(
-                        f"DELETE FROM {space.table} WHERE namespace = %s AND id = %s", (item.namespace, item.id)
-                    )
-            if new_space is not None and checked is not None:
-                self._write_vector(conn, new_space, item.namespace, item.id, checked)
-            self._append_ledger(conn, [ledger])
 
     # -- reads -------------------------------------------------------------
     def _lexical(

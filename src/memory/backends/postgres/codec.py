@@ -17,6 +17,7 @@ from memory.types import MemoryItem
 __all__ = [
     "ITEM_COLUMNS",
     "INSERT_COLUMNS",
+    "ROW_COLUMNS",
     "item_values",
     "doc_len",
     "vector_text",
@@ -28,8 +29,10 @@ def _quoted(column: str) -> str:
     return f'"{column}"' if column == "user" else column
 
 
-#: Column list of an ``INSERT INTO items`` (the item fields plus ``doc_len``).
-INSERT_COLUMNS = ", ".join([*(_quoted(c) for c in ITEM_COLUMNS), "doc_len"])
+#: The columns of an item's row, in :func:`item_values` order (the item fields plus ``doc_len``).
+ROW_COLUMNS: tuple[str, ...] = (*ITEM_COLUMNS, "doc_len")
+#: Column list of an ``INSERT INTO items`` (:data:`ROW_COLUMNS`, ``"user"`` quoted).
+INSERT_COLUMNS = ", ".join(_quoted(c) for c in ROW_COLUMNS)
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -41,7 +44,7 @@ def doc_len(content: str) -> int:
 
 
 def item_values(item: MemoryItem) -> tuple[Any, ...]:
-    """The values of ``item`` for :data:`INSERT_COLUMNS`, ready to bind (jsonb wrapped)."""
+    """The values of ``item`` for :data:`ROW_COLUMNS`, ready to bind (jsonb wrapped)."""
     from psycopg.types.json import Jsonb
 
     out: list[Any] = []

@@ -43,12 +43,11 @@ from memory.backends.sqlite.sql import compile_filter, json_list, scope_of
 from memory.backends.tiers import SQLTierStore
 from memory.errors import (
     InvalidInputError,
-    NotFoundError,
     StorageError,
 )
 from memory.filters import Filter
 from memory.index_layout import LEXICAL_FIELDS
-from memory.types import LedgerEntry, MemoryItem
+from memory.types import MemoryItem
 
 if TYPE_CHECKING:
     from memory.backends.sqlite.episodic import SQLiteEpisodicStore
@@ -56,7 +55,6 @@ if TYPE_CHECKING:
 __all__ = ["SQLiteBackend"]
 
 _INSERT_ITEM = f"INSERT INTO items ({', '.join(ITEM_COLUMNS)}) VALUES ({', '.join('?' for _ in ITEM_COLUMNS)})"
-_UPDATE_ITEM = f"UPDATE items SET {', '.join(f'{c} = ?' for c in ITEM_COLUMNS)} WHERE rid = ?"
 #: Items added between two refreshes of the planner statistics.
 _OPTIMIZE_EVERY = 10_000
 
@@ -66,6 +64,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
 
     name = "sqlite"
     row_key = "rid"
+    tag_key = "rid"
     #: One connection under one lock: reads do not run in parallel.
     concurrent_reads = False
 
@@ -235,6 +234,9 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         vectors.delete_vectors(conn, space, namespace, [int(k) for k in keys])
 
     # -- writes ------------------------------------------------------------
+    def _item_values(self, item: MemoryItem) -> tuple[Any, ...]:
+        return item_values(item)
+
     def _forget_vectors(self, conn: Any, namespace: str, ids: Sequence[str]) -> None:
         """Remove the vectors and sign-bit codes of these items from every space (codes have no foreign key)."""
         where, params = self._by_ids(namespace, ids)
@@ -242,14 +244,6 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         if rids:
             for space in self._all_spaces(conn):
                 vectors.delete_vectors(conn, space, namespace, rids)
-
-    @staticmethod
-    def _write_tags(conn: Any, rid: int, item: MemoryItem) -> None:
-        conn.execute("DELETE FROM item_tags WHERE rid = ?", (rid,))
-        conn.executemany(
-            "INSERT OR IGNORE INTO item_tags (namespace, tag, rid) VALUES (?, ?, ?)",
-            [(item.namespace, tag, rid) for tag in item.tags],
-        )
 
     def add(self, records: Sequence[NewRecord]) -> list[AddResult]:
         """Insert records in one transaction with dedup by (scope, content_hash); one result per record.
@@ -323,35 +317,6 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
                     self._conn.execute("PRAGMA optimize = 0x10002")
                 except self._driver.Error:
                     pass  # statistics only help the planner; a busy database can skip them
-
-    def replace(self, item: MemoryItem, vector: Vector | None, ledger: LedgerEntry) -> None:
-        """Overwrite an item, its tags, FTS entry and vector, and record ``ledger``.
-
-        With ``vector=None`` the stored vector is kept if ``item`` stays
-        embedded ('done') in the same model, and removed otherwise. Raises
-        NotFoundError when the item does not exist in its namespace.
-        """
-        with self._write() as conn:
-            row = conn.execute("SELECT rid, namespace FROM items WHERE id = ?", (item.id,)).fetchone()
-            if row is None or row[1] != item.namespace:
-                raise NotFoundError(f"no memory {item.id} in namespace {item.namespace!r}")
-            rid = int(row[0])
-            new_space: vectors.Space | None = None
-            checked: Vector | None = None
-            if vector is not None:
-                new_space = self._require_space(conn, item.embedding_model)
-                checked = self._checked_vector(new_space, vector)
-            keep: vectors.Space | None = None
-            if vector is None and item.embedding_status == "done":
-                keep = self._space(conn, item.embedding_model)
-            conn.execute(_UPDATE_ITEM, (*item_values(item), rid))
-            self._write_tags(conn, rid, item)
-            for space in self._all_spaces(conn):
-                if keep is None or space.space_id != keep.space_id:
-                    vectors.delete_vectors(conn, space, item.namespace, [rid])
-            if new_space is not None and checked is not None:
-                vectors.write_vector(conn, new_space, item.namespace, rid, checked)
-            self._append_ledger(conn, [ledger])
 
     # -- reads -------------------------------------------------------------
     def _lexical(
