@@ -59,6 +59,8 @@ class SQLItemWrites(SQLVectorStore[S]):
     item_columns: tuple[str, ...] = ITEM_COLUMNS
     #: The column of ``item_tags`` that names an item by its :attr:`row_key`.
     tag_key: str = "item_id"
+    #: True when an item id is unique in the whole store (SQLite's ``items.id UNIQUE``), not only in its namespace.
+    store_wide_ids: bool = False
     #: Engine columns set with a window's text (filled by :meth:`_window_values`), e.g. its word count.
     window_columns: tuple[str, ...] = ()
 
@@ -89,6 +91,14 @@ class SQLItemWrites(SQLVectorStore[S]):
     def _count_terms(self, conn: Any, namespace: str, ids: Sequence[str], sign: int) -> None:
         """Take these items out of (``sign`` -1, before their rows change or vanish) or add them to (+1, after
         they were written) the engine's lexical statistics. Default: nothing (see :meth:`_lock_terms`)."""
+
+    def _lock_scopes(self, conn: Any, items: Sequence[MemoryItem]) -> None:
+        """Serialise the adders of these items' dedup scopes until the transaction ends, so the dedup check and
+        the insert are atomic. Default: nothing (the write transaction already serialises writers)."""
+
+    def _row_keys(self, conn: Any, ids: Sequence[str]) -> dict[str, Any]:
+        """The :attr:`row_key` of each item just inserted, by id. Default: the id itself."""
+        return {item_id: item_id for item_id in ids}
 
     def _item_values(self, item: MemoryItem) -> tuple[Any, ...]:
         """The engine's row of ``item`` for :attr:`item_columns`, ready to bind (its codec)."""
@@ -195,6 +205,74 @@ class SQLItemWrites(SQLVectorStore[S]):
                 self._append_ledger(conn, entries)
 
     # -- writes ----------------------------------------------------------------
+    def _check_new_ids(self, conn: Any, items: Sequence[MemoryItem]) -> None:
+        """InvalidInputError when an id repeats in the batch or is taken (in the store or in its namespace)."""
+        d = self.dialect
+        by_scope: dict[str | None, set[str]] = {}
+        for item in items:
+            ids = by_scope.setdefault(None if self.store_wide_ids else item.namespace, set())
+            if item.id in ids:
+                raise InvalidInputError(f"id {item.id} already exists")
+            ids.add(item.id)
+        for scope, ids in by_scope.items():
+            where, values = d.one_of("id", sorted(ids))
+            if scope is not None:
+                where, values = f"namespace = ? AND {where}", [scope, *values]
+            taken = d.rows(conn, f"SELECT id FROM items WHERE {where} LIMIT 1", values)
+            if taken:
+                raise InvalidInputError(f"id {taken[0][0]} already exists")
+
+    def add(self, records: Sequence[NewRecord]) -> list[AddResult]:
+        """Insert records in one transaction with dedup by (scope, content_hash); one result per record.
+
+        A live item with the same content hash in the same scope (also one
+        inserted earlier in this batch) is returned with ``created=False``.
+        Raises InvalidInputError (an id that exists, a vector that does not
+        fit its space) and then nothing of the batch is stored. A batch costs
+        a bounded number of statements, not several per record: the id and
+        duplicate checks once per namespace, each write one executemany.
+        """
+        if not records:
+            return []
+        d = self.dialect
+        items = [record.item for record in records]
+        with d.write() as conn:
+            self._check_new_ids(conn, items)
+            checked: dict[tuple[str, str], tuple[S, Vector]] = {}
+            for record in records:  # every vector is checked, also those of duplicates
+                if record.vector is not None:
+                    space = self._require_space(conn, record.item.embedding_model)
+                    checked[(record.item.namespace, record.item.id)] = (
+                        space,
+                        self._checked_vector(space, record.vector),
+                    )
+            self._lock_scopes(conn, items)
+            results, inserted = self._plan_adds(records, self._stored_duplicates(conn, items))
+            new = [record.item for record in inserted]
+            d.many(conn, item_statements(self.item_columns)[0], [self._item_values(item) for item in new])
+            keys = self._row_keys(conn, [item.id for item in new])
+            d.many(
+                conn,
+                _INSERT_TAGS.format(key=self.tag_key),
+                [(item.namespace, tag, keys[item.id]) for item in new for tag in dict.fromkeys(item.tags)],
+            )
+            self._append_ledger(conn, [record.ledger for record in inserted])
+            new_vectors: dict[tuple[int, str], tuple[S, list[tuple[Any, Vector]]]] = {}
+            created: dict[str, list[str]] = {}
+            for item in new:
+                created.setdefault(item.namespace, []).append(item.id)
+                if (item.namespace, item.id) in checked:
+                    space, vector = checked[(item.namespace, item.id)]
+                    rows = new_vectors.setdefault((space.space_id, item.namespace), (space, []))[1]
+                    rows.append((keys[item.id], vector))
+            for (_, namespace), (space, rows) in new_vectors.items():
+                self._write_vectors(conn, space, namespace, rows)
+            if created:
+                self._lock_terms(conn, list(created))
+                for namespace in sorted(created):
+                    self._count_terms(conn, namespace, created[namespace], 1)
+        return results
+
     def delete(self, namespace: str, ids: Sequence[str], ledger: Sequence[LedgerEntry]) -> int:
         """Delete items of ``namespace`` with their tags, lexical entries and vectors; record ``ledger``.
 

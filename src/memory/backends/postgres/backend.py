@@ -21,14 +21,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector
+from memory.backends.base import ChannelHit, Vector
 from memory.backends.feedback_sql import SQLFeedbackStore
 from memory.backends.graph_sql import SQLGraphStore
 from memory.backends.items import SQLItemStore
+from memory.backends.items_write import item_statements
 from memory.backends.keys import SQLKeyStore
 from memory.backends.postgres.codec import (
-    INSERT_COLUMNS,
-    ITEM_COLUMNS,
     ROW_COLUMNS,
     doc_len,
     item_values,
@@ -61,14 +60,16 @@ from memory.errors import (
     StorageError,
 )
 from memory.filters import Filter
-from memory.types import LedgerEntry, MemoryItem
+from memory.types import MemoryItem
 
 if TYPE_CHECKING:
     from memory.backends.postgres.episodic import PostgresEpisodicStore
 
 __all__ = ["PostgresBackend"]
 
-_INSERT_ITEM = f"INSERT INTO items ({INSERT_COLUMNS}) VALUES ({', '.join('%s' for _ in range(len(ITEM_COLUMNS) + 1))})"
+#: An item row's INSERT (the shared store's, in psycopg's placeholders), for rows written straight to a
+#: connection (e.g. into an older schema).
+_INSERT_ITEM = item_statements(ROW_COLUMNS)[0].replace("?", "%s")
 #: The vector-space lock (shared with the episodic store): one creator of space tables at a time.
 _SPACE_LOCK = 7_361_120_101
 #: First key of the per-namespace advisory lock that every transaction changing ``key_tsv``
@@ -271,6 +272,13 @@ class PostgresBackend(SQLItemStore[_Space]):
     def _item_values(self, item: MemoryItem) -> tuple[Any, ...]:
         return item_values(item)
 
+    def _lock_scopes(self, conn: Any, items: Sequence[MemoryItem]) -> None:
+        """Advisory locks on the items' (scope, content hash) keys, in sorted order: dedup across processes."""
+        conn.execute(
+            "SELECT count(pg_advisory_xact_lock(k)) FROM (SELECT unnest(%s::bigint[]) AS k ORDER BY 1) AS l",
+            (sorted({_lock_key(item) for item in items}),),
+        )
+
     def _window_values(self, text: str) -> tuple[Any, ...]:
         return (doc_len(text),)
 
@@ -297,84 +305,6 @@ class PostgresBackend(SQLItemStore[_Space]):
         zeros = [(str(r[0]), int(r[1])) for r in rows if int(r[2]) <= 0]
         if zeros:
             conn.execute(LEXICAL_TERMS_DROP_ZEROS, ([z[0] for z in zeros], [z[1] for z in zeros], namespace))
-
-    def add(self, records: Sequence[NewRecord]) -> list[AddResult]:
-        """Insert records in one transaction with dedup by (scope, content_hash); one result per record.
-
-        A live item with the same content hash in the same scope (also one
-        inserted earlier in this batch) is returned with ``created=False``.
-        Raises InvalidInputError (an id that exists, a vector that does not
-        fit its space) and then nothing of the batch is stored. A batch costs
-        a fixed number of round trips: the locks, the id and duplicate checks
-        are one statement each per namespace, the writes are pipelined.
-        """
-        if not records:
-            return []
-        with self._tx() as conn:
-            checked: list[tuple[_Space, Vector] | None] = []
-            for record in records:
-                if record.vector is None:
-                    checked.append(None)
-                else:
-                    space = self._require_space(conn, record.item.embedding_model)
-                    checked.append((space, self._checked_vector(space, record.vector)))
-            conn.execute(
-                "SELECT count(pg_advisory_xact_lock(k)) FROM (SELECT unnest(%s::bigint[]) AS k ORDER BY 1) AS l",
-                (sorted({_lock_key(r.item) for r in records}),),
-            )
-            by_namespace: dict[str, list[MemoryItem]] = {}
-            for record in records:
-                by_namespace.setdefault(record.item.namespace, []).append(record.item)
-            seen_ids: set[tuple[str, str]] = set()
-            for record in records:
-                ident = (record.item.namespace, record.item.id)
-                if ident in seen_ids:
-                    raise InvalidInputError(f"id {record.item.id} already exists")
-                seen_ids.add(ident)
-            for namespace, items in by_namespace.items():
-                taken = conn.execute(
-                    "SELECT id FROM items WHERE namespace = %s AND id = ANY(%s::text[]) LIMIT 1",
-                    (namespace, [i.id for i in items]),
-                ).fetchone()
-                if taken is not None:
-                    raise InvalidInputError(f"id {taken[0]} already exists")
-            stored = self._stored_duplicates(conn, [r.item for r in records])
-            results, inserted = self._plan_adds(records, stored)
-            vector_of = {id(record): vector for record, vector in zip(records, checked, strict=True)}
-            new_items: list[tuple[Any, ...]] = []
-            tags: list[tuple[str, str, str]] = []
-            ledger: list[LedgerEntry] = []
-            vectors: dict[str, list[tuple[str, str, str]]] = {}
-            created: dict[str, list[str]] = {}
-            for record in inserted:
-                item, vector = record.item, vector_of[id(record)]
-                values = item_values(item)
-                new_items.append(values)
-                created.setdefault(item.namespace, []).append(item.id)
-                tags += [(item.namespace, tag, item.id) for tag in dict.fromkeys(item.tags)]
-                if vector is not None:
-                    vectors.setdefault(vector[0].table, []).append((item.namespace, item.id, vector_text(vector[1])))
-                ledger.append(record.ledger)
-            with conn.cursor() as cur:
-                if new_items:
-                    cur.executemany(_INSERT_ITEM, new_items)
-                if tags:
-                    cur.executemany(
-                        "INSERT INTO item_tags (namespace, tag, item_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                        tags,
-                    )
-                for table, rows in vectors.items():
-                    cur.executemany(
-                        f"INSERT INTO {table} (namespace, id, embedding) VALUES (%s, %s, %s::vector) "
-                        "ON CONFLICT (namespace, id) DO UPDATE SET embedding = EXCLUDED.embedding",
-                        rows,
-                    )
-            self._append_ledger(conn, ledger)
-            if created:
-                self._lock_terms(conn, list(created))
-                for namespace in sorted(created):
-                    self._count_terms(conn, namespace, created[namespace], 1)
-        return results
 
     # -- reads -------------------------------------------------------------
     def _lexical(

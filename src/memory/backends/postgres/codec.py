@@ -16,7 +16,6 @@ from memory.types import MemoryItem
 
 __all__ = [
     "ITEM_COLUMNS",
-    "INSERT_COLUMNS",
     "ROW_COLUMNS",
     "item_values",
     "doc_len",
@@ -25,14 +24,8 @@ __all__ = [
 ]
 
 
-def _quoted(column: str) -> str:
-    return f'"{column}"' if column == "user" else column
-
-
 #: The columns of an item's row, in :func:`item_values` order (the item fields plus ``doc_len``).
 ROW_COLUMNS: tuple[str, ...] = (*ITEM_COLUMNS, "doc_len")
-#: Column list of an ``INSERT INTO items`` (:data:`ROW_COLUMNS`, ``"user"`` quoted).
-INSERT_COLUMNS = ", ".join(_quoted(c) for c in ROW_COLUMNS)
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)

@@ -24,6 +24,7 @@ from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector
 from memory.backends.feedback_sql import SQLFeedbackStore
 from memory.backends.graph_sql import SQLGraphStore
 from memory.backends.items import SQLItemStore
+from memory.backends.items_write import item_statements
 from memory.backends.keys import SQLKeyStore
 from memory.backends.sqlite import vectors
 from memory.backends.sqlite.codec import (
@@ -54,7 +55,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SQLiteBackend"]
 
-_INSERT_ITEM = f"INSERT INTO items ({', '.join(ITEM_COLUMNS)}) VALUES ({', '.join('?' for _ in ITEM_COLUMNS)})"
+#: An item row's INSERT (the shared store's), for rows written straight to a connection (e.g. an older schema).
+_INSERT_ITEM = item_statements(ITEM_COLUMNS)[0]
 #: Items added between two refreshes of the planner statistics.
 _OPTIMIZE_EVERY = 10_000
 
@@ -65,6 +67,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     name = "sqlite"
     row_key = "rid"
     tag_key = "rid"
+    store_wide_ids = True
     #: One connection under one lock: reads do not run in parallel.
     concurrent_reads = False
 
@@ -237,6 +240,10 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     def _item_values(self, item: MemoryItem) -> tuple[Any, ...]:
         return item_values(item)
 
+    def _row_keys(self, conn: Any, ids: Sequence[str]) -> dict[str, Any]:
+        where, values = self.dialect.one_of("id", ids)
+        return {str(r[0]): int(r[1]) for r in conn.execute(f"SELECT id, rid FROM items WHERE {where}", values)}
+
     def _forget_vectors(self, conn: Any, namespace: str, ids: Sequence[str]) -> None:
         """Remove the vectors and sign-bit codes of these items from every space (codes have no foreign key)."""
         where, params = self._by_ids(namespace, ids)
@@ -246,60 +253,12 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
                 vectors.delete_vectors(conn, space, namespace, rids)
 
     def add(self, records: Sequence[NewRecord]) -> list[AddResult]:
-        """Insert records in one transaction with dedup by (scope, content_hash); one result per record.
-
-        A live item with the same content hash in the same scope (also one
-        inserted earlier in this batch) is returned with ``created=False``.
-        Raises InvalidInputError (an id that exists, a vector that does not
-        fit its space) and then nothing of the batch is stored.
-        """
-        if not records:
-            return []
-        with self._write() as conn:
-            # Batched: a bounded number of statements per batch (id check, duplicate lookup, one
-            # executemany each for items, tags, ledger and vectors), not several per record.
-            seen_ids: set[str] = set()
-            for record in records:
-                if record.item.id in seen_ids:
-                    raise InvalidInputError(f"id {record.item.id} already exists")
-                seen_ids.add(record.item.id)
-            taken = conn.execute(
-                "SELECT i.id FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value LIMIT 1",
-                (json_list(sorted(seen_ids)),),
-            ).fetchone()
-            if taken is not None:
-                raise InvalidInputError(f"id {taken[0]} already exists")
-            spaces: dict[str | None, vectors.Space] = {}
-            new_vectors: dict[tuple[vectors.Space, str], list[tuple[str, Vector]]] = {}
-            for record in records:  # every vector is checked, also those of duplicates
-                item = record.item
-                if record.vector is not None:
-                    if item.embedding_model not in spaces:
-                        spaces[item.embedding_model] = self._require_space(conn, item.embedding_model)
-                    space = spaces[item.embedding_model]
-                    new_vectors.setdefault((space, item.namespace), []).append(
-                        (item.id, self._checked_vector(space, record.vector))
-                    )
-            stored = self._stored_duplicates(conn, [r.item for r in records])
-            results, inserted = self._plan_adds(records, stored)
-            conn.executemany(_INSERT_ITEM, [item_values(r.item) for r in inserted])
-            rid_of = {
-                str(row[0]): int(row[1])
-                for row in conn.execute(
-                    "SELECT i.id, i.rid FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value",
-                    (json_list([r.item.id for r in inserted]),),
-                )
-            }
-            conn.executemany(
-                "INSERT OR IGNORE INTO item_tags (namespace, tag, rid) VALUES (?, ?, ?)",
-                [(r.item.namespace, tag, rid_of[r.item.id]) for r in inserted for tag in r.item.tags],
-            )
-            self._append_ledger(conn, [r.ledger for r in inserted])
-            for (space, namespace), rows in new_vectors.items():
-                kept = [(rid_of[item_id], vector) for item_id, vector in rows if item_id in rid_of]
-                vectors.write_new_vectors(conn, space, namespace, kept)
-            self._added_since_optimize += len(inserted)
-        if self._added_since_optimize >= _OPTIMIZE_EVERY:
+        """Insert records with dedup (see :meth:`SQLItemWrites.add`); the planner statistics follow a growing store."""
+        results = super().add(records)
+        with self._lock:
+            self._added_since_optimize += sum(1 for result in results if result.created)
+            due = self._added_since_optimize >= _OPTIMIZE_EVERY
+        if due:
             self._optimize()
         return results
 
