@@ -8,9 +8,9 @@ for what truly differs (``_compile``: the filter predicate, whose tag,
 metadata and list syntax is the engine's). The writes come from
 :class:`~memory.backends.items_write.SQLItemWrites`, vector spaces from
 :class:`~memory.backends.item_vectors.SQLVectorStore`. The rankings (FTS5 or
-tsvector BM25, sign bits or pgvector), writes that keep engine-side indexes
-(FTS5 rows, tsvector statistics, vector tables) and DDL stay in the engine
-packages.
+tsvector BM25, sign bits or pgvector), the write hooks that keep engine-side
+indexes (sign-bit codes, tsvector statistics, vector tables) and DDL stay in
+the engine packages.
 """
 
 from __future__ import annotations

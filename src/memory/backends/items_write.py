@@ -1,10 +1,27 @@
 """The items store's writes, written once for every SQL engine (SQLite and PostgreSQL).
 
-:class:`SQLItemWrites` holds the dedup rule of ``add`` and the ledger's
-appends, in ``?`` SQL through the backend's
-:class:`~memory.backends.dialect.Dialect`. It is a base class of
-:class:`~memory.backends.items.SQLItemStore` (the reads), over
-:class:`~memory.backends.item_vectors.SQLVectorStore` (the vector spaces).
+:class:`SQLItemWrites` adds (with the dedup rule), replaces, deletes and
+re-windows items, records their access and appends to the ledger, in ``?``
+SQL through the backend's :class:`~memory.backends.dialect.Dialect`. It is
+a base class of :class:`~memory.backends.items.SQLItemStore` (the reads),
+over :class:`~memory.backends.item_vectors.SQLVectorStore` (the vector
+spaces). Items are reached by id through the engine's filter
+(:meth:`SQLItemWrites._by_ids`), so each planner takes its best way in.
+
+The engine answers, through small hooks, only what truly differs:
+
+* its row of an item (:attr:`~SQLItemWrites.item_columns` and
+  ``_item_values``: its codec) and how its tags and vectors name an item
+  (``row_key``, :attr:`~SQLItemWrites.tag_key`, ``_row_keys``: SQLite's
+  ``rid``; whether an id is unique in the store or in its namespace);
+* its lexical statistics (``_lock_terms``, ``_count_terms``,
+  ``window_columns``): PostgreSQL keeps BM25 statistics of its tsvectors
+  itself, SQLite's FTS5 tables follow the rows through triggers;
+* its vectors (``_write_vector``, ``_write_vectors``, ``_delete_vectors``,
+  ``_forget_vectors``: SQLite's sign-bit codes, pgvector rows);
+* the lock that makes dedup atomic across processes (``_lock_scopes``:
+  PostgreSQL's advisory locks; SQLite's write transaction already
+  serialises) and where a lone statement is cheapest (``_one_statement``).
 """
 
 from __future__ import annotations
@@ -50,9 +67,11 @@ def item_statements(columns: tuple[str, ...]) -> tuple[str, str]:
 class SQLItemWrites(SQLVectorStore[S]):
     """Item writes shared by the SQL backends (a base class of :class:`~memory.backends.items.SQLItemStore`).
 
-    The engine implements :meth:`_compile` and the hooks of
-    :class:`~memory.backends.item_vectors.SQLVectorStore`; everything here
-    runs on the dialect's write transactions.
+    The engine implements :meth:`_compile`, :meth:`_item_values`, the vector
+    writes (:meth:`_write_vectors`, :meth:`_delete_vectors`) and the hooks of
+    :class:`~memory.backends.item_vectors.SQLVectorStore`, and overrides the
+    other hooks below where its default does not hold; everything here runs
+    on the dialect's write transactions.
     """
 
     #: The columns of an item's row, in :meth:`_item_values` order (MemoryItem fields, then engine columns).
@@ -89,8 +108,8 @@ class SQLItemWrites(SQLVectorStore[S]):
         """
 
     def _count_terms(self, conn: Any, namespace: str, ids: Sequence[str], sign: int) -> None:
-        """Take these items out of (``sign`` -1, before their rows change or vanish) or add them to (+1, after
-        they were written) the engine's lexical statistics. Default: nothing (see :meth:`_lock_terms`)."""
+        """Count these items in the engine's lexical statistics (``sign`` 1, after their rows were written) or
+        out of them (-1, before the rows change or vanish). Default: nothing (see :meth:`_lock_terms`)."""
 
     def _lock_scopes(self, conn: Any, items: Sequence[MemoryItem]) -> None:
         """Serialise the adders of these items' dedup scopes until the transaction ends, so the dedup check and

@@ -252,7 +252,7 @@ class PostgresBackend(SQLItemStore[_Space]):
         """A pooled connection in autocommit: a lone statement is its own transaction, one round trip."""
         return self._read()
 
-    # -- writes ------------------------------------------------------------
+    # -- hooks of the shared writes (memory.backends.items_write) -----------
     def _write_vector(self, conn: Any, space: _Space, namespace: str, item_id: Any, vector: Vector) -> None:
         conn.execute(_UPSERT_VECTOR.format(table=space.table), (namespace, item_id, vector_text(vector)))
 

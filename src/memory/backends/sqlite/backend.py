@@ -236,7 +236,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     def _delete_vectors(self, conn: Any, space: vectors.Space, namespace: str, keys: Sequence[Any]) -> None:
         vectors.delete_vectors(conn, space, namespace, [int(k) for k in keys])
 
-    # -- writes ------------------------------------------------------------
+    # -- hooks of the shared writes (memory.backends.items_write) -----------
     def _item_values(self, item: MemoryItem) -> tuple[Any, ...]:
         return item_values(item)
 
