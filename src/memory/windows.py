@@ -26,6 +26,7 @@ from memory.errors import ProviderError
 from memory.filters import Filter
 from memory.retrieval.fact_key import fact_key, wants_fact_key
 from memory.retrieval.window import (
+    WINDOW_RULE,
     content_words,
     event_time_words,
     share_of,
@@ -194,6 +195,7 @@ class Windows:
     def __init__(self, core: Core) -> None:
         """Bind to the store's backend, embedder and settings."""
         self._core = core
+        self._rule_checked = False
 
     def refresh(self, namespace: str, anchors: Iterable[Anchor]) -> None:
         """Recompute the context windows around ``anchors``."""
@@ -205,9 +207,10 @@ class Windows:
         if core.ensure_space(strict=False):
             model = core.embedder.model_name
             space = window_model(model)
-            if all(s.model != space for s in core.backend.vector_spaces()):
-                # First windows in this store (new, or written before windows existed): index
-                # every memory, so the vector channel never searches a partial window space.
+            if all(s.model != space for s in core.backend.vector_spaces()) or self._stale_rule():
+                # First windows in this store (new, or written before windows existed), or windows
+                # computed by an older rule: index every memory, so the vector channel never
+                # searches a partial window space or windows of two rules.
                 core.backend.ensure_vector_space(space, core.embedder.dimension)
                 self.rebuild()
                 return
@@ -225,14 +228,26 @@ class Windows:
             embed=lambda texts: embed_chunked(core.embedder, texts),
         )
 
+    def _stale_rule(self) -> bool:
+        """Whether the stored windows follow another rule than :data:`WINDOW_RULE` (asked once per process)."""
+        index = self._core.backend.windows
+        if self._rule_checked or index is None:
+            return False
+        self._rule_checked = True
+        return index.window_rule() != WINDOW_RULE
+
     def rebuild(self) -> None:
-        """Compute the context window of every memory in every namespace (once per store)."""
+        """Compute the context window of every memory in every namespace, then record the rule they follow."""
         core = self._core
+        self._rule_checked = True  # the refreshes below must not start another rebuild
         for ns in core.backend.namespaces():
             flt = core.filter(ns, clearance="secret", include_expired=True, include_invalid=True)
             anchors = [anchor_of(item) for item in core.backend.iter_items(flt)]
             for start in range(0, len(anchors), 5000):
                 self.refresh(ns, anchors[start : start + 5000])
+        index = core.backend.windows
+        if index is not None:
+            index.set_window_rule(WINDOW_RULE)
 
     def after_add(self, items: Iterable[MemoryItem]) -> None:
         """Compute the context windows of newly stored ``items`` and of their thread neighbours."""

@@ -289,3 +289,29 @@ def test_first_windows_in_an_existing_store_index_every_memory(make_memory: Call
     assert set(new.backend.get_vectors("other", space, ids[-1:])) == {ids[-1]}
     assert _window_hits(new, "pixel") == {TURNS[1], TURNS[2]}
     assert Recall(new.core).vector_space(PRESETS["balanced"]) == space
+
+
+def test_windows_of_an_older_rule_are_recomputed_at_the_next_write(make_memory: Callable[..., Memory]) -> None:
+    """Windows computed by another window rule (an upgraded store) are all recomputed at its next write."""
+    from memory.config import Settings
+    from memory.embedders.hashing import HashingEmbedder
+    from memory.retrieval.window import WINDOW_RULE
+
+    embedder = HashingEmbedder()
+    old = make_memory(embedder=embedder, settings=Settings(database="memory://"))
+    ids = old.remember(TURNS, thread="t")
+    index = old.backend.windows
+    assert index is not None and index.window_rule() == WINDOW_RULE  # the first windows record their rule
+    # Pretend the store was windowed by an older rule: a far memory's window says something else.
+    index.set_windows("default", None, [(ids[0], "stale zebra", None)])
+    index.set_window_rule("1")
+    assert _window_hits(old, "zebra") == {TURNS[0]}
+    new = Memory(backend=old.backend, embedder=embedder, settings=Settings(database="memory://"))
+    new.remember("Carol: a new thread", thread="elsewhere")  # far from ids[0]: only a full rebuild reaches it
+    assert _window_hits(new, "zebra") == set()
+    assert _window_hits(new, "pixel") == {TURNS[1], TURNS[2]}
+    assert index.window_rule() == WINDOW_RULE
+    # Once recorded, a write re-windows only around itself.
+    index.set_windows("default", None, [(ids[0], "stale zebra", None)])
+    new.remember("Carol: still here", thread="elsewhere")
+    assert _window_hits(new, "zebra") == {TURNS[0]}

@@ -258,6 +258,14 @@ class WindowIndex(Protocol):
     searches content only, as before windows existed.
     """
 
+    def window_rule(self) -> str | None:
+        """The version of the window rule the stored windows were computed by, or None if never recorded."""
+        ...
+
+    def set_window_rule(self, rule: str) -> None:
+        """Record that every stored window was computed by window rule ``rule``."""
+        ...
+
     def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
         """Store library-computed context windows: (id, window text, window vector or None).
 

@@ -64,6 +64,10 @@ def item_statements(columns: tuple[str, ...]) -> tuple[str, str]:
     return insert, update
 
 
+#: The ``meta`` key that records the rule the stored windows were computed by.
+_WINDOW_RULE_KEY = "window_rule"
+
+
 class SQLItemWrites(SQLVectorStore[S]):
     """Item writes shared by the SQL backends (a base class of :class:`~memory.backends.items.SQLItemStore`).
 
@@ -377,6 +381,21 @@ class SQLItemWrites(SQLVectorStore[S]):
             if new_space is not None and checked is not None:
                 self._write_vector(conn, new_space, item.namespace, key, checked)
             self._append_ledger(conn, [ledger])
+
+    def window_rule(self) -> str | None:
+        """The rule the stored windows were computed by (:meth:`set_window_rule`), or None if never set."""
+        with self.dialect.read() as conn:
+            rows = self.dialect.rows(conn, "SELECT value FROM meta WHERE key = ?", (_WINDOW_RULE_KEY,))
+        return str(rows[0][0]) if rows else None
+
+    def set_window_rule(self, rule: str) -> None:
+        """Record that every stored window was computed by ``rule`` (the library's window rule version)."""
+        with self.dialect.write() as conn:
+            self.dialect.run(
+                conn,
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (_WINDOW_RULE_KEY, rule),
+            )
 
     def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
         """Store the context windows of existing items: (id, window text, window vector or None).

@@ -41,6 +41,7 @@ __all__ = [
     "field_weights",
     "MONTHS",
     "CONTEXT_WORDS",
+    "WINDOW_RULE",
     "content_words",
     "context_share",
     "share_of",
@@ -54,6 +55,10 @@ __all__ = [
 
 #: Content words up to which a memory gets its whole context window (:func:`context_share`).
 CONTEXT_WORDS = 30
+#: The version of the rule windows are computed by; a store whose windows were computed by another
+#: is re-windowed in full at its next write (:class:`memory.windows.Windows`). 2: the share counts
+#: the neighbours' length too (2026-11-25).
+WINDOW_RULE = "2"
 
 
 def time_words(when: datetime) -> str:
