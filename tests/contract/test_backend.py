@@ -210,3 +210,20 @@ def test_record_access_counts_each_listing_and_stays_in_its_namespace(backend: B
     assert (untouched.access_count, untouched.accessed_at) == (0, None)
     backend.record_access("ns", [], later)
     assert backend.get("ns", [once.item.id])[0].access_count == 1
+
+
+def test_rank_fields_are_what_get_returns_without_whole_rows(backend: Backend) -> None:
+    early = NOW - timedelta(days=3)
+    records = [
+        _record("first", importance=0.9, created_at=early),
+        _record("second", importance=0.1),
+        _record("elsewhere", namespace="other"),
+    ]
+    backend.add(records)
+    ids = [r.item.id for r in records]
+    fields = backend.rank_fields("ns", [*ids, "missing"])
+    assert set(fields) == set(ids[:2])  # unknown ids and other namespaces' items are omitted
+    for item in backend.get("ns", ids[:2]):
+        assert (fields[item.id].created_at, fields[item.id].importance) == (item.created_at, item.importance)
+    assert fields[ids[0]].created_at == early and fields[ids[0]].importance == 0.9
+    assert backend.rank_fields("ns", []) == {} and backend.rank_fields("nobody", ids) == {}

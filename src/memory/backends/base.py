@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memory.backends.values import AddResult, ChannelHit, ListOrder, NewRecord, Vector, VectorSpace
+from memory.backends.values import AddResult, ChannelHit, ListOrder, NewRecord, RankFields, Vector, VectorSpace
 from memory.filters import Filter
 from memory.types import LedgerEntry, MemoryItem
 
@@ -49,6 +49,7 @@ __all__ = [
     "NewRecord",
     "AddResult",
     "ChannelHit",
+    "RankFields",
     "VectorSpace",
     "ListOrder",
     "Vector",
@@ -178,6 +179,13 @@ class Backend(Protocol):
     # -- reads -------------------------------------------------------------
     def get(self, namespace: str, ids: Sequence[str]) -> builtins.list[MemoryItem]:
         """Items by id in ``namespace``, in the order asked; unknown ids are omitted."""
+        ...
+
+    def rank_fields(self, namespace: str, ids: Sequence[str]) -> dict[str, RankFields]:
+        """What ranking reads of the items ``ids`` in ``namespace`` (created_at, importance); unknown ids omitted.
+
+        Recall ranks its fused candidates on these and reads whole items only for the hits it returns.
+        """
         ...
 
     def find_ids(self, flt: Filter, limit: int | None = None) -> builtins.list[str]:

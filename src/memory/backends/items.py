@@ -24,7 +24,7 @@ from typing import Any, TypedDict
 from memory.backends.columns import ITEM_COLUMNS, JSON_COLUMNS, LEDGER_SELECT, TIME_COLUMNS
 from memory.backends.item_vectors import S
 from memory.backends.items_write import SQLItemWrites
-from memory.backends.values import ChannelHit, ListOrder
+from memory.backends.values import ChannelHit, ListOrder, RankFields
 from memory.errors import InvalidInputError
 from memory.filters import Filter
 from memory.index_layout import field_weights
@@ -150,6 +150,21 @@ class SQLItemStore(SQLItemWrites[S]):
         with self.dialect.read() as conn:
             found = {item.id: item for item in self._items(conn, sql, params)}
         return [found[i] for i in ids if i in found]
+
+    def rank_fields(self, namespace: str, ids: Sequence[str]) -> dict[str, RankFields]:
+        """created_at and importance of the items ``ids`` in ``namespace``, read without decoding whole rows."""
+        if not ids or not self.dialect.storable(namespace):
+            return {}
+        where, params = self._by_ids(namespace, ids)
+        sql = f"SELECT i.id, i.created_at, i.importance FROM items i WHERE {where}"
+        with self.dialect.read() as conn:
+            rows = self.dialect.rows(conn, sql, params)
+        out: dict[str, RankFields] = {}
+        for item_id, created_at, importance in rows:
+            when = self.dialect.time_value(created_at)
+            if when is not None:
+                out[str(item_id)] = RankFields(when, float(importance))
+        return out
 
     def find_ids(self, flt: Filter, limit: int | None = None) -> builtins.list[str]:
         """Ids of the items matching ``flt``, newest first (all when ``limit`` is None or 0)."""

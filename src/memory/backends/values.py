@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from memory.types import LedgerEntry, MemoryItem
 
-__all__ = ["Vector", "NewRecord", "AddResult", "ChannelHit", "VectorSpace", "ListOrder"]
+__all__ = ["Vector", "NewRecord", "AddResult", "ChannelHit", "RankFields", "VectorSpace", "ListOrder"]
 
 Vector = npt.NDArray[np.float32]
 
@@ -43,6 +43,14 @@ class ChannelHit:
 
     id: str
     score: float
+
+
+@dataclass(frozen=True, slots=True)
+class RankFields:
+    """What ranking reads of an item besides its channel scores (:func:`memory.retrieval.fusion.score_item`)."""
+
+    created_at: datetime
+    importance: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,12 +10,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol, TypeVar
 
 from memory.backends.base import ChannelHit
 from memory.retrieval.config import RetrievalConfig
-from memory.types import ChannelScore, MemoryItem, ScoreParts
+from memory.types import ChannelScore, ScoreParts
 
-__all__ = ["FusedCandidate", "fuse", "recency_factor", "score_item", "rank"]
+__all__ = ["FusedCandidate", "Rankable", "fuse", "recency_factor", "score_item", "rank"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +78,22 @@ def recency_factor(created_at: datetime, now: datetime, half_life_days: float) -
     return math.pow(0.5, age_days / half_life_days)
 
 
-def score_item(fusion: float, item: MemoryItem, now: datetime, config: RetrievalConfig) -> ScoreParts:
+class Rankable(Protocol):
+    """What ranking reads of an item: a MemoryItem, or its :class:`~memory.backends.values.RankFields`."""
+
+    @property
+    def created_at(self) -> datetime:
+        """When the item was created."""
+
+    @property
+    def importance(self) -> float:
+        """The item's importance, 0..1."""
+
+
+R = TypeVar("R", bound=Rankable)
+
+
+def score_item(fusion: float, item: Rankable, now: datetime, config: RetrievalConfig) -> ScoreParts:
     """Blend fused relevance with recency and importance into the final score."""
     recency = recency_factor(item.created_at, now, config.recency_half_life_days)
     relevance_weight = max(1.0 - config.recency_weight - config.importance_weight, 0.0)
@@ -87,10 +103,10 @@ def score_item(fusion: float, item: MemoryItem, now: datetime, config: Retrieval
 
 def rank(
     candidates: Sequence[FusedCandidate],
-    items: Mapping[str, MemoryItem],
+    items: Mapping[str, R],
     now: datetime,
     config: RetrievalConfig,
-) -> list[tuple[FusedCandidate, MemoryItem, ScoreParts]]:
+) -> list[tuple[FusedCandidate, R, ScoreParts]]:
     """Score candidates whose items are known; returns them best first.
 
     Equal final scores keep the fused order (see :func:`fuse`).

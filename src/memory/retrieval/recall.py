@@ -137,8 +137,12 @@ class Recall:
         fused = fuse(results, config.weights, config.rrf_k)
         if config.graph_hop and "graph" in results and store is not None:
             fused = self._second_hop(store, flt, config, results, fused, k)
-        items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c in fused])}
-        ranked = rank(fused, items, flt.now, config)
+        # Rank on the two fields ranking reads; decode whole items only for the hits returned
+        # (and the reranker's window).
+        order = rank(fused, self._backend.rank_fields(flt.namespace, [c.id for c in fused]), flt.now, config)
+        head = order[: max(limit, self._rerank.top_n if self._rerank is not None else 0)]
+        items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c, _, _ in head])}
+        ranked = [(c, items[c.id], parts) for c, _, parts in head if c.id in items]
         if self._rerank is not None:
             ranked = self._rerank.apply(text, ranked)
         ranked = ranked[:limit]
