@@ -240,6 +240,7 @@ class Windows:
         """Compute the context window of every memory in every namespace, then record the rule they follow."""
         core = self._core
         self._rule_checked = True  # the refreshes below must not start another rebuild
+        log.info("computing the context window of every memory (window rule %s); once per store", WINDOW_RULE)
         for ns in core.backend.namespaces():
             flt = core.filter(ns, clearance="secret", include_expired=True, include_invalid=True)
             anchors = [anchor_of(item) for item in core.backend.iter_items(flt)]
