@@ -306,17 +306,10 @@ class Memory:
             namespace, user=user, agent=agent, thread=thread,
             clearance=clearance, include_expired=True, include_invalid=True,
         )  # fmt: skip
-        total = self._items.forget_matching(flt, reason=reason)
-        if self._backend.tiers is not None and flt.thread is None:  # the users' tier data, as tiers.forget
-            owners = self.tiers.store.owners(flt.namespace)
-            for name in sorted({u for a, u in owners if u and flt.user in (None, u) and flt.agent in (None, a)}):
-                self.tiers.forget(user=name, agent=flt.agent, namespace=flt.namespace)
-        store = self._backend.feedback
-        if store is not None:  # conversation records of the scope; prompts when the whole namespace goes
-            store.delete_records(flt.namespace, thread=flt.thread, user=flt.user, agent=flt.agent)
-            if flt.user is None and flt.agent is None and flt.thread is None:
-                store.delete_prompts(flt.namespace)
-        return total
+        from memory.erase import forget_scope
+
+        tiers = (lambda: self.tiers) if self._backend.tiers is not None else None
+        return forget_scope(self._items, flt, tiers=tiers, feedback=self._backend.feedback, reason=reason)
 
     def embed_pending(self, *, namespace: str | None = None, limit: int = 1000) -> int:
         """Embed memories left pending (e.g. after an embedder outage); returns how many got vectors.
