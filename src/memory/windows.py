@@ -11,6 +11,7 @@ and a forgotten text leaves its neighbours' windows at once.
 from __future__ import annotations
 
 import bisect
+import json
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -189,31 +190,61 @@ def refresh_windows(
     return window_index.set_windows(namespace, window_space if model is not None else None, updates)
 
 
+#: Memories re-windowed per write while a store windowed by an older rule is brought up to date.
+REWINDOW_BATCH = 2000
+
+
+def _resume_point(state: str | None) -> tuple[str, datetime, str] | None:
+    """Where an upgrade to :data:`WINDOW_RULE` goes on: (namespace, created_at, id) of the last memory done.
+
+    None for an older rule's state (or none recorded): start from the beginning.
+    """
+    try:
+        data = json.loads(state) if state else None
+        if isinstance(data, dict) and data.get("rule") == WINDOW_RULE:
+            ns, at, item_id = data["after"]
+            return str(ns), datetime.fromisoformat(at), str(item_id)
+    except (ValueError, TypeError, KeyError):
+        pass
+    return None
+
+
 class Windows:
     """Keeps a store's context windows current after its writes (the facade's and the services')."""
 
     def __init__(self, core: Core) -> None:
         """Bind to the store's backend, embedder and settings."""
         self._core = core
-        self._rule_checked = False
+        self._rule_current = False
 
     def refresh(self, namespace: str, anchors: Iterable[Anchor]) -> None:
-        """Recompute the context windows around ``anchors``."""
+        """Recompute the context windows around ``anchors``.
+
+        In a store whose windows were computed by an older rule, each call first
+        re-windows at most :data:`REWINDOW_BATCH` more memories (see :meth:`_upgrade_step`).
+        """
         core = self._core
         anchors = list(anchors)
         if not anchors or not core.windows_on():
             return
+        if core.ensure_space(strict=False):
+            space = window_model(core.embedder.model_name)
+            if all(s.model != space for s in core.backend.vector_spaces()):
+                # First windows in this store (new, or written before windows existed): index
+                # every memory, so the vector channel never searches a partial window space.
+                core.backend.ensure_vector_space(space, core.embedder.dimension)
+                self.rebuild()
+                return
+            self._upgrade_step()
+        self._refresh(namespace, anchors)
+
+    def _refresh(self, namespace: str, anchors: list[Anchor]) -> None:
+        """Recompute the context windows around ``anchors`` (no first-window or rule checks)."""
+        core = self._core
         model = space = None
         if core.ensure_space(strict=False):
             model = core.embedder.model_name
             space = window_model(model)
-            if all(s.model != space for s in core.backend.vector_spaces()) or self._stale_rule():
-                # First windows in this store (new, or written before windows existed), or windows
-                # computed by an older rule: index every memory, so the vector channel never
-                # searches a partial window space or windows of two rules.
-                core.backend.ensure_vector_space(space, core.embedder.dimension)
-                self.rebuild()
-                return
         refresh_windows(
             core.backend,
             namespace,
@@ -228,27 +259,59 @@ class Windows:
             embed=lambda texts: embed_chunked(core.embedder, texts),
         )
 
-    def _stale_rule(self) -> bool:
-        """Whether the stored windows follow another rule than :data:`WINDOW_RULE` (asked once per process)."""
+    def _upgrade_step(self) -> None:
+        """Re-window the next :data:`REWINDOW_BATCH` memories of a store windowed by an older rule.
+
+        The store's rule state (``WindowIndex.window_rule``) is :data:`WINDOW_RULE` once every
+        memory follows it; while an upgrade is under way it holds where to go on
+        (:func:`_resume_point`), so each write does a bounded share of the work, in namespace
+        then (created_at, id) order. Asked of the store until it is current, once per process after.
+        """
         index = self._core.backend.windows
-        if self._rule_checked or index is None:
-            return False
-        self._rule_checked = True
-        return index.window_rule() != WINDOW_RULE
+        if self._rule_current or index is None:
+            return
+        state = index.window_rule()
+        if state == WINDOW_RULE:
+            self._rule_current = True
+            return
+        core = self._core
+        after = _resume_point(state)
+        budget = REWINDOW_BATCH
+        if after is None:
+            log.info("re-windowing every memory for window rule %s, %d per write", WINDOW_RULE, budget)
+        for ns in core.backend.namespaces():
+            if after is not None and ns < after[0]:
+                continue
+            flt = core.filter(ns, clearance="secret", include_expired=True, include_invalid=True)
+            order = ListOrder(newest_first=False)
+            if after is not None and ns == after[0]:
+                order = ListOrder(newest_first=False, after_created_at=after[1], after_id=after[2])
+            items = core.backend.list(flt, budget, order)
+            if items:
+                self._refresh(ns, [anchor_of(item) for item in items])
+                budget -= len(items)
+            if budget <= 0:
+                last = items[-1]
+                index.set_window_rule(
+                    json.dumps({"rule": WINDOW_RULE, "after": [ns, last.created_at.isoformat(), last.id]})
+                )
+                return
+        index.set_window_rule(WINDOW_RULE)
+        self._rule_current = True
 
     def rebuild(self) -> None:
         """Compute the context window of every memory in every namespace, then record the rule they follow."""
         core = self._core
-        self._rule_checked = True  # the refreshes below must not start another rebuild
         log.info("computing the context window of every memory (window rule %s); once per store", WINDOW_RULE)
         for ns in core.backend.namespaces():
             flt = core.filter(ns, clearance="secret", include_expired=True, include_invalid=True)
             anchors = [anchor_of(item) for item in core.backend.iter_items(flt)]
             for start in range(0, len(anchors), 5000):
-                self.refresh(ns, anchors[start : start + 5000])
+                self._refresh(ns, anchors[start : start + 5000])
         index = core.backend.windows
         if index is not None:
             index.set_window_rule(WINDOW_RULE)
+            self._rule_current = True
 
     def after_add(self, items: Iterable[MemoryItem]) -> None:
         """Compute the context windows of newly stored ``items`` and of their thread neighbours."""

@@ -315,3 +315,32 @@ def test_windows_of_an_older_rule_are_recomputed_at_the_next_write(make_memory: 
     index.set_windows("default", None, [(ids[0], "stale zebra", None)])
     new.remember("Carol: still here", thread="elsewhere")
     assert _window_hits(new, "zebra") == {TURNS[0]}
+
+
+def test_an_older_rule_is_caught_up_a_bounded_batch_per_write(
+    make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write in a store of an older window rule re-windows at most REWINDOW_BATCH memories, then goes on."""
+    import memory.windows
+    from memory.config import Settings
+    from memory.embedders.hashing import HashingEmbedder
+    from memory.retrieval.window import WINDOW_RULE
+
+    embedder = HashingEmbedder()
+    old = make_memory(embedder=embedder, settings=Settings(database="memory://"))
+    ids = old.remember(TURNS, thread="t")
+    index = old.backend.windows
+    assert index is not None
+    index.set_windows("default", None, [(i, "stale zebra", None) for i in ids])
+    index.set_window_rule("1")
+    monkeypatch.setattr(memory.windows, "REWINDOW_BATCH", 3)
+    new = Memory(backend=old.backend, embedder=embedder, settings=Settings(database="memory://"))
+    stale = [len(_window_hits(new, "zebra"))]
+    states = []
+    for n in range(5):  # 7 memories and the notes written meanwhile, 3 a write
+        new.remember(f"Carol: note {n}", thread="elsewhere")
+        stale.append(len(_window_hits(new, "zebra")))
+        states.append(index.window_rule())
+    # 3 memories (oldest first) per write, with the windows around them (2 each side): 5, then the rest
+    assert stale[:3] == [7, 2, 0]
+    assert states[0] != WINDOW_RULE and states[-1] == WINDOW_RULE

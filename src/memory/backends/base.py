@@ -267,11 +267,11 @@ class WindowIndex(Protocol):
     """
 
     def window_rule(self) -> str | None:
-        """The version of the window rule the stored windows were computed by, or None if never recorded."""
+        """The recorded window-rule state: the rule the stored windows follow (or an upgrade's progress), or None."""
         ...
 
     def set_window_rule(self, rule: str) -> None:
-        """Record that every stored window was computed by window rule ``rule``."""
+        """Record the window-rule state (the library's: ``memory.windows``)."""
         ...
 
     def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:

@@ -383,13 +383,13 @@ class SQLItemWrites(SQLVectorStore[S]):
             self._append_ledger(conn, [ledger])
 
     def window_rule(self) -> str | None:
-        """The rule the stored windows were computed by (:meth:`set_window_rule`), or None if never set."""
+        """The recorded window-rule state (:meth:`set_window_rule`), or None if never set."""
         with self.dialect.read() as conn:
             rows = self.dialect.rows(conn, "SELECT value FROM meta WHERE key = ?", (_WINDOW_RULE_KEY,))
         return str(rows[0][0]) if rows else None
 
     def set_window_rule(self, rule: str) -> None:
-        """Record that every stored window was computed by ``rule`` (the library's window rule version)."""
+        """Record the window-rule state: the rule every stored window follows, or an upgrade's progress."""
         with self.dialect.write() as conn:
             self.dialect.run(
                 conn,
