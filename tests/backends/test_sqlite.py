@@ -695,8 +695,45 @@ def test_index_window_migration_keeps_old_rows_searchable(db_path: Path) -> None
     with SQLiteBackend(db_path) as backend:
         assert [h.id for h in backend.search_lexical(flt(), ["heron"], 5)] == [old.id]
         assert [h.id for h in backend.search_lexical(flt(), ["may"], 5, fields={"time": 1.0})] == [old.id]
-        row = backend._conn.execute("SELECT time FROM items_key_fts WHERE rowid = 1").fetchone()
-        assert row[0] == "8 May 2023"
+        # The key index keeps no text (contentless), so the time words are checked as a phrase.
+        found = backend._conn.execute(
+            "SELECT rowid FROM items_key_fts WHERE items_key_fts MATCH 'time : \"8 may 2023\"'"
+        ).fetchall()
+        assert found == [(1,)]
+        wrong = backend._conn.execute(
+            "SELECT rowid FROM items_key_fts WHERE items_key_fts MATCH 'time : \"9 may 2023\"'"
+        ).fetchall()
+        assert wrong == []
+
+
+def test_new_store_has_lean_indexes_and_8k_pages(db_path: Path) -> None:
+    """A new file: 8 KB pages, a contentless key index that still deletes, partial filter and queue indexes."""
+    with SQLiteBackend(db_path) as backend:
+        conn = backend._conn
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == 8192
+        sql = {name: text for name, text in conn.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL")}
+        assert "contentless_delete=1" in sql["items_key_fts"]
+        assert "WHERE embedding_status IN" in sql["items_pending"]
+        assert all("IS NOT NULL" in sql[f"items_ns_{c}"] for c in ("user", "agent", "thread"))
+        item = make_item("a heron by the lake", model=None)
+        backend.add([NewRecord(item, None, ledger_entry("add", item.id, item.namespace, NOW, after=item))])
+        assert [h.id for h in backend.search_lexical(flt(), ["heron"], 5)] == [item.id]
+        backend.delete(item.namespace, [item.id], [])
+        assert backend.search_lexical(flt(), ["heron"], 5) == []
+        assert conn.execute("SELECT count(*) FROM items_key_fts WHERE items_key_fts MATCH 'heron'").fetchone()[0] == 0
+
+
+def test_existing_file_keeps_its_page_size(db_path: Path) -> None:
+    """``PRAGMA page_size`` only shapes a new file; a 4 KB store opens and stays 4 KB."""
+    conn = raw_connect(db_path)
+    try:
+        conn.execute("PRAGMA page_size = 4096")
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("DROP TABLE t")
+    finally:
+        conn.close()
+    with SQLiteBackend(db_path) as backend:
+        assert backend._conn.execute("PRAGMA page_size").fetchone()[0] == 4096
 
 
 def test_planner_statistics_follow_a_store_that_grows_in_one_process(

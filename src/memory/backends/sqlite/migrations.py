@@ -334,7 +334,7 @@ def time_words_sql(epoch: str) -> str:
 # window text that the library writes to items.index_window, and the time words of
 # created_at. items_fts stays as it was, so content-only search ranks exactly as before
 # (and as the other backends). FTS5 cannot take an expression as an external-content
-# column, so this table keeps its own copy and triggers fill it.
+# column, so triggers fill this table (0015 makes it contentless: it keeps no copy).
 _INDEX_WINDOW = [
     "ALTER TABLE items ADD COLUMN index_window TEXT NOT NULL DEFAULT ''",
     """CREATE VIRTUAL TABLE items_key_fts USING fts5 (
@@ -421,6 +421,34 @@ _ARCHIVE_CREATED_AT = [
 ]
 
 
+# Issue 22 (bytes per memory): the key index stops keeping its own copy of the content and
+# window (a contentless FTS5 table that can still delete rows: bm25 and rowids are all the
+# lexical channel reads), and the indexes that only serve a filter or the embedding queue
+# cover only the rows that filter or queue can match (``x = ?`` implies ``x IS NOT NULL``,
+# so SQLite still uses them). The key index is rebuilt from the items table.
+_LEAN_INDEXES = [
+    "DROP TRIGGER IF EXISTS items_key_fts_insert",
+    "DROP TRIGGER IF EXISTS items_key_fts_delete",
+    "DROP TRIGGER IF EXISTS items_key_fts_update",
+    "DROP TABLE IF EXISTS items_key_fts",
+    """CREATE VIRTUAL TABLE items_key_fts USING fts5 (
+        content, window, time, content='', contentless_delete=1,
+        tokenize='porter unicode61 remove_diacritics 2'
+    )""",
+    *_INDEX_WINDOW[2:],
+    "DROP INDEX IF EXISTS items_pending",
+    "CREATE INDEX items_pending ON items (created_at, id) WHERE embedding_status IN ('pending', 'failed')",
+    *(
+        statement
+        for column in ("user", "agent", "thread")
+        for statement in (
+            f"DROP INDEX IF EXISTS items_ns_{column}",
+            f"CREATE INDEX items_ns_{column} ON items (namespace, {column}, created_at) WHERE {column} IS NOT NULL",
+        )
+    ),
+]
+
+
 def _langgraph_checkpoints(conn: Any) -> None:
     """LangGraph's checkpoint tables; a store that made them on first use (as ``graph_*``) keeps its rows."""
     for old, new in EARLIER_TABLES.items():
@@ -462,6 +490,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0012_graph_source_namespace", _GRAPH_SOURCE_NAMESPACE),
     Migration("0013_langgraph_checkpoints", _langgraph_checkpoints),
     Migration("0014_archive_created_at", _ARCHIVE_CREATED_AT),
+    Migration("0015_lean_indexes", _LEAN_INDEXES),
 )
 
 
