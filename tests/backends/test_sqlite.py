@@ -501,6 +501,13 @@ def test_other_connections_see_new_replaced_and_deleted_vectors(db_path: Path, c
         hits = {h.id: h.score for h in reader.search_vector(flt(), MODEL, query, 100)}
         assert hits[target.id] == pytest.approx(-1.0, abs=1e-5)
         assert len(hits) == 50
+        # The item stays, its vector goes (new text, embedding pending): the copy's entry must not answer.
+        pending = target.model_copy(
+            update={"content": "new text", "embedding_status": "pending", "embedding_model": None}
+        )
+        writer.replace(pending, None, ledger_entry("update", target.id, "default", NOW, after=pending))
+        assert target.id not in {h.id for h in reader.search_vector(flt(), MODEL, -query, 100)}
+        assert len(reader.search_vector(flt(), MODEL, query, 100)) == 49
 
 
 def test_replace_keeps_or_removes_the_vector(backend: SQLiteBackend) -> None:

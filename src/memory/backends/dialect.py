@@ -102,7 +102,11 @@ class Dialect:
         return json.dumps(value)
 
     def json_value(self, raw: Any) -> Any:
-        """A JSON column's value as Python data."""
+        """A JSON column's value as Python data (the empty list and object, most rows' tags and metadata, at once)."""
+        if raw == "[]":
+            return []
+        if raw == "{}":
+            return {}
         return json.loads(raw) if isinstance(raw, (str, bytes)) else raw
 
     def time_param(self, value: datetime | None) -> Any:

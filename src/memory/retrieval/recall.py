@@ -140,7 +140,7 @@ class Recall:
         # Rank on the two fields ranking reads; decode whole items only for the hits returned
         # (and the reranker's window).
         order = rank(fused, self._backend.rank_fields(flt.namespace, [c.id for c in fused]), flt.now, config)
-        head = order[: max(limit, self._rerank.top_n if self._rerank is not None else 0)]
+        head = order[: self._rerank.window(limit) if self._rerank is not None else limit]
         items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c, _, _ in head])}
         ranked = [(c, items[c.id], parts) for c, _, parts in head if c.id in items]
         if self._rerank is not None:

@@ -76,6 +76,10 @@ class RerankStage:
         self.weight = weight
         self._owned = owned
 
+    def window(self, limit: int) -> int:
+        """How many ranked candidates recall decodes for ``limit`` hits: ``top_n`` more only with a reranker."""
+        return max(limit, self.top_n) if self.reranker is not None else limit
+
     @classmethod
     def open(cls, settings: RerankSettings | None, given: Reranker | None = None) -> RerankStage:
         """The stage for a Memory: ``given`` if any, else the configured provider, else none.

@@ -73,6 +73,10 @@ class NativeCandidates:
         ).fetchall()
         return [int(r[0]) for r in rows]
 
+    def scored(self, vector: Vector, n: int) -> None:
+        """None: ``vector_top_k`` gives no scores, so the candidates are rescored in SQL."""
+        return None
+
     def all_rids(self) -> list[int]:
         """Every row id of the namespace that has a vector in the space."""
         rows = self._conn.execute(

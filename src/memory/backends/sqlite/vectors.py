@@ -52,6 +52,7 @@ __all__ = [
     "write_new_vectors",
     "delete_vectors",
     "search",
+    "stored_vectors",
 ]
 
 #: Filters whose indexed scope holds at most this many items are searched exactly.
@@ -141,6 +142,7 @@ class CodeIndex:
         self.dim = dim
         self.float_budget = float_budget
         self.rids = np.empty(0, dtype=np.int64)
+        self.seqs = np.empty(0, dtype=np.int64)
         self.codes = np.empty((words, 0), dtype=np.uint64)
         self.floats: npt.NDArray[np.float32] | None = (
             np.empty((0, dim), dtype=np.float32) if dim and float_budget > 0 else None
@@ -167,10 +169,12 @@ class CodeIndex:
         if self.floats is not None:
             capacity = min(capacity, max(needed, self.float_budget // (self.dim * 4)))
         rids = np.empty(capacity, dtype=np.int64)
+        seqs = np.empty(capacity, dtype=np.int64)
         codes = np.empty((self.words, capacity), dtype=np.uint64)
         rids[: self.size] = self.rids[: self.size]
+        seqs[: self.size] = self.seqs[: self.size]
         codes[:, : self.size] = self.codes[:, : self.size]
-        self.rids, self.codes = rids, codes
+        self.rids, self.seqs, self.codes = rids, seqs, codes
         if self.floats is not None:
             floats = np.empty((capacity, self.dim), dtype=np.float32)
             floats[: self.size] = self.floats[: self.size]
@@ -189,6 +193,7 @@ class CodeIndex:
 
     def _append(self, rows: list[tuple[Any, ...]], needed: int) -> None:
         self.rids[self.size : needed] = [row[1] for row in rows]
+        self.seqs[self.size : needed] = [row[0] for row in rows]
         block = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.uint64)
         self.codes[:, self.size : needed] = block.reshape(len(rows), self.words).T
         if self.floats is not None:
@@ -226,19 +231,46 @@ class CodeIndex:
         """
         if n >= self.size:
             return self.all_rids()
-        hamming = self.distances(quantize(vector, self.words))
-        if self.floats is None:
-            best = smallest(hamming, n)
-        else:
-            pool = min(self.size, max(4 * n, FLOAT_POOL))
-            coarse = smallest(hamming, pool) if pool < self.size else np.arange(self.size)
-            # einsum, not BLAS: a multi-threaded BLAS keeps spinning after the call and
-            # starves the embedder's threads on small machines.
-            query = np.asarray(vector, dtype=np.float32)
-            query = query / (float(np.linalg.norm(query)) or 1.0)
-            sims = np.einsum("ij,j->i", self.floats[coarse], query)
-            best = coarse[np.argpartition(-sims, n - 1)[:n]]
+        if self.floats is not None:
+            return sorted({rid for rid, _ in self._ranked(vector, n)})
+        best = smallest(self.distances(quantize(vector, self.words)), n)
         return [int(r) for r in np.unique(self.rids[best])]
+
+    def scored(self, vector: Vector, n: int) -> list[tuple[int, float]] | None:
+        """``(seq, cosine)`` of the ``n`` entries nearest ``vector``, best first; None without the float32 copy.
+
+        The copy holds the stored float32 vectors scaled to unit length, so
+        these are the exact cosines (up to float32 rounding) that rescoring in
+        SQL would compute. Entries are named by their sequence number: an
+        entry whose vector was deleted or replaced since the copy was read
+        has a sequence number the codes table no longer holds, so the caller
+        drops it when it checks the candidates in SQL.
+        """
+        if self.floats is None:
+            return None
+        return self._ranked(vector, min(n, self.size), self.seqs)
+
+    def _ranked(self, vector: Vector, n: int, names: npt.NDArray[np.int64] | None = None) -> list[tuple[int, float]]:
+        """``(name, cosine)`` of the ``n`` nearest entries by exact cosine, best first (names: rids by default)."""
+        assert self.floats is not None
+        names = self.rids if names is None else names
+        if n <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32)
+        query = query / (float(np.linalg.norm(query)) or 1.0)
+        pool = min(self.size, max(4 * n, FLOAT_POOL))
+        if pool < self.size:
+            coarse = smallest(self.distances(quantize(query, self.words)), pool)
+            rows = self.floats[coarse]
+        else:  # everything is in the pool: score the copy in place, no gathered copy
+            coarse = np.arange(self.size)
+            rows = self.floats[: self.size]
+        # einsum, not BLAS: a multi-threaded BLAS keeps spinning after the call and
+        # starves the embedder's threads on small machines.
+        sims = np.einsum("ij,j->i", rows, query)
+        top = np.argpartition(-sims, n - 1)[:n] if n < sims.shape[0] else np.arange(sims.shape[0])
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return list(zip(names[coarse[top]].tolist(), sims[top].tolist(), strict=True))
 
 
 def smallest(values: npt.NDArray[np.int32], n: int) -> npt.NDArray[np.intp]:
@@ -310,6 +342,15 @@ class CodeCache:
         return index
 
 
+def stored_vectors(conn: Any, space: Space, namespace: str) -> int:
+    """How many vectors ``namespace`` holds in ``space`` (from its counters: one primary-key read)."""
+    row = conn.execute(
+        f"SELECT last_seq - deletions FROM {space.counters_table} WHERE space_id = ? AND namespace = ?",
+        (space.space_id, namespace),
+    ).fetchone()
+    return 0 if row is None else max(int(row[0]), 0)
+
+
 def _counter(conn: Any, space: Space, namespace: str, seq: int, deletions: int) -> int:
     row = conn.execute(
         f"INSERT INTO {space.counters_table} (space_id, namespace, last_seq, deletions) VALUES (?, ?, ?, ?) "
@@ -373,16 +414,43 @@ def _exact(conn: Any, space: Space, where: str, params: list[Any], query: bytes,
 def _rescore(
     conn: Any, space: Space, rids: list[int], where: str, params: list[Any], query: bytes, k: int
 ) -> tuple[list[ChannelHit], float]:
-    """Exact cosine of ``rids``, then the filter checked best first until ``k`` pass (ties kept).
-
-    Returns the hits and the fraction of the checked candidates that passed the filter.
-    """
+    """Exact cosine of ``rids`` in SQL, then the filter checked best first (:func:`_best_passing`)."""
     scored = conn.execute(
         f"SELECT v.rid, 1.0 - vec_distance_cosine(v.embedding, ?) FROM json_each(?) AS j "
         f"CROSS JOIN {space.vectors_table} v ON v.rid = j.value",
         (query, json.dumps(rids)),
     ).fetchall()
     scored.sort(key=lambda row: -row[1])
+    rows = f"json_each(?) AS j CROSS JOIN {space.owner_table} i ON i.rid = j.value"
+    return _best_passing(conn, scored, (rows, []), where, params, k)
+
+
+def _check_scored(
+    conn: Any, space: Space, namespace: str, scored: list[tuple[int, float]], where: str, params: list[Any], k: int
+) -> tuple[list[ChannelHit], float]:
+    """Candidates named by sequence number with their cosines: only entries the codes table still holds count."""
+    rows = (
+        f"json_each(?) AS j CROSS JOIN {space.codes_table} c ON c.namespace = ? AND c.seq = j.value "
+        f"CROSS JOIN {space.owner_table} i ON i.rid = c.rid"
+    )
+    return _best_passing(conn, scored, (rows, [namespace]), where, params, k)
+
+
+def _best_passing(
+    conn: Any,
+    scored: Sequence[tuple[int, float]],
+    rows: tuple[str, list[Any]],
+    where: str,
+    params: list[Any],
+    k: int,
+) -> tuple[list[ChannelHit], float]:
+    """The filter checked on ``(key, score)`` candidates best first until ``k`` pass (ties kept).
+
+    ``rows`` is the FROM clause joining the JSON list of keys (``j.value``)
+    to the owner rows ``i``, with its parameters after the list. Returns the
+    hits and the fraction of the checked candidates that passed the filter.
+    """
+    source, source_params = rows
     passing: list[tuple[float, str]] = []
     chunk = max(2 * k, 64)
     position = 0
@@ -391,12 +459,11 @@ def _rescore(
         position += len(batch)
         allowed = dict(
             conn.execute(
-                f"SELECT i.rid, i.id FROM json_each(?) AS j CROSS JOIN {space.owner_table} i ON i.rid = j.value "
-                f"WHERE {where}",
-                [json.dumps([row[0] for row in batch]), *params],
+                f"SELECT j.value, i.id FROM {source} WHERE {where}",
+                [json.dumps([row[0] for row in batch]), *source_params, *params],
             ).fetchall()
         )
-        passing += [(float(score), str(allowed[rid])) for rid, score in batch if rid in allowed]
+        passing += [(float(score), str(allowed[key])) for key, score in batch if key in allowed]
         if len(passing) >= k:
             kth_best = sorted((score for score, _ in passing), reverse=True)[k - 1]
             if position >= len(scored) or scored[position][1] < kth_best:
@@ -421,6 +488,10 @@ class Candidates(Protocol):
 
     def nearest(self, vector: Vector, n: int) -> list[int]:
         """Row ids of about the ``n`` entries nearest ``vector``."""
+        ...
+
+    def scored(self, vector: Vector, n: int) -> list[tuple[int, float]] | None:
+        """``(seq, exact cosine)`` of the ``n`` nearest, best first, if this source holds the vectors; else None."""
         ...
 
     def all_rids(self) -> list[int]:
@@ -464,6 +535,8 @@ def search(
         return []
     where, params = predicate
     query = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+    if stored_vectors(conn, space, namespace) == 0:  # e.g. a window space no memory of this namespace uses
+        return []
     in_scope = conn.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM {space.owner_table} i WHERE {scope[0]} LIMIT ?)",
         [*scope[1], exact_limit + 1],
@@ -478,7 +551,12 @@ def search(
     wanted = min(index.size, first)
     most = min(index.size, first * _MAX_WIDENING)
     while True:
-        hits, rate = _rescore(conn, space, index.nearest(vector, wanted), *probe, query, k)
+        # With the float32 copy the candidates come with their exact cosines; otherwise SQL scores them.
+        scored = index.scored(vector, wanted)
+        if scored is not None:
+            hits, rate = _check_scored(conn, space, namespace, scored, *probe, k)
+        else:
+            hits, rate = _rescore(conn, space, index.nearest(vector, wanted), *probe, query, k)
         # A filter that lets only a fraction of the candidates through leaves that fraction
         # of the oversampling: widen until at least half of `first` pass (at most `most`).
         if (len(hits) >= k and 2 * rate * wanted >= first) or wanted >= most:
