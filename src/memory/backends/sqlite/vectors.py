@@ -19,15 +19,20 @@ Search strategy (see :func:`search`):
    entries or more — is ranked by exact cosine in numpy. Measured on 100k
    MiniLM sentence vectors: the top 10 equal the exact top 10 for every one
    of 200 queries with the float refinement; 99.55 % of them without it
-   (1000 sign-bit candidates). The best candidates are then scored exactly
-   in SQL, the filter is checked in SQL best first until ``k`` pass, and the
-   candidate set widens while fewer than ``k`` pass. Scores are always exact
-   cosines; which items are considered is near-exact, not guaranteed exact.
+   (1000 sign-bit candidates). With the float32 copy its cosines are the
+   scores (the copy holds the stored vectors scaled to unit length); without
+   it the best candidates are scored exactly in SQL. The filter is then
+   checked in SQL best first until ``k`` pass, and the candidate set widens
+   while fewer than ``k`` pass. Scores are always exact cosines (up to
+   float32 rounding); which items are considered is near-exact, not
+   guaranteed exact.
 
 The in-process copy is refreshed incrementally before each search: new
 sign bits are read by sequence number, and deletions are counted, so the
 copy is rebuilt once enough of it is stale. Stale entries cannot leak into
-results: every candidate is re-read and filtered in SQL.
+results: candidates scored from the copy are named by sequence number and
+checked against the codes table with the filter (a replaced or deleted
+vector's old number is gone), and candidates rescored in SQL are re-read.
 """
 
 from __future__ import annotations
