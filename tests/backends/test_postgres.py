@@ -11,13 +11,25 @@ from __future__ import annotations
 import multiprocessing
 import random
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from test_sqlite import DIM, HOSTILE, MODEL, NOW, _random_filter, _random_items, flt, make_item, record, unit
+from test_sqlite import (
+    DIM,
+    HOSTILE,
+    MODEL,
+    NOW,
+    _random_filter,
+    _random_items,
+    add_marker,
+    flt,
+    make_item,
+    record,
+    unit,
+)
 
 from filter_reference import FilterReference
 from memory.backends import open_backend
@@ -26,7 +38,7 @@ from memory.backends.postgres import PostgresBackend
 from memory.backends.postgres.migrations import MIGRATIONS
 from memory.backends.sqlite import SQLiteBackend
 from memory.errors import ConfigError, InvalidInputError, SchemaError, StorageError
-from memory.records import ledger_entry
+from memory.records import ledger_entry, snapshot
 from pg_support import drop_test_schemas, postgres_dsn, schema_for
 
 
@@ -151,6 +163,42 @@ def test_times_and_json_round_trip_exactly(backend: PostgresBackend) -> None:
     )
     backend.add([record(item, unit(np.random.default_rng(0)))])
     assert backend.get("default", [item.id]) == [item]
+
+
+def test_adds_are_stored_by_reference_and_read_back_whole(backend: PostgresBackend) -> None:
+    from psycopg.types.json import Jsonb
+
+    item = make_item("stored by reference", tags=["t"], metadata={"k": [1, 2.5], "big": 10**18})
+    rec = record(item, unit(np.random.default_rng(0)))
+    backend.add([rec])
+    after = "SELECT after FROM ledger WHERE namespace = 'default' AND id = %s"
+    assert _sql(backend, after, (rec.ledger.id,)) == [(add_marker(item),)]
+    backend.record_access("default", [item.id], NOW + timedelta(hours=1))
+    assert [e.after for e in backend.history("default", item.id)] == [snapshot(item)]
+    (stored,) = backend.get("default", [item.id])
+    gone = ledger_entry("delete", item.id, "default", NOW, before=stored)
+    backend.delete("default", [item.id], [gone])
+    assert _sql(backend, after, (gone.id,)) == [(None,)]
+    assert [e.after for e in backend.iter_ledger()] == [snapshot(item), None]
+    # a full snapshot (as stores written before markers hold) reads as stored; a lone marker reads as None
+    full = dict(snapshot(item), context="as the older version stored it")
+    _sql(backend, "UPDATE ledger SET after = %s WHERE id = %s", (Jsonb(full), rec.ledger.id))
+    assert [e.after for e in backend.history("default", item.id)] == [full, None]
+    _sql(
+        backend, "INSERT INTO ledger (id, namespace, item_id, op, at, after) VALUES ('orphan', 'default', 'ghost', "
+        "'add', now(), %s)", (Jsonb(add_marker(item)),),
+    )  # fmt: skip
+    assert [e.after for e in backend.history("default", "ghost")] == [None]
+
+
+def test_an_add_whose_row_reads_back_otherwise_is_stored_whole(backend: PostgresBackend) -> None:
+    item = make_item("kept whole", valid_from=datetime(2026, 1, 1, 14, tzinfo=timezone(timedelta(hours=2))))
+    rec = record(item, None)
+    backend.add([rec])
+    (stored,) = backend.get("default", [item.id])
+    assert snapshot(stored) != snapshot(item)  # read back in UTC
+    assert _sql(backend, "SELECT after FROM ledger WHERE id = %s", (rec.ledger.id,)) == [(snapshot(item),)]
+    assert [e.after for e in backend.history("default", item.id)] == [snapshot(item)]
 
 
 def test_failed_batch_leaves_nothing_behind(backend: PostgresBackend) -> None:

@@ -6,11 +6,12 @@ file covers what only the SQLite backend has.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import random
 import threading
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from memory.backends.sqlite.connection import load_driver
 from memory.backends.sqlite.migrations import MIGRATIONS, apply_migrations
 from memory.errors import InvalidInputError, InvalidVectorError, NotFoundError, SchemaError, StorageError
 from memory.filters import Filter
-from memory.records import build_item, ledger_entry
+from memory.records import build_item, ledger_entry, snapshot
 from memory.types import LedgerEntry, MemoryItem
 
 MODEL = "test-model"
@@ -655,6 +656,84 @@ def test_ledger_survives_deletion(backend: SQLiteBackend) -> None:
     assert table_count(backend, "SELECT count(*) FROM item_tags") == 0
     assert backend.search_lexical(flt(), ["forgotten"], 5) == []
     _assert_fts_consistent(backend)
+
+
+# -- the ledger: adds stored by reference (issue 22) -------------------------------
+def raw_after(backend: SQLiteBackend, entry_id: str) -> Any:
+    """The ``after`` column of a ledger entry as stored (decoded JSON, or None)."""
+    raw = backend._conn.execute("SELECT after FROM ledger WHERE id = ?", (entry_id,)).fetchone()[0]
+    return None if raw is None else json.loads(raw)
+
+
+def add_marker(item: MemoryItem) -> dict[str, Any]:
+    """The marker an add of ``item`` stores: the key and the add-time values of the volatile fields."""
+    return {
+        "$item": 1, "access_count": item.access_count, "accessed_at": None, "embedding_model": item.embedding_model,
+        "embedding_status": item.embedding_status, "embedding_error": item.embedding_error,
+    }  # fmt: skip
+
+
+def test_an_add_stores_a_marker_and_the_other_entries_whole(backend: SQLiteBackend) -> None:
+    item = make_item("stored by reference", tags=["t"], metadata={"k": [1, 2.5]})
+    rec = record(item, unit(np.random.default_rng(0)))
+    backend.add([rec])
+    assert raw_after(backend, rec.ledger.id) == add_marker(item)
+    backend.record_access("default", [item.id], NOW + timedelta(hours=1))
+    changed = item.model_copy(update={"content": "changed", "updated_at": NOW + timedelta(hours=2)})
+    (stored,) = backend.get("default", [item.id])
+    update = ledger_entry("update", item.id, "default", NOW, before=stored, after=changed)
+    backend.replace(changed, None, update)
+    gone = ledger_entry("delete", item.id, "default", NOW, before=changed)
+    backend.delete("default", [item.id], [gone])
+    assert raw_after(backend, update.id) == snapshot(changed)  # stored whole, as every entry but an add
+    assert [e.after for e in backend.history("default", item.id)] == [snapshot(item), snapshot(changed), None]
+    copied = ledger_entry("add", "copied", "default", NOW, after=item)
+    backend.write_ledger([copied])  # a raw copy stores what it is given
+    assert raw_after(backend, copied.id) == snapshot(item)
+
+
+def test_a_full_add_snapshot_of_an_older_store_reads_as_stored(backend: SQLiteBackend) -> None:
+    item = make_item("written before markers existed", model=None)
+    rec = record(item, None)
+    backend.add([rec])
+    full = dict(snapshot(item), context="as the older version stored it")  # not the row: read from the column
+    backend._conn.execute("UPDATE ledger SET after = ? WHERE id = ?", (json.dumps(full), rec.ledger.id))
+    backend.record_access("default", [item.id], NOW + timedelta(hours=1))
+    backend.set_vectors("default", MODEL, [(item.id, unit(np.random.default_rng(1)))])
+    assert [e.after for e in backend.history("default", item.id)] == [full]
+    assert [e.after for e in backend.iter_ledger()] == [full]
+
+
+def test_a_marker_with_neither_its_item_nor_a_later_entry_reads_as_none(backend: SQLiteBackend) -> None:
+    item = make_item("an entry whose item never was stored")
+    backend._conn.execute(
+        "INSERT INTO ledger (id, namespace, item_id, op, at, after) VALUES ('orphan', 'default', ?, 'add', 0, ?)",
+        (item.id, json.dumps(add_marker(item))),
+    )
+    (entry,) = backend.history("default", item.id)
+    assert entry.op == "add" and entry.after is None
+    assert [e.after for e in backend.iter_ledger()] == [None]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"expires_at": datetime(9000, 1, 1, 0, 0, 0, 123457, tzinfo=UTC)},  # epoch seconds lose the microseconds
+        {"importance": -0.0},  # SQLite's REAL reads back 0.0
+        {"valid_from": datetime(2026, 1, 1, 14, tzinfo=timezone(timedelta(hours=2)))},  # rows read back in UTC
+    ],
+)
+def test_an_item_whose_row_reads_back_otherwise_keeps_its_add_whole(
+    backend: SQLiteBackend, fields: dict[str, Any]
+) -> None:
+    item = make_item("a row that does not read back as the item", **fields)
+    rec = record(item, None)
+    backend.add([rec])
+    (stored,) = backend.get("default", [item.id])
+    as_added = json.dumps(snapshot(item))  # JSON text: -0.0 == 0.0 in Python
+    assert json.dumps(snapshot(stored)) != as_added
+    assert json.dumps(raw_after(backend, rec.ledger.id)) == as_added
+    assert [json.dumps(e.after) for e in backend.history("default", item.id)] == [as_added]
 
 
 def test_float_copy_falls_back_to_sign_bits_past_its_budget() -> None:

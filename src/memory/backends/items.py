@@ -2,7 +2,8 @@
 
 :class:`SQLItemStore` holds the item and ledger queries that read the same
 on every engine: reads by id and by filter, counts, keyset iteration, the
-ledger, the embedding queue and its claims. It speaks ``?`` SQL through the
+ledger (resolving adds stored by reference, :mod:`memory.backends.ledger_refs`),
+the embedding queue and its claims. It speaks ``?`` SQL through the
 backend's :class:`~memory.backends.dialect.Dialect` and asks the engine only
 for what truly differs (``_compile``: the filter predicate, whose tag,
 metadata and list syntax is the engine's). The writes come from
@@ -24,10 +25,12 @@ from typing import Any, TypedDict
 from memory.backends.columns import ITEM_COLUMNS, JSON_COLUMNS, LEDGER_SELECT, TIME_COLUMNS
 from memory.backends.item_vectors import S
 from memory.backends.items_write import SQLItemWrites
+from memory.backends.ledger_refs import is_item_ref, resolve_item_ref
 from memory.backends.values import ChannelHit, ListOrder, RankFields
 from memory.errors import InvalidInputError
 from memory.filters import Filter
 from memory.index_layout import field_weights
+from memory.records import snapshot
 from memory.types import LedgerEntry, MemoryItem
 
 __all__ = [
@@ -333,7 +336,11 @@ class SQLItemStore(SQLItemWrites[S]):
 
     # -- the ledger ------------------------------------------------------------
     def history(self, namespace: str, item_id: str) -> builtins.list[LedgerEntry]:
-        """Ledger entries of an item, oldest first (also after deletion)."""
+        """Ledger entries of an item, oldest first (also after deletion), add markers resolved.
+
+        The entries give each add stored by reference its next ``before``; only
+        an add with none after it costs one more query (:meth:`_ref_bases`).
+        """
         if not self.dialect.storable(namespace, item_id):
             return []
         with self.dialect.read() as conn:
@@ -342,7 +349,18 @@ class SQLItemStore(SQLItemWrites[S]):
                 f"SELECT {LEDGER_SELECT} FROM ledger WHERE namespace = ? AND item_id = ? ORDER BY seq",
                 (namespace, item_id),
             )
-        return [self._ledger(r) for r in rows]
+            entries = [self._ledger(r) for r in rows]
+            following: dict[str, Any] | None = None  # the nearest later entry's before
+            for index in range(len(entries) - 1, -1, -1):
+                entry = entries[index]
+                if is_item_ref(entry.after):
+                    base = following
+                    if base is None:
+                        base = self._ref_bases(conn, namespace, [entry.id]).get(entry.id)
+                    entries[index] = self._resolved(entry, base)
+                if entry.before is not None:
+                    following = entry.before
+        return entries
 
     def ledger_count(self, namespace: str) -> int:
         """Number of ledger entries in ``namespace``."""
@@ -352,7 +370,10 @@ class SQLItemStore(SQLItemWrites[S]):
             return int(self.dialect.rows(conn, "SELECT count(*) FROM ledger WHERE namespace = ?", (namespace,))[0][0])
 
     def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
-        """Every ledger entry of every namespace, in the order recorded, read in batches."""
+        """Every ledger entry of every namespace, in the order recorded, read in batches, add markers resolved.
+
+        The markers of a batch are resolved with one query per namespace they are in (:meth:`_ref_bases`).
+        """
         after = 0
         while True:
             with self.dialect.read() as conn:
@@ -361,8 +382,51 @@ class SQLItemStore(SQLItemWrites[S]):
                     f"SELECT {LEDGER_SELECT}, seq FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?",
                     (after, batch_size),
                 )
-            for row in rows:
-                yield self._ledger(row[:-1])
+                entries = [self._ledger(row[:-1]) for row in rows]
+                markers: dict[str, builtins.list[str]] = {}
+                for entry in entries:
+                    if is_item_ref(entry.after):
+                        markers.setdefault(entry.namespace, []).append(entry.id)
+                bases = {
+                    (namespace, entry_id): base
+                    for namespace, ids in markers.items()
+                    for entry_id, base in self._ref_bases(conn, namespace, ids).items()
+                }
+            for entry in entries:
+                if is_item_ref(entry.after):
+                    entry = self._resolved(entry, bases.get((entry.namespace, entry.id)))
+                yield entry
             if len(rows) < batch_size:
                 return
             after = int(rows[-1][-1])
+
+    def _ref_bases(self, conn: Any, namespace: str, entry_ids: Sequence[str]) -> dict[str, dict[str, Any] | None]:
+        """What the add entries ``entry_ids`` of ``namespace`` (stored by reference) resolve against, by entry id.
+
+        For each: the ``before`` of the item's next ledger entry that has one,
+        else the snapshot of its current row, else None. One statement, so
+        the row and the entries after it are read at one moment: a change
+        committed since the caller read the ledger shows as that next ``before``.
+        """
+        where, params = self.dialect.one_of("m.id", entry_ids)
+        rows = self.dialect.rows(
+            conn,
+            'SELECT m.id, (SELECT l."before" FROM ledger l WHERE l.namespace = m.namespace AND '
+            'l.item_id = m.item_id AND l.seq > m.seq AND l."before" IS NOT NULL ORDER BY l.seq LIMIT 1), '
+            f"{self.item_select} FROM ledger m LEFT JOIN items i ON i.namespace = m.namespace AND i.id = m.item_id "
+            f"WHERE m.namespace = ? AND {where}",
+            [namespace, *params],
+        )
+        bases: dict[str, dict[str, Any] | None] = {}
+        for row in rows:
+            if row[1] is not None:
+                bases[str(row[0])] = self.dialect.json_value(row[1])
+            else:
+                bases[str(row[0])] = None if row[2] is None else snapshot(self._item(row[2:]))
+        return bases
+
+    @staticmethod
+    def _resolved(entry: LedgerEntry, base: Mapping[str, Any] | None) -> LedgerEntry:
+        """``entry`` with its marker ``after`` resolved against ``base`` (None: neither row nor later entry)."""
+        assert entry.after is not None
+        return entry.model_copy(update={"after": resolve_item_ref(entry.after, base)})

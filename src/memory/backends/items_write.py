@@ -7,6 +7,8 @@ a base class of :class:`~memory.backends.items.SQLItemStore` (the reads),
 over :class:`~memory.backends.item_vectors.SQLVectorStore` (the vector
 spaces). Items are reached by id through the engine's filter
 (:meth:`SQLItemWrites._by_ids`), so each planner takes its best way in.
+An added item's ledger entry keeps its ``after`` by reference to the row
+(:mod:`memory.backends.ledger_refs`) whenever that reads back the same.
 
 The engine answers, through small hooks, only what truly differs:
 
@@ -26,17 +28,20 @@ The engine answers, through small hooks, only what truly differs:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, closing
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
-from memory.backends.columns import ITEM_COLUMNS, LEDGER_SELECT
+from memory.backends.columns import ITEM_COLUMNS, LEDGER_SELECT, TIME_COLUMNS
 from memory.backends.item_vectors import S, SQLVectorStore
+from memory.backends.ledger_refs import item_ref
 from memory.backends.values import AddResult, NewRecord, Vector
 from memory.errors import InvalidInputError, NotFoundError
 from memory.filters import Filter
+from memory.records import snapshot
 from memory.types import LedgerEntry, MemoryItem
 
 __all__ = ["DedupKey", "SQLItemWrites", "item_statements"]
@@ -206,20 +211,60 @@ class SQLItemWrites(SQLVectorStore[S]):
         return results, inserted
 
     # -- the ledger ------------------------------------------------------------
-    def _ledger_values(self, entry: LedgerEntry) -> tuple[Any, ...]:
+    def _ledger_values(self, entry: LedgerEntry, after: Mapping[str, Any] | None = None) -> tuple[Any, ...]:
+        """The ledger row of ``entry``, storing ``after`` (an add's marker) in place of its own when given."""
         d = self.dialect
+        stored = entry.after if after is None else after
         return (
             entry.id, entry.namespace, entry.item_id, entry.op, d.time_param(entry.at),
             None if entry.before is None else d.json_compact(entry.before),
-            None if entry.after is None else d.json_compact(entry.after),
+            None if stored is None else d.json_compact(stored),
             entry.reason,
         )  # fmt: skip
 
-    def _append_ledger(self, conn: Any, entries: Sequence[LedgerEntry]) -> None:
-        """Insert ledger entries on ``conn`` (inside the caller's transaction)."""
-        if entries:
+    def _insert_ledger(self, conn: Any, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert ledger rows (:meth:`_ledger_values`) on ``conn`` (inside the caller's transaction)."""
+        if rows:
             with closing(conn.cursor()) as cursor:
-                cursor.executemany(self.dialect.sql(_INSERT_LEDGER), [self._ledger_values(e) for e in entries])
+                cursor.executemany(self.dialect.sql(_INSERT_LEDGER), rows)
+
+    def _append_ledger(self, conn: Any, entries: Sequence[LedgerEntry]) -> None:
+        """Insert ledger entries on ``conn`` as they are (inside the caller's transaction)."""
+        self._insert_ledger(conn, [self._ledger_values(e) for e in entries])
+
+    def _reads_back(self, item: MemoryItem) -> bool:
+        """True when ``item``'s row reads back as ``item`` wherever the engine's row and ledger codecs differ.
+
+        Times are stored as timestamps or epoch seconds (the ledger keeps their
+        ISO text): each must be in UTC, as rows are read, and survive the
+        engine's conversion (epoch seconds lose microseconds far from 1970).
+        A negative zero importance reads back as 0.0 from SQLite's REAL.
+        """
+        if item.importance == 0.0 and math.copysign(1.0, item.importance) < 0:
+            return False
+        d = self.dialect
+        for column in TIME_COLUMNS:
+            value: datetime | None = getattr(item, column)
+            if value is not None and (value.tzinfo is not UTC or d.time_value(d.time_param(value)) != value):
+                return False
+        return True
+
+    def _add_ledger_row(self, record: NewRecord) -> tuple[Any, ...]:
+        """The ledger row of an inserted record's entry: an add whose ``after`` is the item is stored by reference.
+
+        The marker (:mod:`memory.backends.ledger_refs`) is written when it reads
+        back as the entry's ``after``; every other entry is stored whole.
+        """
+        entry, item = record.ledger, record.item
+        marker = None
+        if (
+            entry.op == "add"
+            and entry.after is not None
+            and (entry.namespace, entry.item_id) == (item.namespace, item.id)
+            and self._reads_back(item)
+        ):
+            marker = item_ref(entry.after, snapshot(item))
+        return self._ledger_values(entry, marker)
 
     def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
         """Append ledger entries as they are, in one transaction (copying a store's history)."""
@@ -279,7 +324,7 @@ class SQLItemWrites(SQLVectorStore[S]):
                 _INSERT_TAGS.format(key=self.tag_key),
                 [(item.namespace, tag, keys[item.id]) for item in new for tag in dict.fromkeys(item.tags)],
             )
-            self._append_ledger(conn, [record.ledger for record in inserted])
+            self._insert_ledger(conn, [self._add_ledger_row(record) for record in inserted])
             new_vectors: dict[tuple[int, str], tuple[S, list[tuple[Any, Vector]]]] = {}
             created: dict[str, list[str]] = {}
             for item in new:
