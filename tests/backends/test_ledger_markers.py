@@ -87,18 +87,19 @@ def _text(node: ast.expr) -> str:
 
 
 def _item_updates(source: str, name: str) -> list[tuple[str, str, set[str]]]:
-    """(file, function, columns set) of every ``UPDATE items`` written in the Python ``source``."""
+    """(file, function, columns set) of every ``UPDATE items`` written in the Python ``source``.
+
+    Statements outside a function (a migration's list of SQL) count under ``"<module>"``.
+    """
     found = []
     tree = ast.parse(source)
     parts = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values}
-    for function in ast.walk(tree):
-        if not isinstance(function, ast.FunctionDef):
-            continue
-        for node in ast.walk(function):
-            text = _text(node) if isinstance(node, ast.expr) and id(node) not in parts else ""
-            for match in re.finditer(r"UPDATE items\b(?: AS i)? SET (.*?)(?: WHERE|$)", text, re.S):
-                columns = {part.split("=")[0].strip().removeprefix("{}") for part in match.group(1).split(",")}
-                found.append((name, function.name, {c for c in columns if c}))
+    owner = {id(node): f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for node in ast.walk(f)}
+    for node in ast.walk(tree):
+        text = _text(node) if isinstance(node, ast.expr) and id(node) not in parts else ""
+        for match in re.finditer(r"UPDATE items\b(?: AS i)? SET (.*?)(?: WHERE|$)", text, re.S | re.I):
+            columns = {part.split("=")[0].strip().removeprefix("{}") for part in match.group(1).split(",")}
+            found.append((name, owner.get(id(node), "<module>"), {c for c in columns if c}))
     return found
 
 
@@ -126,5 +127,8 @@ def test_the_scan_catches_an_unledgered_write_of_another_field() -> None:
     source = (
         "def bump(d, conn, ns):\n"
         "    d.run(conn, 'UPDATE items SET access_count = 0, ' f'importance = ?{ns} WHERE namespace = ?', ())\n"
+        "MIGRATION = ['UPDATE items SET kind = lower(kind)']\n"
     )
-    assert _unledgered(_item_updates(source, "new.py")) == [("new.py", "bump", {"access_count", "importance"})]
+    assert sorted(_unledgered(_item_updates(source, "new.py")), key=lambda found: found[1]) == [
+        ("new.py", "<module>", {"kind"}), ("new.py", "bump", {"access_count", "importance"}),
+    ]  # fmt: skip
