@@ -259,10 +259,14 @@ def test_warm_up_loads_vector_copies_in_the_background_and_writes_nothing(tmp_pa
         assert any(step.startswith(f"vectors {mem.namespace}/") for step in warm.times), warm.times
     assert [(i.id, i.accessed_at, i.access_count) for i in mem.list(limit=5).items] == before
     assert mem.stats(clearance="secret").ledger_entries == ledger
-    again = warm_up(mem)  # a second run finds everything loaded
-    assert max(t for name, t in again.items() if name.startswith("vectors")) < max(
-        t for name, t in warm.times.items() if name.startswith("vectors")
-    )
+    # The copy is held in the backend's code cache; a second run finds it loaded and keeps it
+    # (the same object, not a rebuild). Checked by identity: timings of a few ms are noise.
+    copies = mem.backend._codes._indexes  # type: ignore[attr-defined]
+    loaded = {key: index for key, index in copies.items() if key[2] == mem.namespace}
+    assert loaded and all(index.size == 2_100 for index in loaded.values()), loaded
+    again = warm_up(mem)
+    assert any(name.startswith("vectors") for name in again)
+    assert all(copies[key] is index for key, index in loaded.items())
     mem.close()
 
 
