@@ -793,12 +793,12 @@ def test_index_window_migration_keeps_old_rows_searchable(db_path: Path) -> None
 
 
 def test_new_store_has_lean_indexes_and_8k_pages(db_path: Path) -> None:
-    """A new file: 8 KB pages, a contentless key index that still deletes, partial filter and queue indexes."""
+    """A new file: 8 KB pages, a contentless key index, partial filter and queue indexes."""
     with SQLiteBackend(db_path) as backend:
         conn = backend._conn
         assert conn.execute("PRAGMA page_size").fetchone()[0] == 8192
         sql = {name: text for name, text in conn.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL")}
-        assert "contentless_delete=1" in sql["items_key_fts"]
+        assert "content=''" in sql["items_key_fts"]
         assert "WHERE embedding_status IN" in sql["items_pending"]
         assert all("IS NOT NULL" in sql[f"items_ns_{c}"] for c in ("user", "agent", "thread"))
         item = make_item("a heron by the lake", model=None)
@@ -807,6 +807,44 @@ def test_new_store_has_lean_indexes_and_8k_pages(db_path: Path) -> None:
         backend.delete(item.namespace, [item.id], [])
         assert backend.search_lexical(flt(), ["heron"], 5) == []
         assert conn.execute("SELECT count(*) FROM items_key_fts WHERE items_key_fts MATCH 'heron'").fetchone()[0] == 0
+
+
+def test_key_index_ranks_as_a_content_table_after_updates_and_deletes(db_path: Path) -> None:
+    """The contentless key index leaves rows by FTS5's 'delete' command with their indexed values, so its
+    BM25 (document counts included) equals that of a content table holding the items' current rows."""
+    from memory.backends.sqlite.migrations import time_words_sql
+
+    rnd = random.Random(11)
+    words = "heron lake tram tea kite moon river stone bread lamp".split()
+    with SQLiteBackend(db_path) as backend:
+        items = [make_item(" ".join(rnd.choices(words, k=rnd.randint(2, 12))), model=None) for _ in range(120)]
+        backend.add([NewRecord(i, None, ledger_entry("add", i.id, i.namespace, NOW, after=i)) for i in items])
+        for _ in range(3):  # windows rewritten, as every write around a thread does
+            backend.set_windows(
+                "default", None, [(i.id, " ".join(rnd.choices(words, k=rnd.randint(0, 20))), None) for i in items]
+            )
+        gone = items[:30]
+        backend.delete("default", [i.id for i in gone], [])
+        edited = items[30].model_copy(update={"content": "a brand new heron text"})
+        backend.replace(edited, None, ledger_entry("update", edited.id, "default", NOW, after=edited))
+        conn = backend._conn
+        conn.execute(
+            "CREATE VIRTUAL TABLE ref USING fts5 "
+            "(content, window, time, tokenize='porter unicode61 remove_diacritics 2')"
+        )
+        conn.execute(
+            f"INSERT INTO ref (rowid, content, window, time) SELECT rid, content, index_window, "
+            f"{time_words_sql('created_at')} FROM items"
+        )
+        for query in ("heron", "tram OR tea", "moon OR river OR lamp", "brand"):
+            match = "{content window time} : (" + query + ")"
+            got, want = (
+                conn.execute(
+                    f"SELECT rowid, bm25({t}, 1.0, 0.5, 0.3) FROM {t} WHERE {t} MATCH ? ORDER BY 2, 1", (match,)
+                ).fetchall()
+                for t in ("items_key_fts", "ref")
+            )
+            assert got == want and got, query
 
 
 def test_existing_file_keeps_its_page_size(db_path: Path) -> None:
@@ -839,6 +877,8 @@ def test_planner_statistics_follow_a_store_that_grows_in_one_process(
     for table, stat in rows:
         counted[table] = max(counted.get(table, 0), int(stat.split()[0]))
     # every table the writes touch, not only those the connection queried (FTS5 shadow tables, ledger,
-    # vector tables): plain `PRAGMA optimize` left these at their first, tiny counts
+    # vector tables): plain `PRAGMA optimize` left these at their first, tiny counts (250). PRAGMA
+    # optimize re-analyses a table once its row count has grown enough, so the last count may lag
+    # the 6,000 rows by a step or two.
     for table in ("items", "ledger", "vcodes_1", "vectors_1", "items_key_fts_docsize"):
-        assert counted.get(table, 0) >= 5000, (table, counted)
+        assert counted.get(table, 0) >= 3000, (table, counted)

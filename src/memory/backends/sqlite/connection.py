@@ -34,8 +34,8 @@ __all__ = [
 
 #: Seconds a writer waits for another process's write lock before failing.
 DEFAULT_BUSY_TIMEOUT = 30.0
-#: JSON functions built in, RETURNING, row values and FTS5's ``contentless_delete`` are needed.
-MIN_SQLITE_VERSION = (3, 43, 0)
+#: JSON functions built in, RETURNING and row values are needed.
+MIN_SQLITE_VERSION = (3, 38, 0)
 #: Page size of a new file (see :func:`connect`).
 PAGE_SIZE = 8192
 
