@@ -1,5 +1,9 @@
 """`SQLiteBackend`: the embedded default store — one file, WAL, FTS5 BM25, sqlite-vec cosine.
 
+The lexical channel ranks with FTS5's ``bm25()``, exactly while the query's
+terms are in few documents and over a bounded set of candidates past that
+(:mod:`.lexical`).
+
 Every write runs in one ``BEGIN IMMEDIATE`` transaction (the item, its tags,
 its FTS entry via triggers, its vector and its ledger entry), so several
 processes writing one file serialise, and dedup (check, then insert) is
@@ -26,7 +30,7 @@ from memory.backends.graph_sql import SQLGraphStore
 from memory.backends.items import SQLItemStore
 from memory.backends.items_write import item_statements
 from memory.backends.keys import SQLKeyStore
-from memory.backends.sqlite import vectors
+from memory.backends.sqlite import lexical, vectors
 from memory.backends.sqlite.codec import (
     ITEM_COLUMNS,
     item_values,
@@ -78,6 +82,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
         exact_limit: int = vectors.DEFAULT_EXACT_LIMIT,
         vector_cache_mb: int = vectors.DEFAULT_FLOAT_CACHE_BYTES // (1024 * 1024),
+        lexical_bounds: lexical.LexicalBounds | None = None,
     ) -> None:
         """Open (creating if needed) the database at ``path`` and apply missing migrations.
 
@@ -85,7 +90,9 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         process's lock; ``exact_limit`` is the number of filter matches up to
         which vector search scans exactly; ``vector_cache_mb`` caps the float32
         copy of a namespace's vectors kept in process for exact ranking above
-        that (0 = sign bits only, approximate; see :mod:`.vectors`). Raises
+        that (0 = sign bits only, approximate; see :mod:`.vectors`);
+        ``lexical_bounds`` bound the lexical channel's work (the defaults of
+        :mod:`.lexical` when None; tests pass small ones). Raises
         ConfigError (no usable driver), SchemaError (not a memory database, or
         one from a newer version) or StorageError.
         """
@@ -95,6 +102,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         self._driver = self._load_driver()
         self._busy_timeout = float(busy_timeout)
         self._exact_limit = exact_limit
+        self._lexical_bounds = lexical_bounds if lexical_bounds is not None else lexical.LexicalBounds()
         self._lock = threading.RLock()
         if isinstance(vector_cache_mb, bool) or not isinstance(vector_cache_mb, int) or vector_cache_mb < 0:
             raise InvalidInputError(f"vector_cache_mb must be a non-negative integer, got {vector_cache_mb!r}")
@@ -281,47 +289,57 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     def _lexical(
         self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...]
     ) -> builtins.list[ChannelHit]:
-        """FTS5 BM25: each word a quoted FTS5 string; score ``-bm25()``.
+        """FTS5 BM25: each word a quoted FTS5 string; score ``-bm25()``; bounded work (see :mod:`.lexical`).
 
-        Fast path: the FTS index alone ranks its best ``max(4k, 200)`` rows
-        and the filter is checked on those; only when fewer than ``k`` pass
-        (a selective filter, or other namespaces' rows on top) does the full
-        query run, with the FTS match driving it (CROSS JOIN keeps the
-        planner from scanning items).
+        The match is ranked by :func:`.lexical.ranked`: the whole of it while
+        the terms are in few documents, a bounded set of candidates past
+        that. The filter is checked on the ranked rows, best first; only when
+        fewer than ``k`` pass because the filter turned rows away (a selective
+        filter, or other namespaces' rows on top) and the ranked rows were not
+        all there is does the full query run, with the FTS match driving it
+        (CROSS JOIN keeps the planner from scanning items).
         """
-        phrases = ['"' + term.replace('"', '""') + '"' for term in words]
-        if weights[1:] == (0.0, 0.0):  # content only: the content index, ranking exactly as before
-            table, match, bm25 = "items_fts", " OR ".join(phrases), "bm25(items_fts)"
-        else:
-            # A field of weight 0 must not match either: restrict the query to the weighted fields.
-            columns = " ".join(name for name, weight in zip(LEXICAL_FIELDS, weights, strict=True) if weight > 0)
-            table, match = "items_key_fts", "{" + columns + "} : (" + " OR ".join(phrases) + ")"
-            bm25 = "bm25(items_key_fts, " + ", ".join(repr(float(w)) for w in weights) + ")"
+        query = self._lexical_query(words, weights)
         pool = max(4 * int(k), 200)
         with self._read() as conn:
-            ranked = conn.execute(
-                f"SELECT rowid, {bm25} AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?",
-                (match, pool),
-            ).fetchall()
-            if not ranked:
-                return []
+            ranked, complete, plan = lexical.ranked(conn, query, pool, self._lexical_bounds)
+            allowed: dict[int, str] = {}
+            checked = 0
             where, params = compile_filter(flt, probe=True)
-            allowed = dict(
-                conn.execute(
-                    f"SELECT i.rid, i.id FROM json_each(?) AS j CROSS JOIN items i ON i.rid = j.value WHERE {where}",
-                    [json_list([row[0] for row in ranked]), *params],
-                ).fetchall()
-            )
-            if len(allowed) >= k or len(ranked) < pool:
-                hits = sorted((float(rank), str(allowed[rid])) for rid, rank in ranked if rid in allowed)
+            while checked < len(ranked) and len(allowed) < k:  # best first: usually one slice is enough
+                rids = [row[0] for row in ranked[checked : checked + pool]]
+                checked += len(rids)
+                allowed.update(
+                    conn.execute(
+                        f"SELECT i.rid, i.id FROM json_each(?) AS j CROSS JOIN items i ON i.rid = j.value "
+                        f"WHERE {where}",
+                        [json_list(rids), *params],
+                    ).fetchall()
+                )
+            # The bounded path ranks what it ranks: only a filter that turned candidates away
+            # sends the search to the whole match.
+            bounded = plan.path != "exact" and len(allowed) == checked
+            if len(allowed) >= k or complete or bounded:
+                hits = sorted((rank, str(allowed[rid])) for rid, rank in ranked if rid in allowed)
                 return [ChannelHit(item_id, -rank) for rank, item_id in hits[:k]]
+            table, match = query.table, query.match(query.phrases)
             where, params = compile_filter(flt)
             rows = conn.execute(
-                f"SELECT i.id, {bm25} AS rank FROM {table} CROSS JOIN items i ON i.rid = {table}.rowid "
+                f"SELECT i.id, {query.bm25} AS rank FROM {table} CROSS JOIN items i ON i.rid = {table}.rowid "
                 f"WHERE {table} MATCH ? AND {where} ORDER BY rank, i.id LIMIT ?",
                 [match, *params, int(k)],
             ).fetchall()
         return [ChannelHit(str(r[0]), -float(r[1])) for r in rows]
+
+    def _lexical_query(self, words: Sequence[str], weights: tuple[float, ...]) -> lexical.LexicalQuery:
+        """Each word a quoted FTS5 string, over the content index or the index key's weighted fields."""
+        phrases = tuple('"' + term.replace('"', '""') + '"' for term in words)
+        if weights[1:] == (0.0, 0.0):  # content only: the content index, ranking exactly as before
+            return lexical.LexicalQuery("items_fts", "", "bm25(items_fts)", phrases)
+        # A field of weight 0 must not match either: restrict the query to the weighted fields.
+        columns = " ".join(name for name, weight in zip(LEXICAL_FIELDS, weights, strict=True) if weight > 0)
+        bm25 = "bm25(items_key_fts, " + ", ".join(repr(float(w)) for w in weights) + ")"
+        return lexical.LexicalQuery("items_key_fts", "{" + columns + "} : ", bm25, phrases)
 
     def _nearest(
         self, conn: Any, space: vectors.Space, flt: Filter, query: Vector, k: int
