@@ -15,7 +15,9 @@ LEXICAL_EXACT_DOCS, 10,000), the whole match is ranked by the one
 10,000 / 32 (the most query terms) = 312 memories is ever ranked otherwise,
 and in practice no store of a few thousand: on LoCoMo (300 to 700 turns a
 conversation) the largest total is 2,800. Deciding costs at most
-``exact_docs`` postings: each term is counted up to what is left.
+``exact_docs`` postings (each term is counted up to what is left), and
+nothing when the store's rowid range times the number of terms is within
+``exact_docs``.
 
 **Bounded** (``"bounded"``), past that:
 
@@ -258,6 +260,13 @@ def _scores(
     return scores
 
 
+def _rowid_range(conn: Any) -> tuple[int | None, int | None]:
+    """The smallest and largest rowid of the memories (both FTS5 tables use ``items.rid``)."""
+    low = conn.execute("SELECT min(rid) FROM items").fetchone()[0]
+    high = conn.execute("SELECT max(rid) FROM items").fetchone()[0]
+    return (None, None) if low is None or high is None else (int(low), int(high))
+
+
 def _count(conn: Any, query: LexicalQuery, phrase: str, limit: int) -> int:
     """How many documents hold ``phrase``, counted up to ``limit`` (newest first)."""
     table = query.table
@@ -277,6 +286,9 @@ def _exact_fits(
     least) go to ``plan.docs``; the phrases counted to their limit are
     returned with that count, a floor for :func:`_estimate`.
     """
+    low, high = _rowid_range(conn)
+    if low is None or high is None or (high - low + 1) * len(query.phrases) <= bounds.exact_docs:
+        return True, {}  # no term can be in more documents than the store holds: nothing to count
     left = bounds.exact_docs
     fits = True
     floors: dict[str, int] = {}
@@ -298,12 +310,10 @@ def _estimate(conn: Any, query: LexicalQuery, bounds: LexicalBounds, plan: Lexic
     """Estimate the document counts of ``floors``' phrases from ``_STRATA`` rowid slices (at least the floor)."""
     if not floors:
         return
-    low = conn.execute("SELECT min(rid) FROM items").fetchone()[0]
-    high = conn.execute("SELECT max(rid) FROM items").fetchone()[0]
+    low, high = _rowid_range(conn)
     if low is None or high is None:  # emptied meanwhile (another connection): only the floors
         plan.docs.update({p: float(n) for p, n in floors.items()})
         return
-    low, high = int(low), int(high)
     span = high - low + 1
     per = max(1, bounds.df_probe // _STRATA)
     table = query.table
