@@ -188,27 +188,20 @@ def ranked(
         chosen.append(phrase)
         total += docs[phrase]
     groups = [chosen] if chosen else []
-    # IDF postings: a group's two statements count its terms twice and every other scored
-    # term once; a term joins the score (rarest first) while that fits the budget.
-    cost = 2 * total
     if total < limit and len(chosen) < len(present):
         # Too few to fill a page of hits (every term common, or the rare ones nearly absent):
         # the newest documents of the next rarest term too, up to the pool, if affordable.
         fill = present[len(chosen)]
-        # Its own two statements, and each group's AND counts the other's terms.
-        extra = 2 * docs[fill] + (docs[fill] + total if chosen else 0.0)
-        if cost + extra <= bounds.idf_budget:
+        if _idf_cost(docs, groups + [[fill]], chosen + [fill]) <= bounds.idf_budget:
             groups.append([fill])
-            cost += extra
     if not groups:  # even the rarest term is over the IDF budget: nothing ranked
         plan.path = "empty"
         return [], False, plan
     candidates = [p for group in groups for p in group]
     scored = list(candidates)
-    for phrase in present:
-        if phrase not in scored and cost + len(groups) * docs[phrase] <= bounds.idf_budget:
+    for phrase in present:  # the other terms join the score, rarest first, while they fit
+        if phrase not in scored and _idf_cost(docs, groups, [*scored, phrase]) <= bounds.idf_budget:
             scored.append(phrase)
-            cost += len(groups) * docs[phrase]
     plan.chosen, plan.scored = tuple(candidates), tuple(scored)
     scores: dict[int, float] = {}
     plan.rows_scored = 0
@@ -229,6 +222,20 @@ def ranked(
     ordered = sorted(scores.items(), key=lambda row: (row[1], row[0]))
     complete = not plan.truncated and groups == [chosen] and len(chosen) == len(present)
     return ordered, complete, plan
+
+
+def _idf_cost(docs: dict[str, float], groups: builtins.list[builtins.list[str]], scored: builtins.list[str]) -> float:
+    """Postings the IDF passes of :func:`_scores` count for ``groups`` scored on ``scored``.
+
+    A group's ``(group)`` counts its terms; its ``(group) AND (others)``,
+    run when there are others, counts its terms again and the others.
+    """
+    cost = 0.0
+    for group in groups:
+        own = sum(docs[p] for p in group)
+        others = [p for p in scored if p not in group]
+        cost += own + (own + sum(docs[p] for p in others) if others else 0.0)
+    return cost
 
 
 def _scores(
