@@ -68,7 +68,9 @@ and 5,000 gave the same evidence shares.
 
 Measured on a 2-core EPYC at 1M memories: counting ~35 ns a posting, the IDF
 pass ~25 ns a posting, a row scored ~0.8 µs by ``(group)`` and ~1.5 µs by
-the ``AND``; the channel took 11/20 ms p50/p95 (exact: 37/97 ms).
+the ``AND``; the channel took 9.0/14.7 ms p50/p95 where the whole-match
+statement took 35.7/100.1 ms (the same questions, interleaved), and hybrid
+recall 27.9/35.1 ms (52.7/112.2 before; ``memory bench speed``).
 """
 
 from __future__ import annotations
