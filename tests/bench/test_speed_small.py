@@ -140,6 +140,7 @@ def test_cli_speed_table_with_builtin_sentences(tmp_path: Path, monkeypatch: pyt
     assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
     assert "bare embedder" in result.stdout and "memory (balanced)" in result.stdout
     assert "generating 200 texts from builtin" in result.stderr
+    assert "corpus: the built-in sentences" in result.stderr and "pass --data FILE" in result.stderr
 
 
 def test_cli_speed_errors_are_one_line(tmp_path: Path) -> None:

@@ -431,6 +431,9 @@ def speed(
         if peer == "none":
             note("no peer store: chromadb is not installed (pip install 'llm-agent-memory[bench]')")
 
+    corpus = _data_path(data, required=False)
+    if corpus is None:  # the relative default is missing from here: say which texts the run uses
+        note(f"corpus: the built-in sentences ({_DEFAULT_DATA} not found from {Path.cwd()}; pass --data FILE)")
     with _errors():
         report = run_speed(
             sizes=sizes,
@@ -442,7 +445,7 @@ def speed(
             sample=sample,
             embedder=embedder or _default_embedder(ctx),
             preset=preset,
-            data=_data_path(data, required=False),
+            data=corpus,
             cache_dir=cache_dir or Path(platformdirs.user_cache_dir("memory")) / "bench",
             seed=seed,
             progress=note,
