@@ -450,8 +450,7 @@ _LEAN_INDEXES = [
         INSERT INTO items_key_fts (items_key_fts, rowid, content, window, time) VALUES ('delete', {_KEY_VALUES_OLD});
         INSERT INTO items_key_fts (rowid, content, window, time) VALUES ({_KEY_VALUES_NEW});
     END""",
-    f"""INSERT INTO items_key_fts (rowid, content, window, time)
-        SELECT rid, content, index_window, {time_words_sql("created_at")} FROM items""",
+    _INDEX_WINDOW[-1],  # the key index refilled from the items table
     "DROP INDEX IF EXISTS items_pending",
     "CREATE INDEX items_pending ON items (created_at, id) WHERE embedding_status IN ('pending', 'failed')",
     *(
