@@ -22,7 +22,8 @@ import math
 import re
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -431,6 +432,18 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+@contextmanager
+def _ingest_store(
+    backend: str, directory: Path, dsn: str | None, embedder: Embedder, date: datetime, name: str
+) -> Iterator[Memory]:
+    """A fresh store ``name`` for one haystack's ingest, its clock fixed at the question's date."""
+    with (
+        fresh_store(backend, directory, name, dsn) as url,
+        Memory(url, embedder=embedder, settings=Settings(database=url), clock=_fixed(date)) as mem,
+    ):
+        yield mem
+
+
 def measure_ingest(
     data: str | Path | Sequence[LmeQuestion],
     *,
@@ -456,19 +469,12 @@ def measure_ingest(
             entries, _ = _entries(question)
             vectors = embed_chunked(embedder, [e["content"] for e in entries])
             batch = [{**e, "kind": "conversation", "vector": v} for e, v in zip(entries, vectors, strict=True)]
+            store = functools.partial(_ingest_store, backend, Path(tmp), dsn, embedder, question.date)
             if number == 0:  # the cost split, from a profiled run into a store of its own (not timed)
-                with (
-                    fresh_store(backend, Path(tmp), "profiled", dsn) as url,
-                    Memory(url, embedder=embedder, settings=Settings(database=url),
-                           clock=_fixed(question.date)) as mem,
-                ):  # fmt: skip
+                with store("profiled") as mem:
                     _, split = _profiled(functools.partial(mem.remember_batch, batch))
                     total.split = {k: round(v, 3) for k, v in split.items()}
-            with (
-                fresh_store(backend, Path(tmp), f"ingest{number}", dsn) as url,
-                Memory(url, embedder=embedder, settings=Settings(database=url),
-                       clock=_fixed(question.date)) as mem,
-            ):  # fmt: skip
+            with store(f"ingest{number}") as mem:
                 started, cpu = time.perf_counter(), time.process_time()
                 mem.remember_batch(batch)
                 total.seconds += time.perf_counter() - started
