@@ -18,9 +18,11 @@ import pytest
 
 from memory.backends.base import NewRecord
 from memory.backends.sqlite import SQLiteBackend
-from memory.backends.sqlite.lexical import LexicalBounds, LexicalPlan, ranked
+from memory.backends.sqlite.lexical import LexicalBounds, LexicalPlan, LexicalQuery, ranked
+from memory.episodic.types import Message, MessageQuery
 from memory.errors import InvalidInputError
 from memory.filters import Filter
+from memory.ids import new_id
 from memory.index_layout import field_weights
 from memory.records import build_item, ledger_entry
 from memory.retrieval.config import DEFAULT_FIELDS
@@ -199,3 +201,73 @@ def test_a_term_clustered_in_old_rows_is_estimated_by_where_it_is(tmp_path: Path
         plan = plan_of(backend, ["may", "note"], KEY)
         assert plan.path == "bounded" and '"may"' in plan.estimated
         assert 120 <= plan.docs['"may"'] <= 480  # 240 in truth
+
+
+# -- messages: messages.search's lexical channel is bounded the same way ---------------------------
+
+
+def append(backend: SQLiteBackend, texts: list[str], thread: str = "t1", namespace: str = "default") -> list[str]:
+    """Append ``texts`` to ``thread`` in order (later ones newer); their ids."""
+    messages = [
+        Message(id=new_id(), namespace=namespace, thread=thread, role="user", content=text,
+                created_at=NOW + timedelta(seconds=n))
+        for n, text in enumerate(texts)
+    ]  # fmt: skip
+    return [m.id for m in backend.episodic.append_messages(messages)]
+
+
+def message_query(terms: list[str]) -> LexicalQuery:
+    return LexicalQuery("messages_fts", "", "bm25(messages_fts)", tuple(f'"{t}"' for t in terms), owner="messages")
+
+
+def message_scores(backend: SQLiteBackend, terms: list[str]) -> dict[str, float]:
+    """Every matching message's score from the whole-match statement."""
+    query = message_query(terms)
+    rows = backend._conn.execute(
+        "SELECT m.id, bm25(messages_fts) FROM messages_fts JOIN messages m ON m.rid = messages_fts.rowid "
+        "WHERE messages_fts MATCH ?",
+        (query.match(query.phrases),),
+    ).fetchall()
+    return {str(r[0]): -float(r[1]) for r in rows}
+
+
+def mq(**fields: Any) -> MessageQuery:
+    fields.setdefault("namespace", "default")
+    return MessageQuery(now=NOW + timedelta(hours=1), **fields)
+
+
+def test_message_search_below_the_bounds_equals_the_whole_match(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    vocab = "apple banana cherry delta echo fox golf hotel".split()
+    with SQLiteBackend(tmp_path / "memory.db") as backend:
+        append(backend, [" ".join(rng.choice(vocab) for _ in range(rng.randrange(3, 12))) for _ in range(200)])
+        append(backend, ["apple pie elsewhere"], namespace="other")
+        for terms in (["apple"], ["fox", "golf"], vocab):
+            assert ranked(backend._conn, message_query(terms), 200, backend._lexical_bounds)[2].path == "exact"
+            hits = backend.episodic.search_messages_lexical(mq(), terms, 25)
+            old = backend._conn.execute(
+                "SELECT m.id, bm25(messages_fts) AS rank FROM messages_fts "
+                "CROSS JOIN messages m ON m.rid = messages_fts.rowid "
+                "WHERE messages_fts MATCH ? AND m.namespace = 'default' ORDER BY rank, m.id LIMIT 25",
+                (message_query(terms).match(message_query(terms).phrases),),
+            ).fetchall()
+            assert [(h.id, h.score) for h in hits] == [(str(i), -float(r)) for i, r in old]
+
+
+def test_message_search_past_the_bounds_scores_a_bounded_set(small: SQLiteBackend) -> None:
+    """A large thread: the rare term's messages all, the common term's newest; exact scores; filters hold."""
+    theirs = append(small, [f"common word {n}" for n in range(12)], thread="t2")  # the oldest
+    rare = append(small, [f"rare common thing {n}" for n in range(5)])
+    common = append(small, [f"common filler {n}" for n in range(300)])
+    plan = ranked(small._conn, message_query(["rare", "common"]), 200, small._lexical_bounds)[2]
+    assert plan.path == "bounded" and plan.rows_scored is not None and plan.rows_scored <= 2 * SMALL.pool
+    hits = small.episodic.search_messages_lexical(mq(thread="t1"), ["rare", "common"], 10)
+    assert {h.id for h in hits[:5]} == set(rare)  # old rows, found through the rare term
+    assert all(h.id in set(common[-SMALL.pool :]) for h in hits[5:])
+    exact = message_scores(small, ["rare", "common"])
+    assert [h.score for h in hits] == pytest.approx([exact[h.id] for h in hits], rel=1e-9)
+    # Thread t2's messages are not among the candidates: the filtered whole match finds them.
+    found = small.episodic.search_messages_lexical(mq(thread="t2"), ["common", "word"], 10)
+    assert len(found) == 10 and {h.id for h in found} <= set(theirs)
+    # Nothing crosses a namespace.
+    assert small.episodic.search_messages_lexical(mq(namespace="elsewhere"), ["rare", "common"], 10) == []

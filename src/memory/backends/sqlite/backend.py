@@ -289,47 +289,13 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     def _lexical(
         self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...]
     ) -> builtins.list[ChannelHit]:
-        """FTS5 BM25: each word a quoted FTS5 string; score ``-bm25()``; bounded work (see :mod:`.lexical`).
-
-        The match is ranked by :func:`.lexical.ranked`: the whole of it while
-        the terms are in few documents, a bounded set of candidates past
-        that. The filter is checked on the ranked rows, best first; only when
-        fewer than ``k`` pass because the filter turned rows away (a selective
-        filter, or other namespaces' rows on top) and the ranked rows were not
-        all there is does the full query run, with the FTS match driving it
-        (CROSS JOIN keeps the planner from scanning items).
-        """
+        """FTS5 BM25: each word a quoted FTS5 string; score ``-bm25()``; bounded work (see :func:`.lexical.search`)."""
         query = self._lexical_query(words, weights)
-        pool = max(4 * int(k), 200)
         with self._read() as conn:
-            ranked, complete, plan = lexical.ranked(conn, query, pool, self._lexical_bounds)
-            allowed: dict[int, str] = {}
-            checked = 0
-            where, params = compile_filter(flt, probe=True)
-            while checked < len(ranked) and len(allowed) < k:  # best first: usually one slice is enough
-                rids = [row[0] for row in ranked[checked : checked + pool]]
-                checked += len(rids)
-                allowed.update(
-                    conn.execute(
-                        f"SELECT i.rid, i.id FROM json_each(?) AS j CROSS JOIN items i ON i.rid = j.value "
-                        f"WHERE {where}",
-                        [json_list(rids), *params],
-                    ).fetchall()
-                )
-            # The bounded path ranks what it ranks: only a filter that turned candidates away
-            # sends the search to the whole match.
-            bounded = plan.path != "exact" and len(allowed) == checked
-            if len(allowed) >= k or complete or bounded:
-                hits = sorted((rank, str(allowed[rid])) for rid, rank in ranked if rid in allowed)
-                return [ChannelHit(item_id, -rank) for rank, item_id in hits[:k]]
-            table, match = query.table, query.match(query.phrases)
-            where, params = compile_filter(flt)
-            rows = conn.execute(
-                f"SELECT i.id, {query.bm25} AS rank FROM {table} CROSS JOIN items i ON i.rid = {table}.rowid "
-                f"WHERE {table} MATCH ? AND {where} ORDER BY rank, i.id LIMIT ?",
-                [match, *params, int(k)],
-            ).fetchall()
-        return [ChannelHit(str(r[0]), -float(r[1])) for r in rows]
+            hits = lexical.search(
+                conn, query, k, self._lexical_bounds, compile_filter(flt, probe=True), compile_filter(flt)
+            )
+        return [ChannelHit(item_id, -rank) for item_id, rank in hits]
 
     def _lexical_query(self, words: Sequence[str], weights: tuple[float, ...]) -> lexical.LexicalQuery:
         """Each word a quoted FTS5 string, over the content index or the index key's weighted fields."""

@@ -1,8 +1,9 @@
 """`SQLiteEpisodicStore`: the shared :class:`~memory.backends.episodic_sql.SQLEpisodicStore` in a SQLite file.
 
 What is SQLite's own: lexical search is FTS5 BM25 over ``messages_fts`` (kept
-by triggers); vectors live in ``msg_vectors_<space>`` and sign-bit tables
-through :mod:`.vectors`, the same code items use, keyed by the message's
+by triggers), its work bounded as the items' is (:func:`.lexical.search`);
+vectors live in ``msg_vectors_<space>`` and sign-bit tables through
+:mod:`.vectors`, the same code items use, keyed by the message's
 ``rid`` (so deleting hot messages deletes their vectors first). Writes run in
 the backend's ``BEGIN IMMEDIATE`` transactions, which serialise writers
 across processes: turn numbering and claims need no row locks.
@@ -19,7 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memory.backends.episodic_sql import SQLEpisodicStore
-from memory.backends.sqlite import vectors
+from memory.backends.sqlite import lexical, vectors
 from memory.backends.sqlite.dialect import sqlite_dialect
 from memory.backends.values import ChannelHit, Vector
 from memory.episodic.types import Message, MessageQuery
@@ -30,6 +31,7 @@ class SQLiteVectorHost(Protocol):
 
     _exact_limit: int
     _codes: vectors.CodeCache
+    _lexical_bounds: lexical.LexicalBounds
 
     def _read(self) -> AbstractContextManager[Any]: ...
     def _write(self) -> AbstractContextManager[Any]: ...
@@ -116,19 +118,20 @@ class SQLiteEpisodicStore(SQLEpisodicStore):
 
     # -- search ------------------------------------------------------------
     def search_messages_lexical(self, query: MessageQuery, terms: Sequence[str], k: int) -> builtins.list[ChannelHit]:
-        """FTS5 BM25 over matching hot messages (terms quoted, no query syntax), best first."""
-        phrases = ['"' + t.replace('"', '""') + '"' for t in terms if t.strip() and self._d.storable(t)]
+        """FTS5 BM25 over matching hot messages (terms quoted, no query syntax), best first; bounded work.
+
+        Ranked like the items' lexical channel (:func:`.lexical.search`): the
+        whole match while the terms are in few messages, a bounded set of
+        candidates past that.
+        """
+        phrases = tuple('"' + t.replace('"', '""') + '"' for t in terms if t.strip() and self._d.storable(t))
         if not phrases or k <= 0:
             return []
-        where, params = self.where(query)
+        fts = lexical.LexicalQuery("messages_fts", "", "bm25(messages_fts)", phrases, owner="messages")
+        predicate = self.where(query, "i")
         with self._b._read() as conn:
-            rows = conn.execute(
-                "SELECT m.id, bm25(messages_fts) AS rank FROM messages_fts "
-                "CROSS JOIN messages m ON m.rid = messages_fts.rowid "
-                f"WHERE messages_fts MATCH ? AND {where} ORDER BY rank, m.id LIMIT ?",
-                [" OR ".join(phrases), *params, int(k)],
-            ).fetchall()
-        return [ChannelHit(str(r[0]), -float(r[1])) for r in rows]
+            hits = lexical.search(conn, fts, k, self._b._lexical_bounds, predicate, predicate)
+        return [ChannelHit(message_id, -rank) for message_id, rank in hits]
 
     def search_messages_vector(
         self, query: MessageQuery, model: str, vector: Vector, k: int

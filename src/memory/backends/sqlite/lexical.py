@@ -79,6 +79,7 @@ import builtins
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory.backends.sqlite.sql import json_list
 from memory.errors import InvalidInputError
 
 __all__ = [
@@ -90,6 +91,7 @@ __all__ = [
     "LexicalPlan",
     "LexicalQuery",
     "ranked",
+    "search",
 ]
 
 #: The exact statement runs while the whole match can hold at most this many rows (a store
@@ -132,6 +134,8 @@ class LexicalQuery:
     columns: str  # "" (every column) or "{content window} : " (the weighted ones)
     bm25: str
     phrases: tuple[str, ...]
+    #: The table whose ``rid`` is the index's rowid (``items``, or ``messages`` for ``messages_fts``).
+    owner: str = "items"
 
     def match(self, phrases: builtins.list[str] | tuple[str, ...]) -> str:
         """The MATCH expression of ``phrases`` ORed (restricted to the weighted columns)."""
@@ -226,6 +230,57 @@ def ranked(
     return ordered, complete, plan
 
 
+def search(
+    conn: Any,
+    query: LexicalQuery,
+    k: int,
+    bounds: LexicalBounds,
+    probe: tuple[str, builtins.list[Any]],
+    predicate: tuple[str, builtins.list[Any]],
+) -> builtins.list[tuple[str, float]]:
+    """``(id, bm25)`` of the best ``k`` rows of ``query.owner`` that match and pass the filter, best first.
+
+    The match is ranked by :func:`ranked` (a page of ``max(4 k, 200)``
+    rows); the filter, ``probe`` (checking given rows of the owner table as
+    ``i``), is applied to the ranked rows, best first, a page at a time.
+    Only when fewer than ``k`` pass because the filter turned rows away (a
+    selective filter, or other namespaces' rows: the FTS5 tables span
+    namespaces) and the ranked rows were not all there is does the whole
+    filtered match run, ``predicate`` (the owner table as ``i``) applied
+    while FTS5 drives the join (CROSS JOIN keeps the planner from scanning
+    the owner table). Ties are broken by id.
+    """
+    pool = max(4 * int(k), 200)
+    owner = query.owner
+    ranked_rows, complete, plan = ranked(conn, query, pool, bounds)
+    allowed: dict[int, str] = {}
+    checked = 0
+    where, params = probe
+    while checked < len(ranked_rows) and len(allowed) < k:  # best first: usually one page is enough
+        rids = [row[0] for row in ranked_rows[checked : checked + pool]]
+        checked += len(rids)
+        allowed.update(
+            conn.execute(
+                f"SELECT i.rid, i.id FROM json_each(?) AS j CROSS JOIN {owner} i ON i.rid = j.value WHERE {where}",
+                [json_list(rids), *params],
+            ).fetchall()
+        )
+    # The bounded path ranks what it ranks: only a filter that turned candidates away
+    # sends the search to the whole match.
+    bounded = plan.path != "exact" and len(allowed) == checked
+    if len(allowed) >= k or complete or bounded:
+        hits = sorted((rank, str(allowed[rid])) for rid, rank in ranked_rows if rid in allowed)
+        return [(item_id, rank) for rank, item_id in hits[:k]]
+    table = query.table
+    where, params = predicate
+    rows = conn.execute(
+        f"SELECT i.id, {query.bm25} AS rank FROM {table} CROSS JOIN {owner} i ON i.rid = {table}.rowid "
+        f"WHERE {table} MATCH ? AND {where} ORDER BY rank, i.id LIMIT ?",
+        [query.match(query.phrases), *params, int(k)],
+    ).fetchall()
+    return [(str(r[0]), float(r[1])) for r in rows]
+
+
 def _idf_cost(docs: dict[str, float], groups: builtins.list[builtins.list[str]], scored: builtins.list[str]) -> float:
     """Postings the IDF passes of :func:`_scores` count for ``groups`` scored on ``scored``.
 
@@ -268,10 +323,10 @@ def _scores(
     return scores
 
 
-def _rowid_range(conn: Any) -> tuple[int | None, int | None]:
-    """The smallest and largest rowid of the memories (both FTS5 tables use ``items.rid``)."""
-    low = conn.execute("SELECT min(rid) FROM items").fetchone()[0]
-    high = conn.execute("SELECT max(rid) FROM items").fetchone()[0]
+def _rowid_range(conn: Any, owner: str) -> tuple[int | None, int | None]:
+    """The smallest and largest rowid of ``owner``'s rows (an FTS5 table's rowid is its owner's ``rid``)."""
+    low = conn.execute(f"SELECT min(rid) FROM {owner}").fetchone()[0]
+    high = conn.execute(f"SELECT max(rid) FROM {owner}").fetchone()[0]
     return (None, None) if low is None or high is None else (int(low), int(high))
 
 
@@ -294,7 +349,7 @@ def _exact_fits(
     least) go to ``plan.docs``; the phrases counted to their limit are
     returned with that count, a floor for :func:`_estimate`.
     """
-    low, high = _rowid_range(conn)
+    low, high = _rowid_range(conn, query.owner)
     if low is None or high is None or high - low + 1 <= bounds.exact_docs:
         return True, {}  # the whole match cannot hold more rows than the store: nothing to count
     left = bounds.exact_docs
@@ -318,7 +373,7 @@ def _estimate(conn: Any, query: LexicalQuery, bounds: LexicalBounds, plan: Lexic
     """Estimate the document counts of ``floors``' phrases from ``_STRATA`` rowid slices (at least the floor)."""
     if not floors:
         return
-    low, high = _rowid_range(conn)
+    low, high = _rowid_range(conn, query.owner)
     if low is None or high is None:  # emptied meanwhile (another connection): only the floors
         plan.docs.update({p: float(n) for p, n in floors.items()})
         return
