@@ -29,8 +29,12 @@ MAX_QUERY_TERMS = 32
 
 
 def words(text: str) -> list[str]:
-    """Lowercased words of ``text`` (letters and digits; apostrophes inside words kept)."""
-    return [w.replace("’", "'") for w in _WORD.findall(text.lower())]
+    """Lowercased words of ``text`` (letters and digits; apostrophes inside words kept, as ``'``)."""
+    lowered = text.lower()
+    if "’" in lowered:  # the same words either way: neither apostrophe is a word character
+        lowered = lowered.replace("’", "'")
+    found: list[str] = _WORD.findall(lowered)
+    return found
 
 
 def query_terms(text: str) -> list[str]:
