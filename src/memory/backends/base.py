@@ -11,8 +11,10 @@ SQL backends), never as post-filters in the caller.
 Rules every implementation follows (the contract suite in
 ``tests/contract`` checks them):
 
-* ``add`` writes each new item, its text-index entry, its vector (when given)
-  and its ledger entry in one transaction: all of a batch or nothing.
+* ``add`` writes each new item, its text-index entry, its vector (when given),
+  its context window (when its record carries one and the backend has a
+  :class:`WindowIndex`) and its ledger entry in one transaction: all of a
+  batch or nothing.
 * ``add`` deduplicates atomically: a live item with the same content hash in
   the same scope (namespace, user, agent, thread) is returned instead of a
   new row, also when several processes race. Live means neither expired nor
@@ -31,7 +33,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memory.backends.values import AddResult, ChannelHit, ListOrder, NewRecord, RankFields, Vector, VectorSpace
+from memory.backends.values import (
+    AddResult,
+    ChannelHit,
+    ListOrder,
+    NewRecord,
+    NewWindow,
+    RankFields,
+    Vector,
+    VectorSpace,
+)
 from memory.filters import Filter
 from memory.types import LedgerEntry, MemoryItem
 
@@ -47,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Backend",
     "NewRecord",
+    "NewWindow",
     "AddResult",
     "ChannelHit",
     "RankFields",
@@ -149,7 +161,12 @@ class Backend(Protocol):
 
     # -- writes ------------------------------------------------------------
     def add(self, records: Sequence[NewRecord]) -> builtins.list[AddResult]:
-        """Insert records atomically with dedup by (scope, content_hash); one result per record."""
+        """Insert records atomically with dedup by (scope, content_hash); one result per record.
+
+        With a :attr:`windows` index, a record's ``window`` is stored with its
+        row as :meth:`WindowIndex.set_windows` would store it (InvalidInputError
+        for a text or vector it cannot store; nothing of the batch is written).
+        """
         ...
 
     def replace(self, item: MemoryItem, vector: Vector | None, ledger: LedgerEntry) -> None:
@@ -263,7 +280,8 @@ class WindowIndex(Protocol):
     """Optional capability of a backend: storing the context windows the library computes.
 
     Backends without it (``memory.retrieval.window``) still work: recall then
-    searches content only, as before windows existed.
+    searches content only, as before windows existed. A backend with it also
+    stores the window a new record carries (``NewRecord.window``) in ``add``.
     """
 
     def window_rule(self) -> str | None:

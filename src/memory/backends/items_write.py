@@ -295,8 +295,11 @@ class SQLItemWrites(SQLVectorStore[S]):
 
         A live item with the same content hash in the same scope (also one
         inserted earlier in this batch) is returned with ``created=False``.
-        Raises InvalidInputError (an id that exists, a vector that does not
-        fit its space) and then nothing of the batch is stored. A batch costs
+        A record's ``window`` goes in with its row: the text into
+        ``index_window`` (indexed once, not inserted empty and then updated),
+        the vector into the window space it names. Raises InvalidInputError
+        (an id that exists, a vector that does not fit its space, a window
+        text the engine cannot store) and then nothing of the batch is stored. A batch costs
         a bounded number of statements, not several per record: the id and
         duplicate checks once per namespace, each write one executemany.
         """
@@ -304,20 +307,34 @@ class SQLItemWrites(SQLVectorStore[S]):
             return []
         d = self.dialect
         items = [record.item for record in records]
+        for record in records:
+            if record.window is not None:
+                self._check_window_text(record.window.text)
         with d.write() as conn:
             self._check_new_ids(conn, items)
-            checked: dict[tuple[str, str], tuple[S, Vector]] = {}
+            checked: dict[tuple[str, str], list[tuple[S, Vector]]] = {}
             for record in records:  # every vector is checked, also those of duplicates
-                if record.vector is not None:
-                    space = self._require_space(conn, record.item.embedding_model)
-                    checked[(record.item.namespace, record.item.id)] = (
-                        space,
-                        self._checked_vector(space, record.vector),
-                    )
+                given = [(record.item.embedding_model, record.vector)]
+                if record.window is not None:
+                    given.append((record.window.model, record.window.vector))
+                for model, vector in given:
+                    if vector is not None:
+                        space = self._require_space(conn, model)
+                        checked.setdefault((record.item.namespace, record.item.id), []).append(
+                            (space, self._checked_vector(space, vector))
+                        )
             self._lock_scopes(conn, items)
             results, inserted = self._plan_adds(records, self._stored_duplicates(conn, items))
             new = [record.item for record in inserted]
-            d.many(conn, item_statements(self.item_columns)[0], [self._item_values(item) for item in new])
+            d.many(
+                conn,
+                item_statements((*self.item_columns, "index_window", *self.window_columns))[0],
+                [
+                    (*self._item_values(record.item), text, *self._window_values(text))
+                    for record in inserted
+                    for text in (record.window.text if record.window is not None else "",)
+                ],
+            )
             keys = self._row_keys(conn, [item.id for item in new])
             d.many(
                 conn,
@@ -329,8 +346,7 @@ class SQLItemWrites(SQLVectorStore[S]):
             created: dict[str, list[str]] = {}
             for item in new:
                 created.setdefault(item.namespace, []).append(item.id)
-                if (item.namespace, item.id) in checked:
-                    space, vector = checked[(item.namespace, item.id)]
+                for space, vector in checked.get((item.namespace, item.id), ()):
                     rows = new_vectors.setdefault((space.space_id, item.namespace), (space, []))[1]
                     rows.append((keys[item.id], vector))
             for (_, namespace), (space, rows) in new_vectors.items():
@@ -442,6 +458,13 @@ class SQLItemWrites(SQLVectorStore[S]):
                 (_WINDOW_RULE_KEY, rule),
             )
 
+    def _check_window_text(self, text: object) -> None:
+        """InvalidInputError unless ``text`` is a window text the engine can store."""
+        d = self.dialect
+        if not isinstance(text, str) or not d.storable(text):
+            nul = ", no NUL characters" if d.rejects_nul else ""
+            raise InvalidInputError(f"window text must be a string {d.name} can store (valid Unicode{nul})")
+
     def set_windows(self, namespace: str, model: str | None, updates: Sequence[tuple[str, str, Vector | None]]) -> int:
         """Store the context windows of existing items: (id, window text, window vector or None).
 
@@ -456,9 +479,7 @@ class SQLItemWrites(SQLVectorStore[S]):
             return 0
         d = self.dialect
         for _, text, _ in updates:
-            if not isinstance(text, str) or not d.storable(text):
-                nul = ", no NUL characters" if d.rejects_nul else ""
-                raise InvalidInputError(f"window text must be a string {d.name} can store (valid Unicode{nul})")
+            self._check_window_text(text)
         with d.write() as conn:
             space = self._require_space(conn, model) if model is not None else None
             checked = [

@@ -15,18 +15,36 @@ import numpy.typing as npt
 
 from memory.types import LedgerEntry, MemoryItem
 
-__all__ = ["Vector", "NewRecord", "AddResult", "ChannelHit", "RankFields", "VectorSpace", "ListOrder"]
+__all__ = ["Vector", "NewWindow", "NewRecord", "AddResult", "ChannelHit", "RankFields", "VectorSpace", "ListOrder"]
 
 Vector = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True)
+class NewWindow:
+    """A new item's context window, computed by the library before the insert (:mod:`memory.windows`).
+
+    ``text`` is the lexical ``window`` field; ``vector`` the item's vector in
+    the window space ``model`` (registered beforehand), or None for none.
+    """
+
+    text: str
+    model: str | None = None
+    vector: Vector | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class NewRecord:
-    """An item to insert, its vector (None when not embedded) and its ledger entry."""
+    """An item to insert, its vector (None when not embedded), its ledger entry and its context window.
+
+    ``window`` None stores the item with an empty window (a backend with a
+    window index stores a given one with the row: ``Backend.add``).
+    """
 
     item: MemoryItem
     vector: Vector | None
     ledger: LedgerEntry
+    window: NewWindow | None = None
 
 
 @dataclass(frozen=True, slots=True)
