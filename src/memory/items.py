@@ -214,8 +214,7 @@ class Items:
             NewRecord(item, vector, ledger_entry("add", item.id, item.namespace, now, after=item))
             for item, vector in embedded
         ]
-        results = self._backend.add(records)
-        self._windows.after_add([r.item for r, res in zip(records, results, strict=True) if res.created])
+        results = self._windows.add(records)
         return builtins.list(zip(records, results, strict=True))
 
     def remember(self, content: object, **fields: Any) -> str:

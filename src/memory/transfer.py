@@ -478,8 +478,7 @@ def import_jsonl(
                                                            after=plan.item, reason="import"))
             for plan in fresh
         ]  # fmt: skip
-        results = core.backend.add(records) if records else []
-        Windows(core).after_add([r.item for r, res in zip(records, results, strict=True) if res.created])
+        results = Windows(core).add(records) if records else []
         for plan, result in zip(fresh, results, strict=True):
             if result.created:
                 imported += 1

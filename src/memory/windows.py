@@ -6,6 +6,15 @@ deleted. Every memory within ``size`` places of an anchor in its thread gets
 its window text and window vector recomputed from the thread as stored now,
 so adds, updates, forgets and late embeddings all leave the windows right,
 and a forgotten text leaves its neighbours' windows at once.
+
+Adds go further (:meth:`Windows.add`): each new memory's window is computed
+*before* the insert, from the batch and the stored thread around it (read
+once), and stored with its row, so the key index tokenizes its text once
+instead of inserting it empty and rewriting it. Afterwards only the stored
+neighbours whose windows the batch changes are rewritten. When the thread
+changed between that read and the insert (another writer), or a record
+turned out a duplicate, the windows around the new memories are recomputed
+from the store as after any other write.
 """
 
 from __future__ import annotations
@@ -14,14 +23,15 @@ import bisect
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
-from datetime import datetime
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from memory.backends.base import Backend, ListOrder
+from memory.backends.base import AddResult, Backend, ListOrder, NewRecord, NewWindow, Vector
 from memory.embedders.base import embed_chunked
 from memory.errors import ProviderError
 from memory.filters import Filter
@@ -47,6 +57,10 @@ __all__ = ["Anchor", "Windows", "anchor_of", "refresh_windows", "window_needed"]
 
 #: Where a write happened: (thread, created_at, id); the memory need not exist any more.
 Anchor = tuple[str | None, datetime, str]
+#: Memories whose windows are computed, by id: the memory and its window neighbours, in the order found.
+_Affected = dict[str, tuple[MemoryItem, list[MemoryItem]]]
+#: A window to store: (id, window text, window vector or None), as ``WindowIndex.set_windows`` takes it.
+_Update = tuple[str, str, Vector | None]
 
 _PAGE = 500
 #: Fact-key vectors by (model, text), so refreshing a window again embeds nothing new.
@@ -89,7 +103,16 @@ def _fact_vectors(
     return {i: _FACT_VECTORS[(model, t)] for i, t in facts.items() if (model, t) in _FACT_VECTORS}
 
 
-def _thread_slice(backend: Backend, flt: Filter, points: list[tuple[datetime, str]], reach: int) -> list[MemoryItem]:
+@dataclass(frozen=True, slots=True)
+class _Slice:
+    """Stored memories of a thread around some points, in order, and whether they reach its first and last."""
+
+    items: list[MemoryItem]
+    from_start: bool
+    to_end: bool
+
+
+def _thread_slice(backend: Backend, flt: Filter, points: list[tuple[datetime, str]], reach: int) -> _Slice:
     """The thread's memories from ``reach`` before the first point to ``reach`` after the last, in order."""
     first, last = points[0], points[-1]
     before = backend.list(flt, reach, ListOrder(newest_first=True, after_created_at=first[0], after_id=first[1]))
@@ -109,8 +132,73 @@ def _thread_slice(backend: Backend, flt: Filter, points: list[tuple[datetime, st
             if (item.created_at, item.id) > last:
                 beyond += 1
         if len(page) < _PAGE or beyond >= reach:
-            return sequence
+            return _Slice(sequence, len(before) < reach, len(page) < _PAGE)
         cursor = (page[-1].created_at, page[-1].id)
+
+
+def _around(sequence: Sequence[MemoryItem], points: Iterable[tuple[datetime, str]], size: int, into: _Affected) -> None:
+    """Add to ``into`` every memory of ``sequence`` (a thread in order) within ``size`` places of a point."""
+    keys = [(i.created_at, i.id) for i in sequence]
+    done: set[int] = set()
+    for point in points:
+        at = bisect.bisect_left(keys, point)
+        for index in range(max(at - size, 0), min(at + size + 1, len(sequence))):
+            if index not in done:
+                done.add(index)
+                item = sequence[index]
+                into[item.id] = (item, window_neighbours(sequence, index, size))
+
+
+def _window_updates(
+    backend: Backend,
+    namespace: str,
+    affected: _Affected,
+    *,
+    model: str | None,
+    window_space: str | None,
+    fact_keys: str,
+    embed: Callable[[list[str]], npt.NDArray[np.float32]] | None,
+    known: Mapping[str, Vector] | None = None,
+    events: Mapping[str, str] | None = None,
+) -> list[_Update]:
+    """The windows of the ``affected`` memories (see :func:`refresh_windows`), in their order.
+
+    ``known`` holds content vectors already in hand (of memories not stored
+    yet); the others are read from the store. ``events`` holds event time
+    words already computed, by id.
+    """
+    facts = {i: fact_key(item, near) for i, (item, near) in affected.items() if wants_fact_key(item, fact_keys)}
+    facts = {i: text for i, text in facts.items() if text}
+    vectors: dict[str, Vector] = {}
+    if model is not None and window_space is not None:
+        wanted = {i.id for item, near in affected.values() if item.thread is not None for i in (item, *near)}
+        wanted |= set(facts) if embed is not None else set()
+        known = known or {}
+        vectors = {i: known[i] for i in wanted if i in known}
+        rest = sorted(wanted - vectors.keys())
+        if rest:
+            vectors.update(backend.get_vectors(namespace, model, rest))
+    fact_vectors = _fact_vectors(embed, model, {i: t for i, t in facts.items() if i in vectors})
+    updates: list[_Update] = []
+    counts: dict[str, int] = {}
+
+    def words_of(item: MemoryItem) -> int:
+        if item.id not in counts:
+            counts[item.id] = content_words(item.content)
+        return counts[item.id]
+
+    events = events or {}
+    for item_id, (item, near) in affected.items():
+        vector = None
+        share = share_of(words_of(item), [words_of(n) for n in near]) if near else 1.0
+        if item_id in vectors and (item.thread is not None or item_id in fact_vectors):
+            own = vectors[item_id]  # thread-less without facts: its own vector serves
+            if item_id in fact_vectors:
+                own = window_vector(own, [fact_vectors[item_id]])
+            vector = window_vector(own, [vectors[n.id] for n in near if n.id in vectors], share)
+        text = window_text(item, near, share, facts.get(item_id, ""), events.get(item_id))
+        updates.append((item_id, text, vector))
+    return updates
 
 
 def refresh_windows(
@@ -140,7 +228,7 @@ def refresh_windows(
     by_thread: dict[str | None, list[tuple[datetime, str]]] = {}
     for thread, created_at, item_id in anchors:
         by_thread.setdefault(thread, []).append((created_at, item_id))
-    affected: dict[str, tuple[MemoryItem, list[MemoryItem]]] = {}
+    affected: _Affected = {}
     for thread, points in by_thread.items():
         points.sort()
         flt = scope_filter(thread)
@@ -150,40 +238,12 @@ def refresh_windows(
                 if item.thread == thread or size <= 0:
                     affected[item.id] = (item, [])
             continue
-        sequence = _thread_slice(backend, flt, points, 2 * size)
-        keys = [(i.created_at, i.id) for i in sequence]
-        for point in points:
-            at = bisect.bisect_left(keys, point)
-            for index in range(max(at - size, 0), min(at + size + 1, len(sequence))):
-                item = sequence[index]
-                affected[item.id] = (item, window_neighbours(sequence, index, size))
+        _around(_thread_slice(backend, flt, points, 2 * size).items, points, size, affected)
     if not affected:
         return 0
-    facts = {i: fact_key(item, near) for i, (item, near) in affected.items() if wants_fact_key(item, fact_keys)}
-    facts = {i: text for i, text in facts.items() if text}
-    vectors = {}
-    if model is not None and window_space is not None:
-        wanted = {i.id for item, near in affected.values() if item.thread is not None for i in (item, *near)}
-        wanted |= set(facts) if embed is not None else set()
-        vectors = backend.get_vectors(namespace, model, sorted(wanted)) if wanted else {}
-    fact_vectors = _fact_vectors(embed, model, {i: t for i, t in facts.items() if i in vectors})
-    updates = []
-    counts: dict[str, int] = {}
-
-    def words_of(item: MemoryItem) -> int:
-        if item.id not in counts:
-            counts[item.id] = content_words(item.content)
-        return counts[item.id]
-
-    for item_id, (item, near) in affected.items():
-        vector = None
-        share = share_of(words_of(item), [words_of(n) for n in near]) if near else 1.0
-        if item_id in vectors and (item.thread is not None or item_id in fact_vectors):
-            own = vectors[item_id]  # thread-less without facts: its own vector serves
-            if item_id in fact_vectors:
-                own = window_vector(own, [fact_vectors[item_id]])
-            vector = window_vector(own, [vectors[n.id] for n in near if n.id in vectors], share)
-        updates.append((item_id, window_text(item, near, share, facts.get(item_id, "")), vector))
+    updates = _window_updates(
+        backend, namespace, affected, model=model, window_space=window_space, fact_keys=fact_keys, embed=embed
+    )
     window_index = backend.windows
     if window_index is None:
         return 0
@@ -313,12 +373,222 @@ class Windows:
             index.set_window_rule(WINDOW_RULE)
             self._rule_current = True
 
-    def after_add(self, items: Iterable[MemoryItem]) -> None:
-        """Compute the context windows of newly stored ``items`` and of their thread neighbours."""
-        by_ns: dict[str, list[Anchor]] = {}
+    def add(self, records: Sequence[NewRecord]) -> list[AddResult]:
+        """Store ``records`` with their context windows (``Backend.add``: all or nothing); one result per record.
+
+        Each new memory's window goes in with its row (see the module
+        docstring); then the stored neighbours' windows are brought up to date.
+        Raises what ``Backend.add`` raises, and nothing is stored then.
+        """
+        plan = self._plan(records)
+        results = self._core.backend.add(plan.records if plan is not None else records)
+        if plan is not None:
+            self._finish(plan, records, results)
+        return results
+
+    def _plan(self, records: Sequence[NewRecord]) -> _Plan | None:
+        """The records with the windows of their memories, and what to do after the insert; None: no windows."""
+        core = self._core
+        if not core.windows_on():
+            return None
+        fact_keys = core.settings.fact_keys
+        events: dict[str, str] = {}
+        by_ns: dict[str, list[MemoryItem]] = {}
+        for record in records:
+            item = record.item
+            if item.thread is None:
+                events[item.id] = event_time_words(item.content, item.created_at)
+                if not (item.context or events[item.id] or wants_fact_key(item, fact_keys)):
+                    continue  # stored with an empty window and no window vector: nothing to compute
+            by_ns.setdefault(item.namespace, []).append(item)
+        if not by_ns:
+            return None
+        model = space = None
+        upgrade = False
+        if core.ensure_space(strict=False):
+            model, space = core.embedder.model_name, window_model(core.embedder.model_name)
+            if all(s.model != space for s in core.backend.vector_spaces()):
+                # First windows in this store: index every stored memory first (see refresh), so the
+                # vector channel never searches a partial window space; the new ones follow below.
+                core.backend.ensure_vector_space(space, core.embedder.dimension)
+                self.rebuild()
+            else:
+                upgrade = True
+        known = {
+            r.item.id: np.asarray(r.vector, dtype=np.float32)
+            for r in records
+            if r.vector is not None and r.item.embedding_model == model
+        }
+        plan = _Plan(model, space, upgrade)
+        for ns, items in by_ns.items():
+            plan.namespaces[ns] = self._plan_namespace(ns, items, plan, known, events)
+        windows = {i: w for ns_plan in plan.namespaces.values() for i, w in ns_plan.windows.items()}
+        plan.records = [
+            NewRecord(r.item, r.vector, r.ledger, windows[r.item.id]) if r.item.id in windows else r for r in records
+        ]
+        return plan
+
+    def _plan_namespace(
+        self,
+        namespace: str,
+        items: list[MemoryItem],
+        plan: _Plan,
+        known: Mapping[str, Vector],
+        events: Mapping[str, str],
+    ) -> _NamespacePlan:
+        """The windows of a namespace's new memories (from the batch and the stored threads around them)."""
+        core = self._core
+        size = core.settings.context_window
+        backend = core.backend
+        out = _NamespacePlan({item.id for item in items})
+        by_thread: dict[str | None, list[MemoryItem]] = {}
         for item in items:
-            if not window_needed(item, self._core.settings.fact_keys):
-                continue  # stored with an empty window and no window vector: nothing to compute
-            by_ns.setdefault(item.namespace, []).append(anchor_of(item))
-        for ns, anchors in by_ns.items():
-            self.refresh(ns, anchors)
+            by_thread.setdefault(item.thread, []).append(item)
+        affected: _Affected = {}
+        for thread, batch in by_thread.items():
+            if thread is None:
+                for item in sorted(batch, key=lambda i: (i.created_at, i.id)):
+                    affected[item.id] = (item, [])
+                continue
+            new, repeats = _new_in_thread(batch)
+            plan_thread = _ThreadPlan(new, repeats)
+            out.threads[thread] = plan_thread
+            if not all(_reads_back(backend, item.created_at) for item in new):
+                continue  # the store orders by the times it reads back: recomputed from it after the insert
+            points = [(i.created_at, i.id) for i in new]
+            stored = _thread_slice(backend, self._scope(namespace, thread), points, 2 * size)
+            plan_thread.stored = stored
+            sequence = sorted([*stored.items, *new], key=lambda i: (i.created_at, i.id))
+            _around(sequence, points, size, affected)
+        updates = _window_updates(
+            backend, namespace, affected, model=plan.model, window_space=plan.space,
+            fact_keys=core.settings.fact_keys, embed=lambda texts: embed_chunked(core.embedder, texts),
+            known=known, events=events,
+        )  # fmt: skip
+        for item_id, text, vector in updates:
+            if item_id in out.new_ids:
+                if text or vector is not None:
+                    out.windows[item_id] = NewWindow(text, plan.space if vector is not None else None, vector)
+            elif (owner := affected[item_id][0].thread) is not None:  # a stored neighbour (always in a thread)
+                out.threads[owner].updates.append((item_id, text, vector))
+        return out
+
+    def _finish(self, plan: _Plan, records: Sequence[NewRecord], results: Sequence[AddResult]) -> None:
+        """After the insert: rewrite the stored neighbours' windows, or recompute where the plan no longer holds."""
+        core = self._core
+        created = {r.item.id for r, res in zip(records, results, strict=True) if res.created}
+        window_index = core.backend.windows
+        for ns, ns_plan in plan.namespaces.items():
+            if created.isdisjoint(ns_plan.new_ids):
+                continue  # nothing new to window here (every record was a duplicate)
+            if plan.upgrade:
+                self._upgrade_step()
+            updates: list[_Update] = []
+            again: list[Anchor] = []
+            for thread, t in ns_plan.threads.items():
+                as_planned = all(i.id in created for i in t.new) and created.isdisjoint(t.repeats)
+                if t.stored is not None and as_planned and self._unchanged(ns, thread, t):
+                    updates.extend(t.updates)
+                else:
+                    again.extend(anchor_of(item) for item in t.new if item.id in created)
+            if updates and window_index is not None:
+                window_index.set_windows(ns, plan.space if plan.model is not None else None, updates)
+            if again:
+                self._refresh(ns, again)
+
+    def _scope(
+        self, namespace: str, thread: str | None, since: datetime | None = None, until: datetime | None = None
+    ) -> Filter:
+        """Every memory of ``namespace`` in ``thread`` created in [since, until) (secret, expired and closed too)."""
+        return self._core.filter(
+            namespace, thread=thread, clearance="secret", include_expired=True, include_invalid=True,
+            since=since, until=until,
+        )  # fmt: skip
+
+    def _unchanged(self, namespace: str, thread: str, plan: _ThreadPlan) -> bool:
+        """Whether the stored thread around the new memories is what the plan read plus them (no other writer).
+
+        Compares the ids stored in the range read (open where it reached the
+        thread's first or last memory) with those expected; a memory at a
+        bound's time but outside the range by id does not count.
+        """
+        stored = plan.stored
+        assert stored is not None
+        expected = {i.id for i in stored.items} | {i.id for i in plan.new}
+        low = None if stored.from_start or not stored.items else stored.items[0]
+        high = None if stored.to_end or not stored.items else stored.items[-1]
+        flt = self._scope(
+            namespace, thread,
+            since=low.created_at if low is not None else None,
+            until=high.created_at + timedelta(microseconds=1) if high is not None else None,
+        )  # fmt: skip
+        backend = self._core.backend
+        found = set(backend.find_ids(flt))
+        if expected - found:
+            return False
+        extra = found - expected
+        if not extra:
+            return True
+        for item_id, fields in backend.rank_fields(namespace, sorted(extra)).items():
+            key = (fields.created_at, item_id)
+            if (low is None or key > (low.created_at, low.id)) and (high is None or key < (high.created_at, high.id)):
+                return False
+        return True
+
+
+def _new_in_thread(batch: Sequence[MemoryItem]) -> tuple[list[MemoryItem], list[str]]:
+    """A thread's memories of a batch that ``add`` will insert, in thread order, and the ids of those it will not.
+
+    A non-secret memory whose content repeats an earlier one of the batch in
+    its scope is a duplicate (``Backend.add``). Duplicates of stored memories
+    are found after the insert.
+    """
+    seen: set[tuple[str | None, str | None, str]] = set()
+    new: list[MemoryItem] = []
+    repeats: list[str] = []
+    for item in batch:
+        key = (item.user, item.agent, item.content_hash)
+        if item.sensitivity != "secret":
+            if key in seen:
+                repeats.append(item.id)
+                continue
+            seen.add(key)
+        new.append(item)
+    new.sort(key=lambda i: (i.created_at, i.id))
+    return new, repeats
+
+
+def _reads_back(backend: Backend, moment: datetime) -> bool:
+    """Whether the store reads ``moment`` back unchanged (it orders a thread by the times it reads)."""
+    dialect = backend.dialect
+    return dialect is None or dialect.time_value(dialect.time_param(moment)) == moment
+
+
+@dataclass(slots=True)
+class _ThreadPlan:
+    """A thread's new memories (in order), the stored ones read around them, and their neighbours' new windows."""
+
+    new: list[MemoryItem]
+    repeats: list[str]
+    stored: _Slice | None = None
+    updates: list[_Update] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _NamespacePlan:
+    """The windows of a namespace's new memories, by id, and its threads' plans."""
+
+    new_ids: set[str] = field(default_factory=set)
+    windows: dict[str, NewWindow] = field(default_factory=dict)
+    threads: dict[str, _ThreadPlan] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What :meth:`Windows.add` inserts (the records with their windows) and does after the insert."""
+
+    model: str | None
+    space: str | None
+    upgrade: bool
+    namespaces: dict[str, _NamespacePlan] = field(default_factory=dict)
+    records: list[NewRecord] = field(default_factory=list)

@@ -1,20 +1,166 @@
-"""Windows stored with the rows that ``Backend.add`` inserts (``NewRecord.window``)."""
+"""Windows computed before the insert (memory.windows.Windows.add) equal windows recomputed from the store.
+
+Every test ends by recomputing every window from the stored threads
+(``Windows.rebuild``: the read-back path every write took before windows went
+in with the rows) and checks that no window text or vector byte changes.
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 import pytest
 
+from memory import Memory
 from memory.backends.base import Backend, NewRecord, NewWindow
+from memory.config import Settings
 from memory.errors import InvalidInputError
 from memory.filters import Filter
 from memory.records import build_item, ledger_entry
 from memory.retrieval.window import window_model
+from memory.windows import Windows
 
 T0 = datetime(2024, 3, 16, 9, 0, tzinfo=UTC)
+#: Turns of a few sessions: short and long ones, dates ("yesterday", "March 3rd"), a repeat.
+SESSION = [
+    "user: I went hiking with Maya yesterday near the lake",
+    "assistant: That sounds lovely! How long was the trail?",
+    "user: About 12 km, we started early in the morning on March 3rd " + "and walked along the ridge " * 12,
+    "assistant: Great effort. Did you see any wildlife?",
+    "user: a heron, and two deer last weekend",
+    "assistant: That sounds lovely! How long was the trail?",  # repeats turn 1: stored once
+    "user: next Friday we plan to go again",
+]
+
+Snapshot = dict[str, tuple[str, bytes | None]]
+
+
+def _windows(mem: Memory) -> Snapshot:
+    """Every memory's stored window text and window vector bytes, by content and thread (all namespaces)."""
+    dialect = mem.backend.dialect
+    assert dialect is not None
+    with dialect.read() as conn:
+        rows = dialect.rows(conn, "SELECT namespace, id, thread, content, index_window FROM items")
+    space = window_model(mem.embedder.model_name)
+    out: Snapshot = {}
+    for namespace, item_id, thread, content, window in rows:
+        vector = mem.backend.get_vectors(namespace, space, [item_id]).get(item_id)
+        key = f"{namespace}/{thread}/{content}/{item_id}"
+        out[key] = (str(window), None if vector is None else np.asarray(vector, dtype=np.float32).tobytes())
+    return out
+
+
+def _assert_as_recomputed(mem: Memory) -> Snapshot:
+    """The stored windows equal those recomputed from the store; returns them."""
+    stored = _windows(mem)
+    Windows(mem.core).rebuild()
+    again = _windows(mem)
+    assert stored.keys() == again.keys()
+    changed = {k: (stored[k], again[k]) for k in stored if stored[k] != again[k]}
+    assert not changed
+    return stored
+
+
+def _turns(thread: str, start: datetime, texts: list[str], **fields: Any) -> list[dict[str, Any]]:
+    return [
+        {"content": text, "thread": thread, "created_at": start + timedelta(seconds=i), **fields}
+        for i, text in enumerate(texts)
+    ]
+
+
+@pytest.mark.parametrize("fact_keys", ["extracted", "all"])
+def test_batches_store_the_windows_a_recompute_gives(make_memory: Callable[..., Memory], fact_keys: str) -> None:
+    mem = make_memory(settings=Settings(database="memory://", fact_keys=fact_keys))
+    rng = np.random.default_rng(7)
+    first = _turns("s1", T0, SESSION) + _turns("s2", T0 + timedelta(days=1), SESSION[:4])
+    first[3]["sensitivity"] = "private"
+    first[8]["sensitivity"] = "secret"
+    first[2]["vector"] = rng.standard_normal(mem.embedder.dimension)  # a given vector beside embedded ones
+    first.append({"content": "Ann: the vet visit was on 2024-03-01", "context": "pets"})  # thread-less, dated
+    first.append({"content": "plain fact without any date"})
+    mem.remember_batch(first[::-1])  # batch order is not thread order
+    _assert_as_recomputed(mem)
+    # appended to stored threads, one turn in the middle of s1, a new thread, another namespace
+    later = _turns("s1", T0 + timedelta(seconds=30), ["user: and the day after tomorrow too"])
+    later += _turns("s1", T0 + timedelta(seconds=2, milliseconds=500), ["assistant: between two turns"])
+    later += _turns("s3", T0, ["user: brand new session", "assistant: welcome"])
+    later += _turns("s2", T0 + timedelta(days=1), ["user: same time as s2's first turn"], namespace="other")
+    mem.remember_batch(later)
+    _assert_as_recomputed(mem)
+    for turn in _turns("s2", T0 + timedelta(days=1, minutes=5), SESSION[3:]):  # one at a time
+        mem.remember(turn.pop("content"), **turn)
+    _assert_as_recomputed(mem)
+
+
+def test_a_batch_equals_one_memory_at_a_time(make_memory: Callable[..., Memory]) -> None:
+    batch, single = make_memory(namespace="batch"), make_memory(namespace="single")
+    turns = _turns("s", T0, SESSION) + _turns("t", T0, SESSION[2:5])
+    batch.remember_batch(turns)
+    for turn in turns:
+        single.remember(dict(turn).pop("content"), **{k: v for k, v in turn.items() if k != "content"})
+    by_place = {}
+    for mem in (batch, single):
+        snapshot = _assert_as_recomputed(mem)
+        by_place[mem.namespace] = {k.split("/", 1)[1].rsplit("/", 1)[0]: v for k, v in snapshot.items()}
+    assert by_place["batch"] == by_place["single"]
+
+
+def test_duplicates_of_stored_memories_leave_the_windows_right(make_memory: Callable[..., Memory]) -> None:
+    mem = make_memory()
+    mem.remember_batch(_turns("s", T0, SESSION[:4]))
+    again = _turns("s", T0 + timedelta(minutes=1), [SESSION[1], "user: one more", SESSION[0]])
+    ids = mem.remember_batch(again)
+    assert len(set(ids)) == 3 and mem.stats().total == 5  # two duplicates answered with the stored ids
+    _assert_as_recomputed(mem)
+
+
+@pytest.mark.parametrize("meanwhile", ["add", "forget"])
+def test_another_writer_between_the_read_and_the_insert(make_memory: Callable[..., Memory], meanwhile: str) -> None:
+    """A thread changed by another writer after its windows were planned is recomputed from the store."""
+    mem = make_memory()
+    other = make_memory()
+    stored = mem.remember_batch(_turns("s", T0, SESSION[:4]))
+    backend = mem.backend
+    real_add = backend.add
+
+    def add_after_the_other_writer(records: Any) -> Any:
+        if meanwhile == "add":
+            other.remember("user: squeezed in by another process", thread="s", created_at=T0 + timedelta(seconds=5))
+        else:
+            other.forget(stored[3])
+        return real_add(records)
+
+    backend.add = add_after_the_other_writer  # type: ignore[method-assign]
+    try:
+        mem.remember_batch(_turns("s", T0 + timedelta(seconds=4), ["user: the next turn", "assistant: and a reply"]))
+    finally:
+        backend.add = real_add  # type: ignore[method-assign]
+    _assert_as_recomputed(mem)
+
+
+def test_new_memories_are_inserted_with_their_windows(
+    make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch into a new thread writes no window afterwards: each row went in once, with its window."""
+    mem = make_memory()
+    index = mem.backend.windows
+    assert index is not None
+    written: list[int] = []
+    real = index.set_windows
+
+    def counted(namespace: str, model: str | None, updates: Any) -> int:
+        written.append(len(updates))
+        return real(namespace, model, updates)
+
+    monkeypatch.setattr(index, "set_windows", counted)
+    mem.remember_batch(_turns("s", T0, SESSION))
+    assert written == []
+    mem.remember_batch(_turns("s", T0 + timedelta(minutes=1), ["user: one more"]))
+    assert written == [2]  # only the two stored turns before it get new windows
+    _assert_as_recomputed(mem)
 
 
 # -- the backend contract -----------------------------------------------------

@@ -136,10 +136,16 @@ def share_of(own_words: int, neighbour_words: Sequence[int] = ()) -> float:
     return 1.0 if n <= CONTEXT_WORDS else CONTEXT_WORDS / n
 
 
-def window_text(item: MemoryItem, neighbours: Sequence[MemoryItem], share: float | None = None, facts: str = "") -> str:
+def window_text(
+    item: MemoryItem,
+    neighbours: Sequence[MemoryItem],
+    share: float | None = None,
+    facts: str = "",
+    events: str | None = None,
+) -> str:
     """The lexical window field: the memory's own ``context`` (if any), its neighbours' contents,
     its ``facts`` (:mod:`memory.retrieval.fact_key`), then the time words of the events it mentions
-    (:func:`event_time_words`).
+    (:func:`event_time_words`; pass ``events`` when already computed).
 
     The neighbours' contents are left out when the memory stands on its own
     (:func:`context_share` below one half; pass ``share`` when already computed).
@@ -149,7 +155,8 @@ def window_text(item: MemoryItem, neighbours: Sequence[MemoryItem], share: float
         parts.extend(n.content for n in neighbours)
     if facts:
         parts.append(facts)
-    events = event_time_words(item.content, item.created_at)
+    if events is None:
+        events = event_time_words(item.content, item.created_at)
     if events:
         parts.append(events)
     return "\n".join(parts)
