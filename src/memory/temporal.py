@@ -116,10 +116,12 @@ def resolve_time_expressions(text: str, anchor: datetime) -> list[TimeMention]:
     found: list[tuple[int, int, _Interval]] = []
     lowered = text.lower()
     spans: dict[tuple[str, ...], list[tuple[int, int]]] = {}  # rules sharing needles search once
-    for (pattern, handler), needles in zip(_RULES, _NEEDLES, strict=True):
+    for (pattern, handler), needles, required in zip(_RULES, _NEEDLES, _REQUIRED, strict=True):
         if needles not in spans:
             spans[needles] = _spans(lowered, needles)
         for pos, endpos in spans[needles]:
+            if required is not None and required.search(text, pos, endpos) is None:
+                continue  # no match of the rule can be in this range
             for match in pattern.finditer(text, pos, endpos):
                 interval = handler(match, today, _future_sentence(text, match.start(), match.end()))
                 if interval is not None:
@@ -159,12 +161,12 @@ def _spans(lowered: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
     """
     if not needles:
         return [(0, len(lowered))]
+    if not any(n in lowered for n in needles):
+        return []
     finder = _FINDERS.get(needles)
     if finder is None:
         finder = _FINDERS[needles] = re.compile("|".join(re.escape(n) for n in needles))
     hits = [m.start() for m in finder.finditer(lowered)]
-    if not hits:
-        return []
     spans: list[tuple[int, int]] = []
     for at in hits:
         start, end = max(at - _REACH, 0), min(at + _REACH, len(lowered))
@@ -418,4 +420,17 @@ _NEEDLES: tuple[tuple[str, ...], ...] = (
     _MONTH_NEEDLES,
     _MONTH_NEEDLES,
     _DIGITS,
+)
+_DIGIT = re.compile(r"\d")
+_YEAR = re.compile(r"(?:19|20)\d\d")
+#: Per rule of :data:`_RULES`: a pattern of which every match of the rule holds a match (with the rule's
+#: flags), searched in a range before the rule is; None = none. The rules are slower to search than these.
+_REQUIRED: tuple[re.Pattern[str] | None, ...] = (
+    *(None,) * 7,
+    _DIGIT,
+    _DIGIT,
+    re.compile(r"\d{4}[-/]"),
+    _YEAR,
+    re.compile(_FULL_MONTH_RE.replace("?P<month>", ""), re.IGNORECASE),
+    _YEAR,
 )
