@@ -293,7 +293,7 @@ def check_vector(vector: object, dim: int) -> np.ndarray:
         raise InvalidVectorError(f"vector must be a sequence of {dim} numbers: {exc}") from exc
     if array.ndim != 1 or array.shape[0] != dim:
         raise InvalidVectorError(f"vector has shape {array.shape}, expected ({dim},)")
-    if not np.all(np.isfinite(array)):
+    if not np.isfinite(array).all():
         raise InvalidVectorError("vector contains NaN or infinite values")
     norm = float(np.linalg.norm(array))
     if norm == 0.0:

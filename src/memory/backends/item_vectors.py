@@ -109,7 +109,7 @@ class SQLVectorStore(Generic[S]):
             raise InvalidVectorError(f"vector for {space.model!r} is not numeric: {exc}") from exc
         if array.shape != (space.dim,):
             raise InvalidVectorError(f"vector shape {array.shape} does not fit {space.model!r} (dimension {space.dim})")
-        if not np.all(np.isfinite(array)):
+        if not np.isfinite(array).all():
             raise InvalidVectorError("vector contains NaN or infinite values")
         return array
 
