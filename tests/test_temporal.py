@@ -224,11 +224,21 @@ def test_keyword_ranges_find_what_a_full_scan_finds() -> None:
     text = " ".join(words)
     fast = resolve_time_expressions(text, ANCHOR)
     everywhere = tuple(() for _ in temporal._NEEDLES)
-    original = temporal._NEEDLES
+    original, required = temporal._NEEDLES, temporal._REQUIRED
     try:
         temporal._NEEDLES = everywhere  # no keyword: every rule scans the whole text
+        temporal._REQUIRED = tuple(None for _ in required)  # and no range is skipped
         slow = resolve_time_expressions(text, ANCHOR)
     finally:
-        temporal._NEEDLES = original
+        temporal._NEEDLES, temporal._REQUIRED = original, required
     assert len(fast) > 100
     assert fast == slow
+
+
+def test_a_long_s_reads_as_s() -> None:
+    """The rules match ſ as s (IGNORECASE); the words they found are then looked up as with s, not raised on."""
+    for text, plain in (("laſt week", "last week"), ("Auguſt 5", "August 5"), ("ſeveral days ago", "several days ago")):
+        found = resolve_time_expressions(text, ANCHOR)
+        assert [(m.text, m.start, m.end) for m in found] == [
+            (text, m.start, m.end) for m in resolve_time_expressions(plain, ANCHOR)
+        ]

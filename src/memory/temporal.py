@@ -115,15 +115,17 @@ def resolve_time_expressions(text: str, anchor: datetime) -> list[TimeMention]:
     today = anchor.date()
     found: list[tuple[int, int, _Interval]] = []
     lowered = text.lower()
+    # The rules' IGNORECASE reads a long s as s ("laſt week"); the handlers' word tables then must too.
+    source = text.replace("ſ", "s") if "ſ" in text else text
     spans: dict[tuple[str, ...], list[tuple[int, int]]] = {}  # rules sharing needles search once
     for (pattern, handler), needles, required in zip(_RULES, _NEEDLES, _REQUIRED, strict=True):
         if needles not in spans:
             spans[needles] = _spans(lowered, needles)
         for pos, endpos in spans[needles]:
-            if required is not None and required.search(text, pos, endpos) is None:
+            if required is not None and required.search(source, pos, endpos) is None:
                 continue  # no match of the rule can be in this range
-            for match in pattern.finditer(text, pos, endpos):
-                interval = handler(match, today, _future_sentence(text, match.start(), match.end()))
+            for match in pattern.finditer(source, pos, endpos):
+                interval = handler(match, today, _future_sentence(source, match.start(), match.end()))
                 if interval is not None:
                     found.append((match.start(), match.end(), interval))
     found.sort(key=lambda item: (item[0], -(item[1] - item[0])))
