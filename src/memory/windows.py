@@ -441,6 +441,8 @@ class Windows:
         size = core.settings.context_window
         backend = core.backend
         out = _NamespacePlan({item.id for item in items})
+        # An empty namespace (a first import) has no stored thread to read: one query, not two per thread.
+        out.empty = not backend.find_ids(self._scope(namespace, None), limit=1)
         by_thread: dict[str | None, list[MemoryItem]] = {}
         for item in items:
             by_thread.setdefault(item.thread, []).append(item)
@@ -456,7 +458,10 @@ class Windows:
             if not all(_reads_back(backend, item.created_at) for item in new):
                 continue  # the store orders by the times it reads back: recomputed from it after the insert
             points = [(i.created_at, i.id) for i in new]
-            stored = _thread_slice(backend, self._scope(namespace, thread), points, 2 * size)
+            if out.empty:
+                stored = _Slice([], True, True)
+            else:
+                stored = _thread_slice(backend, self._scope(namespace, thread), points, 2 * size)
             plan_thread.stored = stored
             sequence = sorted([*stored.items, *new], key=lambda i: (i.created_at, i.id))
             _around(sequence, points, size, affected)
@@ -483,11 +488,13 @@ class Windows:
                 continue  # nothing new to window here (every record was a duplicate)
             if plan.upgrade:
                 self._upgrade_step()
+            # Planned on an empty namespace that holds only this batch now: no thread changed meanwhile.
+            alone = ns_plan.empty and self._only(ns, {r.item.id for r in records if r.item.namespace == ns} & created)
             updates: list[_Update] = []
             again: list[Anchor] = []
             for thread, t in ns_plan.threads.items():
                 as_planned = all(i.id in created for i in t.new) and created.isdisjoint(t.repeats)
-                if t.stored is not None and as_planned and self._unchanged(ns, thread, t):
+                if t.stored is not None and as_planned and (alone or self._unchanged(ns, thread, t)):
                     updates.extend(t.updates)
                 else:
                     again.extend(anchor_of(item) for item in t.new if item.id in created)
@@ -504,6 +511,10 @@ class Windows:
             namespace, thread=thread, clearance="secret", include_expired=True, include_invalid=True,
             since=since, until=until,
         )  # fmt: skip
+
+    def _only(self, namespace: str, ids: set[str]) -> bool:
+        """Whether ``namespace`` holds exactly the memories ``ids``."""
+        return set(self._core.backend.find_ids(self._scope(namespace, None), limit=len(ids) + 1)) == ids
 
     def _unchanged(self, namespace: str, thread: str, plan: _ThreadPlan) -> bool:
         """Whether the stored thread around the new memories is what the plan read plus them (no other writer).
@@ -576,9 +587,10 @@ class _ThreadPlan:
 
 @dataclass(slots=True)
 class _NamespacePlan:
-    """The windows of a namespace's new memories, by id, and its threads' plans."""
+    """A namespace's memories with windows to plan, whether it held none before, their windows and threads' plans."""
 
     new_ids: set[str] = field(default_factory=set)
+    empty: bool = False
     windows: dict[str, NewWindow] = field(default_factory=dict)
     threads: dict[str, _ThreadPlan] = field(default_factory=dict)
 

@@ -117,17 +117,17 @@ def test_duplicates_of_stored_memories_leave_the_windows_right(make_memory: Call
     _assert_as_recomputed(mem)
 
 
-@pytest.mark.parametrize("meanwhile", ["add", "forget"])
+@pytest.mark.parametrize("meanwhile", ["add", "forget", "add to an empty namespace"])
 def test_another_writer_between_the_read_and_the_insert(make_memory: Callable[..., Memory], meanwhile: str) -> None:
     """A thread changed by another writer after its windows were planned is recomputed from the store."""
     mem = make_memory()
     other = make_memory()
-    stored = mem.remember_batch(_turns("s", T0, SESSION[:4]))
+    stored = [] if meanwhile.endswith("namespace") else mem.remember_batch(_turns("s", T0, SESSION[:4]))
     backend = mem.backend
     real_add = backend.add
 
     def add_after_the_other_writer(records: Any) -> Any:
-        if meanwhile == "add":
+        if meanwhile.startswith("add"):
             other.remember("user: squeezed in by another process", thread="s", created_at=T0 + timedelta(seconds=5))
         else:
             other.forget(stored[3])
