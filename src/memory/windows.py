@@ -14,7 +14,7 @@ instead of inserting it empty and rewriting it. Afterwards only the stored
 neighbours whose windows the batch changes are rewritten. When the thread
 changed between that read and the insert (another writer), or a record
 turned out a duplicate, the windows around the new memories are recomputed
-from the store as after any other write.
+from the store as after any other write (:mod:`memory.window_plan`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ import json
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -47,6 +46,17 @@ from memory.retrieval.window import (
     window_vector,
 )
 from memory.types import MemoryItem
+from memory.window_plan import (
+    NamespacePlan,
+    Plan,
+    Slice,
+    ThreadPlan,
+    Update,
+    new_in_thread,
+    reads_back,
+    thread_slice,
+    unchanged,
+)
 
 if TYPE_CHECKING:
     from memory.services import Core
@@ -59,10 +69,7 @@ __all__ = ["Anchor", "Windows", "anchor_of", "refresh_windows", "window_needed"]
 Anchor = tuple[str | None, datetime, str]
 #: Memories whose windows are computed, by id: the memory and its window neighbours, in the order found.
 _Affected = dict[str, tuple[MemoryItem, list[MemoryItem]]]
-#: A window to store: (id, window text, window vector or None), as ``WindowIndex.set_windows`` takes it.
-_Update = tuple[str, str, Vector | None]
 
-_PAGE = 500
 #: Fact-key vectors by (model, text), so refreshing a window again embeds nothing new.
 _FACT_VECTORS: OrderedDict[tuple[str, str], npt.NDArray[np.float32]] = OrderedDict()
 _FACT_CACHE = 8192
@@ -103,39 +110,6 @@ def _fact_vectors(
     return {i: _FACT_VECTORS[(model, t)] for i, t in facts.items() if (model, t) in _FACT_VECTORS}
 
 
-@dataclass(frozen=True, slots=True)
-class _Slice:
-    """Stored memories of a thread around some points, in order, and whether they reach its first and last."""
-
-    items: list[MemoryItem]
-    from_start: bool
-    to_end: bool
-
-
-def _thread_slice(backend: Backend, flt: Filter, points: list[tuple[datetime, str]], reach: int) -> _Slice:
-    """The thread's memories from ``reach`` before the first point to ``reach`` after the last, in order."""
-    first, last = points[0], points[-1]
-    before = backend.list(flt, reach, ListOrder(newest_first=True, after_created_at=first[0], after_id=first[1]))
-    before.reverse()
-    sequence = list(before)
-    cursor = (before[-1].created_at, before[-1].id) if before else None
-    beyond = 0
-    while True:
-        order = ListOrder(
-            newest_first=False,
-            after_created_at=cursor[0] if cursor else None,
-            after_id=cursor[1] if cursor else None,
-        )
-        page = backend.list(flt, _PAGE, order)
-        for item in page:
-            sequence.append(item)
-            if (item.created_at, item.id) > last:
-                beyond += 1
-        if len(page) < _PAGE or beyond >= reach:
-            return _Slice(sequence, len(before) < reach, len(page) < _PAGE)
-        cursor = (page[-1].created_at, page[-1].id)
-
-
 def _around(sequence: Sequence[MemoryItem], points: Iterable[tuple[datetime, str]], size: int, into: _Affected) -> None:
     """Add to ``into`` every memory of ``sequence`` (a thread in order) within ``size`` places of a point."""
     keys = [(i.created_at, i.id) for i in sequence]
@@ -160,7 +134,7 @@ def _window_updates(
     embed: Callable[[list[str]], npt.NDArray[np.float32]] | None,
     known: Mapping[str, Vector] | None = None,
     events: Mapping[str, str] | None = None,
-) -> list[_Update]:
+) -> list[Update]:
     """The windows of the ``affected`` memories (see :func:`refresh_windows`), in their order.
 
     ``known`` holds content vectors already in hand (of memories not stored
@@ -179,7 +153,7 @@ def _window_updates(
         if rest:
             vectors.update(backend.get_vectors(namespace, model, rest))
     fact_vectors = _fact_vectors(embed, model, {i: t for i, t in facts.items() if i in vectors})
-    updates: list[_Update] = []
+    updates: list[Update] = []
     counts: dict[str, int] = {}
 
     def words_of(item: MemoryItem) -> int:
@@ -238,7 +212,7 @@ def refresh_windows(
                 if item.thread == thread or size <= 0:
                     affected[item.id] = (item, [])
             continue
-        _around(_thread_slice(backend, flt, points, 2 * size).items, points, size, affected)
+        _around(thread_slice(backend, flt, points, 2 * size).items, points, size, affected)
     if not affected:
         return 0
     updates = _window_updates(
@@ -386,7 +360,7 @@ class Windows:
             self._finish(plan, records, results)
         return results
 
-    def _plan(self, records: Sequence[NewRecord]) -> _Plan | None:
+    def _plan(self, records: Sequence[NewRecord]) -> Plan | None:
         """The records with the windows of their memories, and what to do after the insert; None: no windows."""
         core = self._core
         if not core.windows_on():
@@ -419,7 +393,7 @@ class Windows:
             for r in records
             if r.vector is not None and r.item.embedding_model == model
         }
-        plan = _Plan(model, space, upgrade)
+        plan = Plan(model, space, upgrade)
         for ns, items in by_ns.items():
             plan.namespaces[ns] = self._plan_namespace(ns, items, plan, known, events)
         windows = {i: w for ns_plan in plan.namespaces.values() for i, w in ns_plan.windows.items()}
@@ -432,15 +406,15 @@ class Windows:
         self,
         namespace: str,
         items: list[MemoryItem],
-        plan: _Plan,
+        plan: Plan,
         known: Mapping[str, Vector],
         events: Mapping[str, str],
-    ) -> _NamespacePlan:
+    ) -> NamespacePlan:
         """The windows of a namespace's new memories (from the batch and the stored threads around them)."""
         core = self._core
         size = core.settings.context_window
         backend = core.backend
-        out = _NamespacePlan({item.id for item in items})
+        out = NamespacePlan({item.id for item in items})
         # An empty namespace (a first import) has no stored thread to read: one query, not two per thread.
         out.empty = not backend.find_ids(self._scope(namespace, None), limit=1)
         by_thread: dict[str | None, list[MemoryItem]] = {}
@@ -452,16 +426,16 @@ class Windows:
                 for item in sorted(batch, key=lambda i: (i.created_at, i.id)):
                     affected[item.id] = (item, [])
                 continue
-            new, repeats = _new_in_thread(batch)
-            plan_thread = _ThreadPlan(new, repeats)
+            new, repeats = new_in_thread(batch)
+            plan_thread = ThreadPlan(new, repeats)
             out.threads[thread] = plan_thread
-            if not all(_reads_back(backend, item.created_at) for item in new):
+            if not all(reads_back(backend, item.created_at) for item in new):
                 continue  # the store orders by the times it reads back: recomputed from it after the insert
             points = [(i.created_at, i.id) for i in new]
             if out.empty:
-                stored = _Slice([], True, True)
+                stored = Slice([], True, True)
             else:
-                stored = _thread_slice(backend, self._scope(namespace, thread), points, 2 * size)
+                stored = thread_slice(backend, self._scope(namespace, thread), points, 2 * size)
             plan_thread.stored = stored
             sequence = sorted([*stored.items, *new], key=lambda i: (i.created_at, i.id))
             _around(sequence, points, size, affected)
@@ -478,7 +452,7 @@ class Windows:
                 out.threads[owner].updates.append((item_id, text, vector))
         return out
 
-    def _finish(self, plan: _Plan, records: Sequence[NewRecord], results: Sequence[AddResult]) -> None:
+    def _finish(self, plan: Plan, records: Sequence[NewRecord], results: Sequence[AddResult]) -> None:
         """After the insert: rewrite the stored neighbours' windows, or recompute where the plan no longer holds."""
         core = self._core
         created = {r.item.id for r, res in zip(records, results, strict=True) if res.created}
@@ -490,7 +464,7 @@ class Windows:
                 self._upgrade_step()
             # Planned on an empty namespace that holds only this batch now: no thread changed meanwhile.
             alone = ns_plan.empty and self._only(ns, {r.item.id for r in records if r.item.namespace == ns} & created)
-            updates: list[_Update] = []
+            updates: list[Update] = []
             again: list[Anchor] = []
             for thread, t in ns_plan.threads.items():
                 as_planned = all(i.id in created for i in t.new) and created.isdisjoint(t.repeats)
@@ -516,91 +490,7 @@ class Windows:
         """Whether ``namespace`` holds exactly the memories ``ids``."""
         return set(self._core.backend.find_ids(self._scope(namespace, None), limit=len(ids) + 1)) == ids
 
-    def _unchanged(self, namespace: str, thread: str, plan: _ThreadPlan) -> bool:
-        """Whether the stored thread around the new memories is what the plan read plus them (no other writer).
-
-        Compares the ids stored in the range read (open where it reached the
-        thread's first or last memory) with those expected; a memory at a
-        bound's time but outside the range by id does not count.
-        """
-        stored = plan.stored
-        assert stored is not None
-        expected = {i.id for i in stored.items} | {i.id for i in plan.new}
-        low = None if stored.from_start or not stored.items else stored.items[0]
-        high = None if stored.to_end or not stored.items else stored.items[-1]
-        flt = self._scope(
-            namespace, thread,
-            since=low.created_at if low is not None else None,
-            until=high.created_at + timedelta(microseconds=1) if high is not None else None,
-        )  # fmt: skip
+    def _unchanged(self, namespace: str, thread: str, plan: ThreadPlan) -> bool:
+        """Whether ``thread`` around the plan's new memories holds what was read plus them (see :func:`unchanged`)."""
         backend = self._core.backend
-        found = set(backend.find_ids(flt))
-        if expected - found:
-            return False
-        extra = found - expected
-        if not extra:
-            return True
-        for item_id, fields in backend.rank_fields(namespace, sorted(extra)).items():
-            key = (fields.created_at, item_id)
-            if (low is None or key > (low.created_at, low.id)) and (high is None or key < (high.created_at, high.id)):
-                return False
-        return True
-
-
-def _new_in_thread(batch: Sequence[MemoryItem]) -> tuple[list[MemoryItem], list[str]]:
-    """A thread's memories of a batch that ``add`` will insert, in thread order, and the ids of those it will not.
-
-    A non-secret memory whose content repeats an earlier one of the batch in
-    its scope is a duplicate (``Backend.add``). Duplicates of stored memories
-    are found after the insert.
-    """
-    seen: set[tuple[str | None, str | None, str]] = set()
-    new: list[MemoryItem] = []
-    repeats: list[str] = []
-    for item in batch:
-        key = (item.user, item.agent, item.content_hash)
-        if item.sensitivity != "secret":
-            if key in seen:
-                repeats.append(item.id)
-                continue
-            seen.add(key)
-        new.append(item)
-    new.sort(key=lambda i: (i.created_at, i.id))
-    return new, repeats
-
-
-def _reads_back(backend: Backend, moment: datetime) -> bool:
-    """Whether the store reads ``moment`` back unchanged (it orders a thread by the times it reads)."""
-    dialect = backend.dialect
-    return dialect is None or dialect.time_value(dialect.time_param(moment)) == moment
-
-
-@dataclass(slots=True)
-class _ThreadPlan:
-    """A thread's new memories (in order), the stored ones read around them, and their neighbours' new windows."""
-
-    new: list[MemoryItem]
-    repeats: list[str]
-    stored: _Slice | None = None
-    updates: list[_Update] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class _NamespacePlan:
-    """A namespace's memories with windows to plan, whether it held none before, their windows and threads' plans."""
-
-    new_ids: set[str] = field(default_factory=set)
-    empty: bool = False
-    windows: dict[str, NewWindow] = field(default_factory=dict)
-    threads: dict[str, _ThreadPlan] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Plan:
-    """What :meth:`Windows.add` inserts (the records with their windows) and does after the insert."""
-
-    model: str | None
-    space: str | None
-    upgrade: bool
-    namespaces: dict[str, _NamespacePlan] = field(default_factory=dict)
-    records: list[NewRecord] = field(default_factory=list)
+        return unchanged(backend, namespace, plan, lambda since, until: self._scope(namespace, thread, since, until))
