@@ -55,6 +55,11 @@ def unit(rng: np.random.Generator, dim: int = DIM) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
+def stored(vectors: np.ndarray) -> np.ndarray:
+    """What a new SQLite vector space holds for ``vectors``: float16 roundings (searches score these exactly)."""
+    return np.asarray(vectors, dtype=np.float32).astype(np.float16).astype(np.float32)
+
+
 def table_count(backend: SQLiteBackend, sql: str, params: Sequence[Any] = ()) -> int:
     """Run a count query on the backend's own connection."""
     return int(backend._conn.execute(sql, params).fetchone()[0])
@@ -394,6 +399,7 @@ def _brute_force(
 ) -> list[tuple[str, float]]:
     from memory.filters import matches
 
+    vectors = stored(vectors)  # the reference scores the vectors the store holds
     scores = vectors @ query / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(query))
     ranked = sorted(
         ((float(scores[i]), item.id) for i, item in enumerate(items) if matches(f, item)), key=lambda p: (-p[0], p[1])
@@ -518,7 +524,7 @@ def test_replace_keeps_or_removes_the_vector(backend: SQLiteBackend) -> None:
     entry = ledger_entry("update", item.id, "default", NOW, after=item)
     renamed = item.model_copy(update={"tags": ("renamed",)})
     backend.replace(renamed, None, entry)
-    np.testing.assert_array_equal(backend.get_vectors("default", MODEL, [item.id])[item.id], vector)
+    np.testing.assert_array_equal(backend.get_vectors("default", MODEL, [item.id])[item.id], stored(vector))
     pending = renamed.model_copy(
         update={"content": "changed text", "embedding_status": "pending", "embedding_model": None}
     )

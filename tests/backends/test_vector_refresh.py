@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_sqlite import DIM, MODEL, flt, make_item, record
+from test_sqlite import DIM, MODEL, flt, make_item, record, stored
 
 import memory.backends.sqlite.vectors as vectors_module
 from memory.backends.sqlite import SQLiteBackend
@@ -32,7 +32,7 @@ def test_chunked_refresh_finds_the_exact_neighbours_and_allocates_once(
         for _ in range(10):
             query = rng.standard_normal(DIM).astype(np.float32)
             hits = reader.search_vector(flt(), MODEL, query, 10)
-            scores = vectors[kept] @ (query / np.linalg.norm(query))
+            scores = stored(vectors[kept]) @ (query / np.linalg.norm(query))
             expected = [items[kept[i]].id for i in np.argsort(-scores)[:10]]
             assert [h.id for h in hits] == expected
         (index,) = reader._codes._indexes.values()

@@ -30,8 +30,8 @@ def test_small_store_with_threads() -> None:
     report = run_disk(size=400, queries=3, batch=100, thread_size=10)
     parts = report["components_bytes"]
     assert set(parts) == set(COMPONENTS)
-    assert parts["vectors"] >= 400 * 384 * 4  # 384-d float32, one per memory
-    assert parts["window_vectors"] >= 400 * 384 * 4  # memories in threads get window vectors too
+    assert parts["vectors"] >= 400 * 384 * 2  # 384-d float16, one per memory
+    assert parts["window_vectors"] >= 400 * 384 * 2  # memories in threads get window vectors too
     assert parts["rows"] > 0 and parts["ledger"] > 0 and parts["sign_bits"] >= 400 * 48
     assert sum(parts.values()) <= report["bytes_per_memory"] * 400 + 1
     if sys.platform.startswith("linux"):

@@ -11,6 +11,7 @@ from memory.backends.base import Backend, ListOrder, NewRecord
 from memory.errors import Error, NotFoundError
 from memory.filters import Filter
 from memory.records import build_item, ledger_entry
+from vector_storage import as_stored
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 DIM = 16
@@ -63,8 +64,9 @@ def test_vector_search_is_exact_and_filtered(backend: Backend) -> None:
     records = [_record(f"doc {i}", _unit(rng), user="even" if i % 2 == 0 else "odd") for i in range(300)]
     backend.add(records)
     query = _unit(rng)
-    matrix = np.vstack([r.vector for r in records if r.vector is not None])
-    sims = matrix @ query
+    # exact cosines of the vectors the store holds (float16 roundings on the SQLite engine)
+    matrix = np.vstack([as_stored(backend, r.vector) for r in records if r.vector is not None])
+    sims = matrix @ query / np.linalg.norm(matrix, axis=1)
     for user in (None, "even"):
         hits = backend.search_vector(_flt(user=user), MODEL, query, 10)
         allowed = [i for i, r in enumerate(records) if user is None or r.item.user == user]

@@ -13,6 +13,7 @@ from memory.episodic.types import Block, BlockChange, JobState, Message, Message
 from memory.errors import InvalidInputError
 from memory.ids import new_id
 from memory.records import build_item, ledger_entry
+from vector_storage import as_stored
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -105,7 +106,9 @@ def test_vectors_mark_done_and_release_failed_rows_return(store: EpisodicStore, 
     assert [m.id for m in store.claim_pending_messages("ns", 10, "w", 60, T0)] == [b.id]
     hits = store.search_messages_vector(q(), "m8", unit(1), 5)
     assert [h.id for h in hits] == [a.id] and hits[0].score == pytest.approx(1.0, abs=1e-5)
-    np.testing.assert_allclose(store.get_message_vectors("ns", "m8", [a.id])[a.id], unit(1), rtol=1e-6)
+    np.testing.assert_allclose(
+        store.get_message_vectors("ns", "m8", [a.id])[a.id], as_stored(backend, unit(1)), rtol=1e-6
+    )
     with pytest.raises(InvalidInputError):
         store.mark_messages("ns", [a.id], "bogus", None)
 

@@ -96,4 +96,5 @@ def test_facts_blend_into_the_window_vector(make_memory: Callable[..., Memory]) 
     windows = mem.backend.get_vectors(mem.namespace, window_model(model), [found, plain])
     assert set(windows) == {found}  # thread-less: a window vector only where facts make one
     assert float(np.dot(windows[found], own[found])) < 0.999
-    assert float(np.linalg.norm(windows[found])) == pytest.approx(1.0, abs=1e-5)
+    # unit length up to float16 rounding: memory:// is SQLite, which stores vectors as float16 (2^-11 per component)
+    assert float(np.linalg.norm(windows[found])) == pytest.approx(1.0, abs=1e-3)

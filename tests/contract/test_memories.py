@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 
+import numpy as np
 import pytest
 
 from memory import InvalidInputError, Memory, NotFoundError
+from vector_storage import as_stored
 
 
 def test_remember_then_get_keeps_every_field(mem: Memory) -> None:
@@ -91,7 +93,8 @@ def test_update_metadata_only_keeps_vector(mem: Memory) -> None:
     before = mem.vector_of(memory_id)
     mem.update(memory_id, tags=["games"], importance=0.2)
     after = mem.vector_of(memory_id)
-    assert before is not None and after is not None and float(before @ after) > 0.9999
+    assert before is not None and after is not None
+    np.testing.assert_array_equal(before, after)
     assert mem.get(memory_id).tags == ("games",)
 
 
@@ -214,5 +217,7 @@ def test_export_import_through_the_facade(mem: Memory) -> None:
     for memory_id in ids:
         assert target.get(memory_id) == mem.get(memory_id)
         original, copied = mem.vector_of(memory_id), target.vector_of(memory_id)
-        assert original is not None and copied is not None and (original == copied).all()
+        # the copy holds what its store keeps of the original (memory:// is SQLite: float16; exact from SQLite)
+        assert original is not None and copied is not None
+        np.testing.assert_array_equal(copied, as_stored(target.backend, original))
     target.close()

@@ -15,6 +15,7 @@ from memory.filters import Filter
 from memory.records import build_item, ledger_entry
 from memory.retrieval.config import CONTENT_ONLY, PRESETS
 from memory.retrieval.window import window_model, window_vector
+from vector_storage import as_stored
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 WINDOW_ONLY = {"window": 1.0}
@@ -87,7 +88,9 @@ def test_window_vectors_leave_embedding_status_alone(backend: Backend) -> None:
     blended = np.array([0.6, 0.8, 0, 0], dtype=np.float32)
     backend.set_windows("ns", window_model("m"), [(item.id, "", blended)])
     assert backend.get("ns", [item.id])[0].embedding_model == "m"
-    np.testing.assert_allclose(backend.get_vectors("ns", window_model("m"), [item.id])[item.id], blended)
+    np.testing.assert_allclose(
+        backend.get_vectors("ns", window_model("m"), [item.id])[item.id], as_stored(backend, blended)
+    )
     np.testing.assert_allclose(backend.get_vectors("ns", "m", [item.id])[item.id], own)
     backend.set_windows("ns", window_model("m"), [(item.id, "", None)])
     assert backend.get_vectors("ns", window_model("m"), [item.id]) == {}
@@ -148,7 +151,8 @@ def test_window_vector_is_the_blend_of_stored_vectors(mem: Memory) -> None:
     ids = mem.remember(TURNS[:3], thread="t")
     own = [mem.vector_of(i) for i in ids]
     stored = mem.backend.get_vectors(mem.namespace, window_model(mem.embedder.model_name), ids)
-    np.testing.assert_allclose(stored[ids[0]], window_vector(own[0], [own[1], own[2]]), atol=1e-6)
+    blend = as_stored(mem.backend, window_vector(own[0], [own[1], own[2]]))
+    np.testing.assert_allclose(stored[ids[0]], blend, atol=1e-6)
     lone = mem.remember("no thread here")  # no window vector: recall uses its own
     assert mem.backend.get_vectors(mem.namespace, window_model(mem.embedder.model_name), [lone]) == {}
     hits = mem.recall("no thread here", limit=4)
@@ -166,7 +170,7 @@ def test_vector_channel_ranks_as_one_full_window_space(mem: Memory) -> None:
     for memory_id in ids:
         stored = mem.backend.get_vectors(mem.namespace, space, [memory_id]).get(memory_id)
         vector = stored if stored is not None else mem.vector_of(memory_id)
-        expected[memory_id] = float(vector @ query)
+        expected[memory_id] = float(vector @ query / np.linalg.norm(vector))  # stored vectors: unit up to rounding
     hits = mem.recall("grey kitten sourdough", limit=len(ids), retrieval=config)
     assert [h.id for h in hits] == sorted(ids, key=lambda i: (-expected[i], i))
     assert [h.channels["vector"].raw for h in hits] == pytest.approx(sorted(expected.values(), reverse=True), abs=1e-5)

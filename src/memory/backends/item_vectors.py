@@ -51,12 +51,18 @@ class SQLVectorStore(Generic[S]):
     row_key: str = "id"
     #: The largest vector dimension the engine stores (None: no limit of its own).
     max_vector_dim: int | None = None
+    #: The ``vector_spaces`` columns :meth:`_space_of` reads (``space_id, model, dim`` first).
+    space_columns: str = "space_id, model, dim"
     _spaces: dict[str, S]
     _lock: Any
 
     def _new_space(self, space_id: int, model: str, dim: int) -> S:
         """The engine's object for a registered vector space."""
         raise NotImplementedError
+
+    def _space_of(self, row: Sequence[Any]) -> S:
+        """The engine's object for a ``vector_spaces`` row read with :attr:`space_columns`."""
+        return self._new_space(int(row[0]), str(row[1]), int(row[2]))
 
     def _create_space(self, conn: Any, space_id: int, dim: int) -> None:
         """Create a new space's tables and indexes (DDL, inside the caller's transaction)."""
@@ -84,16 +90,16 @@ class SQLVectorStore(Generic[S]):
             return None
         space = self._spaces.get(model)
         if space is None:
-            rows = self.dialect.rows(conn, "SELECT space_id, model, dim FROM vector_spaces WHERE model = ?", (model,))
+            rows = self.dialect.rows(conn, f"SELECT {self.space_columns} FROM vector_spaces WHERE model = ?", (model,))
             if rows:
-                space = self._new_space(int(rows[0][0]), str(rows[0][1]), int(rows[0][2]))
+                space = self._space_of(rows[0])
                 with self._lock:
                     self._spaces[model] = space
         return space
 
     def _all_spaces(self, conn: Any) -> builtins.list[S]:
-        rows = self.dialect.rows(conn, "SELECT space_id, model, dim FROM vector_spaces ORDER BY space_id")
-        return [self._new_space(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+        rows = self.dialect.rows(conn, f"SELECT {self.space_columns} FROM vector_spaces ORDER BY space_id")
+        return [self._space_of(r) for r in rows]
 
     def _require_space(self, conn: Any, model: str | None) -> S:
         space = self._space(conn, model)
@@ -137,22 +143,22 @@ class SQLVectorStore(Generic[S]):
         if space is None:
             with d.write() as conn:
                 self._lock_spaces(conn)
-                rows = d.rows(conn, "SELECT space_id, dim FROM vector_spaces WHERE model = ?", (model,))
-                if rows:
-                    space_id, stored_dim = int(rows[0][0]), int(rows[0][1])
-                else:
-                    space_id, stored_dim = int(d.rows(
+                select = f"SELECT {self.space_columns} FROM vector_spaces WHERE model = ?"
+                rows = d.rows(conn, select, (model,))
+                if not rows:
+                    space_id = int(d.rows(
                         conn,
                         "INSERT INTO vector_spaces (model, dim, table_name, created_at) VALUES (?, ?, '', ?) "
                         "RETURNING space_id",
                         (model, dim, d.time_param(datetime.now(UTC))),
-                    )[0][0]), dim  # fmt: skip
+                    )[0][0])  # fmt: skip
                     conn.execute(
                         d.sql("UPDATE vector_spaces SET table_name = ? WHERE space_id = ?"),
                         (f"vectors_{space_id}", space_id),
                     )
                     self._create_space(conn, space_id, dim)
-            space = self._new_space(space_id, model, stored_dim)
+                    rows = d.rows(conn, select, (model,))  # as registered, with what _create_space recorded
+            space = self._space_of(rows[0])
             with self._lock:
                 self._spaces[model] = space
         if space.dim != dim:

@@ -3,8 +3,10 @@
 libSQL is a fork of SQLite (FTS5, JSON, ``RETURNING``, WAL) with vector
 search built in, so every store of the SQLite engine runs on it unchanged;
 only the driver differs (:mod:`memory.backends.libsql.driver`). Vectors are
-ranked with libSQL's own ``vector_distance_cos`` over the same float32
-blobs, where SQLite loads sqlite-vec.
+stored and scored as on SQLite (float16 blobs in new spaces, scored by numpy:
+:mod:`memory.backends.sqlite.vectors`), so a file moves between the two
+engines as it is; libSQL's own vector index, when asked for, holds a float32
+copy (:mod:`.native_index`).
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ class LibSQLBackend(SQLiteBackend):
     def _create_space(self, conn: Any, space_id: int, dim: int) -> None:
         super()._create_space(conn, space_id, dim)
         if self.vector_index:
-            create_native_index(conn, self._new_space(space_id, "", dim))
+            create_native_index(conn, vectors.Space(space_id, "", dim, dtype=self.new_space_dtype))
 
     def _nearest(self, conn: Any, space: vectors.Space, flt: Filter, query: Vector, k: int) -> list[ChannelHit]:
         """Candidates from libSQL's index when ``vector_index`` is on (rescored exactly), else the SQLite way."""

@@ -4,7 +4,8 @@ The SQLite backend's SQL runs unchanged on libSQL, a fork of SQLite; what
 differs is the driver. ``libsql`` raises ``ValueError`` for every database
 error, cannot bind ``memoryview``, loads no extensions and names its vector
 distance ``vector_distance_cos`` where sqlite-vec says ``vec_distance_cosine``
-(both read the same little-endian float32 blobs). :class:`LibSQLDriver` is a
+(both read little-endian float32 blobs; the engine's SQL no longer calls
+either, it scores vectors in numpy). :class:`LibSQLDriver` is a
 module-like object (``connect``, the DB-API exception classes,
 ``sqlite_version``) that :func:`memory.backends.sqlite.connection.connect`
 takes in place of ``sqlite3``; its connections translate those differences

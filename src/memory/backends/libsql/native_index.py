@@ -6,7 +6,9 @@ process's first search. With ``vector_index=True`` a libSQL store keeps, for
 every vector space of its memories, a table ``lvec_<id>`` whose ``F32_BLOB``
 column carries a ``libsql_vector_idx`` index, kept equal to ``vectors_<id>`` by
 triggers; candidates then come from ``vector_top_k`` and are rescored exactly
-as before, so scores stay exact. The index costs writes (each insert updates
+as before, so scores stay exact. The index holds float32 in every space: a
+float16 space's raw blobs are tagged as float16 for libSQL (its type byte, 5,
+appended) and converted by ``vector32`` in the triggers. The index costs writes (each insert updates
 its graph; see the README for the measured rates) and saves the first search
 the load of the in-process copy and the process that copy's memory: it serves
 stores that are read far more than written, such as embedded replicas.
@@ -29,6 +31,17 @@ def native_table(space: vectors.Space) -> str:
     return f"lvec_{space.space_id}"
 
 
+#: libSQL's type byte of a float16 vector blob (a raw blob without one reads as float32).
+_LIBSQL_FLOAT16 = "05"
+
+
+def _as_float32(space: vectors.Space, column: str) -> str:
+    """SQL giving the float32 vector of the stored blob ``column`` of ``space``."""
+    if space.dtype == vectors.FLOAT32:
+        return column
+    return f"vector32(unhex(hex({column}) || '{_LIBSQL_FLOAT16}'))"
+
+
 def create_native_index(conn: Any, space: vectors.Space) -> None:
     """Create (if missing) the indexed table, its triggers, and fill it from the vectors table."""
     table, source = native_table(space), space.vectors_table
@@ -39,16 +52,16 @@ def create_native_index(conn: Any, space: vectors.Space) -> None:
     conn.execute(f"CREATE INDEX {table}_idx ON {table} (libsql_vector_idx(embedding, 'metric=cosine'))")
     conn.execute(
         f"CREATE TRIGGER {table}_ins AFTER INSERT ON {source} BEGIN "
-        f"INSERT OR REPLACE INTO {table} (rid, embedding) VALUES (new.rid, new.embedding); END"
+        f"INSERT OR REPLACE INTO {table} (rid, embedding) VALUES (new.rid, {_as_float32(space, 'new.embedding')}); END"
     )
     conn.execute(
         f"CREATE TRIGGER {table}_upd AFTER UPDATE OF embedding ON {source} BEGIN "
-        f"INSERT OR REPLACE INTO {table} (rid, embedding) VALUES (new.rid, new.embedding); END"
+        f"INSERT OR REPLACE INTO {table} (rid, embedding) VALUES (new.rid, {_as_float32(space, 'new.embedding')}); END"
     )
     conn.execute(
         f"CREATE TRIGGER {table}_del AFTER DELETE ON {source} BEGIN DELETE FROM {table} WHERE rid = old.rid; END"
     )
-    conn.execute(f"INSERT INTO {table} (rid, embedding) SELECT rid, embedding FROM {source}")
+    conn.execute(f"INSERT INTO {table} (rid, embedding) SELECT rid, {_as_float32(space, 'embedding')} FROM {source}")
 
 
 class NativeCandidates:

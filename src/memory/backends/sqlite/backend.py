@@ -1,4 +1,4 @@
-"""`SQLiteBackend`: the embedded default store — one file, WAL, FTS5 BM25, sqlite-vec cosine.
+"""`SQLiteBackend`: the embedded default store — one file, WAL, FTS5 BM25, float16 vectors scored by numpy.
 
 The lexical channel ranks with FTS5's ``bm25()``, exactly while the query's
 terms are in few documents and over a bounded set of candidates past that
@@ -21,8 +21,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector
 from memory.backends.feedback_sql import SQLFeedbackStore
@@ -74,6 +72,10 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     store_wide_ids = True
     #: One connection under one lock: reads do not run in parallel.
     concurrent_reads = False
+    #: The registry columns of a space: its storage type too (see :mod:`.vectors`).
+    space_columns = "space_id, model, dim, dtype"
+    #: How a new vector space stores its vectors (spaces made before 0016 keep float32).
+    new_space_dtype = vectors.FLOAT16
 
     def __init__(
         self,
@@ -89,7 +91,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         ``busy_timeout`` is how long (seconds) a write waits for another
         process's lock; ``exact_limit`` is the number of filter matches up to
         which vector search scans exactly; ``vector_cache_mb`` caps the float32
-        copy of a namespace's vectors kept in process for exact ranking above
+        copy of a namespace's (float16 or float32) vectors kept in process for exact ranking above
         that (0 = sign bits only, approximate; see :mod:`.vectors`);
         ``lexical_bounds`` bound the lexical channel's work (the defaults of
         :mod:`.lexical` when None; tests pass small ones). Raises
@@ -230,8 +232,11 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     def _new_space(self, space_id: int, model: str, dim: int) -> vectors.Space:
         return vectors.Space(space_id, model, dim)
 
+    def _space_of(self, row: Sequence[Any]) -> vectors.Space:
+        return vectors.Space(int(row[0]), str(row[1]), int(row[2]), dtype=str(row[3]))
+
     def _create_space(self, conn: Any, space_id: int, dim: int) -> None:
-        create_space_tables(conn, space_id)
+        create_space_tables(conn, space_id, self.new_space_dtype)
 
     def _write_vector(self, conn: Any, space: vectors.Space, namespace: str, key: Any, vector: Vector) -> None:
         vectors.write_vector(conn, space, namespace, int(key), vector)
@@ -313,8 +318,8 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         """Sign-bit candidates rescored exactly (see :mod:`.vectors`); exact scan up to ``exact_limit`` matches.
 
         Above ``exact_limit`` filter matches, sign bits (refined by exact
-        cosine from an in-process float32 copy) pick candidates that are
-        rescored exactly in SQL.
+        cosine from an in-process float32 copy) pick candidates, whose
+        scores come from that copy or from their stored vectors.
         """
         where, params = compile_filter(flt)
         scope, scope_params = compile_filter(scope_of(flt))
@@ -337,7 +342,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
             f"CROSS JOIN {space.vectors_table} v ON v.rid = i.rid WHERE i.namespace = ?",
             (json_list(ids), namespace),
         ).fetchall()
-        return {str(r[0]): np.frombuffer(r[1], dtype=np.float32).copy() for r in rows}
+        return {str(r[0]): vectors.decode(space, r[1]) for r in rows}
 
     @property
     def episodic(self) -> SQLiteEpisodicStore:

@@ -4,9 +4,11 @@ What is SQLite's own: lexical search is FTS5 BM25 over ``messages_fts`` (kept
 by triggers), its work bounded as the items' is (:func:`.lexical.search`);
 vectors live in ``msg_vectors_<space>`` and sign-bit tables through
 :mod:`.vectors`, the same code items use, keyed by the message's
-``rid`` (so deleting hot messages deletes their vectors first). Writes run in
-the backend's ``BEGIN IMMEDIATE`` transactions, which serialise writers
-across processes: turn numbering and claims need no row locks.
+``rid`` (so deleting hot messages deletes their vectors first) and stored as
+their item space's vectors are (float16, or float32 in a space made before).
+Writes run in the backend's ``BEGIN IMMEDIATE`` transactions, which
+serialise writers across processes: turn numbering and claims need no row
+locks.
 """
 
 from __future__ import annotations
@@ -16,8 +18,6 @@ import json
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
-
-import numpy as np
 
 from memory.backends.episodic_sql import SQLEpisodicStore
 from memory.backends.sqlite import lexical, vectors
@@ -165,7 +165,7 @@ class SQLiteEpisodicStore(SQLEpisodicStore):
                 f"CROSS JOIN {space.vectors_table} v ON v.rid = m.rid WHERE m.namespace = ?",
                 (json.dumps(list(ids)), namespace),
             ).fetchall()
-        return {str(r[0]): np.frombuffer(r[1], dtype=np.float32).copy() for r in rows}
+        return {str(r[0]): vectors.decode(space, r[1]) for r in rows}
 
     def set_message_vectors(self, namespace: str, model: str, updates: Sequence[tuple[str, Vector]]) -> int:
         """Store vectors, mark done, clear claims — one transaction; vectors checked first."""

@@ -15,9 +15,10 @@ Schema (times are REAL epoch seconds, UTC; list/dict fields are JSON text):
 * ``items_key_fts`` — FTS5 over the index key: ``content``, ``items.index_window`` (the
   context window the library writes) and the time words of ``created_at`` (triggers).
 * ``ledger`` — every change, kept after the item is deleted.
-* ``vector_spaces`` — one row per embedding model; each space has the tables
-  ``vectors_<id>`` (float32 vectors) and ``vcodes_<id>`` (sign bits, for the
-  coarse pass) created by :func:`create_space_tables`.
+* ``vector_spaces`` — one row per embedding model, with the storage type of its
+  vectors (``dtype``: ``float16``, or ``float32`` for spaces made before
+  migration 0016); each space has the tables ``vectors_<id>`` (its vectors) and
+  ``vcodes_<id>`` (sign bits, for the coarse pass) created by :func:`create_space_tables`.
 * ``vector_counters`` — per (space, namespace) sequence and deletion count,
   which lets each process refresh its in-memory copy of the sign bits.
 * ``meta`` — key/value facts about the store.
@@ -464,6 +465,15 @@ _LEAN_INDEXES = [
 ]
 
 
+# Issue 22 (bytes per memory): new vector spaces store float16 vectors (half the bytes of
+# float32; see backends/sqlite/vectors.py). The registry records each space's type; the
+# default is what every space made before this migration holds.
+_VECTOR_DTYPE = [
+    "ALTER TABLE vector_spaces ADD COLUMN dtype TEXT NOT NULL DEFAULT 'float32' "
+    "CHECK (dtype IN ('float32', 'float16'))",
+]
+
+
 def _langgraph_checkpoints(conn: Any) -> None:
     """LangGraph's checkpoint tables; a store that made them on first use (as ``graph_*``) keeps its rows."""
     for old, new in EARLIER_TABLES.items():
@@ -506,6 +516,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0013_langgraph_checkpoints", _langgraph_checkpoints),
     Migration("0014_archive_created_at", _ARCHIVE_CREATED_AT),
     Migration("0015_lean_indexes", _LEAN_INDEXES),
+    Migration("0016_vector_dtype", _VECTOR_DTYPE),
 )
 
 
@@ -514,9 +525,10 @@ def space_tables(space_id: int) -> tuple[str, str]:
     return f"vectors_{int(space_id)}", f"vcodes_{int(space_id)}"
 
 
-def create_space_tables(conn: Any, space_id: int) -> None:
-    """Create the tables of one vector space (inside the caller's transaction)."""
+def create_space_tables(conn: Any, space_id: int, dtype: str) -> None:
+    """Create the tables of one vector space and record its storage type ``dtype`` (inside the caller's transaction)."""
     vectors, codes = space_tables(space_id)
+    conn.execute("UPDATE vector_spaces SET dtype = ? WHERE space_id = ?", (dtype, int(space_id)))
     conn.execute(
         f"CREATE TABLE IF NOT EXISTS {vectors} ("
         "rid INTEGER PRIMARY KEY REFERENCES items (rid) ON DELETE CASCADE, "

@@ -1,38 +1,54 @@
 """Vector storage and cosine search for the SQLite backend.
 
 Each vector space (embedding model) has two tables: ``vectors_<id>`` holds
-the float32 vectors (exact scores come from them, through sqlite-vec's
-``vec_distance_cosine``), and ``vcodes_<id>`` holds one sign bit per
-dimension with a per-namespace sequence number.
+the vectors (exact scores come from them) and ``vcodes_<id>`` holds one sign
+bit per dimension with a per-namespace sequence number.
+
+Storage type (issue 22: bytes per memory). A space stores its vectors as
+float16 (2 bytes a dimension: 768 for MiniLM's 384, half of float32) when it
+was made by this version, as float32 when it was made before; the space
+registry records which (``vector_spaces.dtype``, added by migration
+``0016_vector_dtype`` with the default ``float32``, so every existing space
+reads as what it holds) and every vector of a space has its type. Recording
+it, rather than telling the type by a blob's length, keeps the file
+self-describing and the code one branch (:func:`storable`, :func:`decode`);
+and an older version of memory refuses a file with the migration instead of
+reading its float16 blobs as float32. Vectors are read back as float32 and
+scored in float32 by numpy (sqlite-vec's ``vec_distance_cosine`` reads
+float32 blobs only): scores are exact cosines of the stored vectors, which
+in a float16 space are the given ones rounded to float16 (relative error
+below 2^-11 per component; a vector whose largest component float16 cannot
+hold is stored scaled to a largest component of 1: same direction, same
+cosines).
 
 Search strategy (see :func:`search`):
 
 1. Count the items in the filter's indexed scope (namespace, user, agent,
    thread, kinds, ids, tags), stopping at ``exact_limit + 1``. When at most
    ``exact_limit`` are in scope (small namespaces, or a selective scope such
-   as one user, thread, kind or tag), scan exactly those rows in SQL with
-   the whole filter applied: exact.
+   as one user, thread, kind or tag), read the vectors of the rows passing
+   the whole filter (in SQL) and score them all: exact.
 2. Otherwise pick candidates from an in-process copy of the namespace: sign
    bits ranked by Hamming distance (< 1 ms for 100k vectors) choose a pool,
-   and while the copy also holds the float32 vectors (up to
+   and while the copy also holds the vectors, as float32 (up to
    ``DEFAULT_FLOAT_CACHE_BYTES`` per namespace) the pool — ``FLOAT_POOL``
    entries or more — is ranked by exact cosine in numpy. Measured on 100k
    MiniLM sentence vectors: the top 10 equal the exact top 10 for every one
    of 200 queries with the float refinement; 99.55 % of them without it
-   (1000 sign-bit candidates). With the float32 copy its cosines are the
+   (1000 sign-bit candidates). With the float copy its cosines are the
    scores (the copy holds the stored vectors scaled to unit length); without
-   it the best candidates are scored exactly in SQL. The filter is then
+   it the best candidates' vectors are read and scored exactly. The filter is then
    checked in SQL best first until ``k`` pass, and the candidate set widens
-   while fewer than ``k`` pass. Scores are always exact cosines (up to
-   float32 rounding); which items are considered is near-exact, not
-   guaranteed exact.
+   while fewer than ``k`` pass. Scores are always exact cosines of the
+   stored vectors (up to float32 rounding of the arithmetic); which items
+   are considered is near-exact, not guaranteed exact.
 
 The in-process copy is refreshed incrementally before each search: new
 sign bits are read by sequence number, and deletions are counted, so the
 copy is rebuilt once enough of it is stale. Stale entries cannot leak into
 results: candidates scored from the copy are named by sequence number and
 checked against the codes table with the filter (a replaced or deleted
-vector's old number is gone), and candidates rescored in SQL are re-read.
+vector's old number is gone), and candidates rescored otherwise are re-read.
 """
 
 from __future__ import annotations
@@ -49,10 +65,15 @@ from memory.backends.base import ChannelHit, Vector
 from memory.backends.sqlite.migrations import space_tables
 
 __all__ = [
+    "FLOAT16",
+    "FLOAT32",
     "Space",
     "CodeIndex",
     "CodeCache",
     "quantize",
+    "storable",
+    "decode",
+    "cosines",
     "write_vector",
     "write_new_vectors",
     "delete_vectors",
@@ -60,14 +81,21 @@ __all__ = [
     "stored_vectors",
 ]
 
+#: Storage types of a space's vectors (``vector_spaces.dtype``): new spaces, and spaces made before float16.
+FLOAT16 = "float16"
+FLOAT32 = "float32"
+_DTYPES: dict[str, type[np.floating[Any]]] = {FLOAT16: np.float16, FLOAT32: np.float32}
+#: float16's largest finite value and smallest normal one: a vector whose largest component is outside is rescaled.
+_F16_MAX = float(np.finfo(np.float16).max)
+_F16_TINY = float(np.finfo(np.float16).smallest_normal)
 #: Filters whose indexed scope holds at most this many items are searched exactly.
 DEFAULT_EXACT_LIMIT = 2_000
 #: Coarse candidates per wanted result, and the least number of candidates.
 DEFAULT_OVERSAMPLE = 20
 DEFAULT_MIN_CANDIDATES = 1_000
-#: Candidates ranked by exact cosine from the float32 copy (chosen from the sign-bit pass).
+#: Candidates ranked by exact cosine from the float copy (chosen from the sign-bit pass).
 FLOAT_POOL = 4_000
-#: Per-namespace budget for keeping float32 vectors in process; sign bits only beyond it.
+#: Per-namespace budget for keeping the vectors in process (as float32); sign bits only beyond it.
 DEFAULT_FLOAT_CACHE_BYTES = 512 * 1024 * 1024
 #: A filter that passes few candidates widens the candidate pool up to this many times.
 _MAX_WIDENING = 64
@@ -82,13 +110,19 @@ _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 @dataclass(frozen=True, slots=True)
 class Space:
-    """A registered vector space: its id (naming its tables), model and dimension."""
+    """A registered vector space: its id (naming its tables), model, dimension and storage type."""
 
     space_id: int
     model: str
     dim: int
     #: The table whose rows the vectors belong to: ``items`` or ``messages``.
     owner: str = "items"
+    #: How its vectors are stored: :data:`FLOAT16`, or :data:`FLOAT32` (spaces made before float16).
+    dtype: str = FLOAT32
+
+    def __post_init__(self) -> None:
+        if self.dtype not in _DTYPES:
+            raise ValueError(f"unknown vector storage type {self.dtype!r}")
 
     def for_messages(self) -> Space:
         """The same space holding vectors of ``messages`` rows (tables ``msg_vectors_<id>``…)."""
@@ -96,7 +130,7 @@ class Space:
 
     @property
     def vectors_table(self) -> str:
-        """Table of float32 vectors."""
+        """Table of the vectors (blobs of :attr:`dtype`)."""
         name = space_tables(self.space_id)[0]
         return name if self.owner == "items" else f"msg_{name}"
 
@@ -130,6 +164,55 @@ def quantize(vector: Vector, words: int) -> bytes:
     return padded.tobytes()
 
 
+def storable(space: Space, vector: Vector) -> npt.NDArray[np.floating[Any]]:
+    """``vector`` as ``space`` stores it: float32, or float16 rounded (rescaled first if float16 cannot hold it).
+
+    A vector whose largest component is beyond float16's range, or below its
+    smallest normal value (too few bits left), is divided by that component
+    first: its direction, and so every cosine, stays.
+    """
+    array = np.ascontiguousarray(vector, dtype=np.float32)
+    if space.dtype == FLOAT32:
+        return array
+    top = float(np.max(np.abs(array))) if array.size else 0.0
+    if top > _F16_MAX or 0.0 < top < _F16_TINY:
+        array = array / np.float32(top)
+    return array.astype(np.float16)
+
+
+def decode(space: Space, blob: bytes) -> npt.NDArray[np.float32]:
+    """A stored blob of ``space`` as a float32 vector (a copy)."""
+    return np.frombuffer(blob, dtype=_DTYPES[space.dtype]).astype(np.float32)
+
+
+def decode_rows(space: Space, blobs: Sequence[bytes]) -> npt.NDArray[np.float32]:
+    """Stored blobs of ``space`` as a float32 matrix, one row each."""
+    raw = np.frombuffer(b"".join(blobs), dtype=_DTYPES[space.dtype])
+    return raw.reshape(len(blobs), space.dim).astype(np.float32)
+
+
+def _unit_rows(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """``rows`` scaled to unit length in place (zero rows stay zero): their dot product with a unit query is cosine."""
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    rows /= norms
+    return rows
+
+
+def _unit(vector: Vector) -> npt.NDArray[np.float32]:
+    query = np.asarray(vector, dtype=np.float32)
+    return query / np.float32(float(np.linalg.norm(query)) or 1.0)
+
+
+def cosines(space: Space, blobs: Sequence[bytes], vector: Vector) -> npt.NDArray[np.float32]:
+    """Cosine of each stored blob of ``space`` with ``vector``, in float32 (as the in-process copy computes it)."""
+    if not blobs:
+        return np.zeros(0, dtype=np.float32)
+    # einsum, not BLAS: see CodeIndex._ranked.
+    scores: npt.NDArray[np.float32] = np.einsum("ij,j->i", _unit_rows(decode_rows(space, blobs)), _unit(vector))
+    return scores
+
+
 class CodeIndex:
     """In-process copy of one namespace's sign-bit codes in one space.
 
@@ -137,14 +220,16 @@ class CodeIndex:
     Hamming distance to a query is a few vectorised XOR + popcount passes.
     """
 
-    def __init__(self, words: int, dim: int = 0, float_budget: int = 0) -> None:
+    def __init__(self, words: int, dim: int = 0, float_budget: int = 0, dtype: str = FLOAT32) -> None:
         """Create an empty copy for codes of ``words`` uint64.
 
-        With ``dim`` and a ``float_budget`` in bytes, the float32 vectors are
-        kept too (exact ranking) until they would exceed the budget.
+        With ``dim`` and a ``float_budget`` in bytes, the vectors are kept
+        too, as float32 (exact ranking), until they would exceed the budget;
+        ``dtype`` is how the rows given to :meth:`extend` store them.
         """
         self.words = words
         self.dim = dim
+        self.dtype = _DTYPES[dtype]
         self.float_budget = float_budget
         self.rids = np.empty(0, dtype=np.int64)
         self.seqs = np.empty(0, dtype=np.int64)
@@ -158,7 +243,7 @@ class CodeIndex:
 
     @property
     def exact(self) -> bool:
-        """True while the float32 copy is held (candidates refined by exact cosine)."""
+        """True while the float copy is held (candidates refined by exact cosine)."""
         return self.floats is not None
 
     def reserve(self, extra: int) -> None:
@@ -203,10 +288,8 @@ class CodeIndex:
         self.codes[:, self.size : needed] = block.reshape(len(rows), self.words).T
         if self.floats is not None:
             target = self.floats[self.size : needed]
-            target[:] = np.frombuffer(b"".join(row[3] for row in rows), dtype=np.float32).reshape(len(rows), self.dim)
-            norms = np.linalg.norm(target, axis=1, keepdims=True)
-            norms[norms == 0] = 1.0
-            target /= norms  # unit rows, in place: dot product = cosine
+            target[:] = np.frombuffer(b"".join(row[3] for row in rows), dtype=self.dtype).reshape(len(rows), self.dim)
+            _unit_rows(target)  # in place: dot product = cosine
         self.size = needed
         self.last_seq = max(self.last_seq, rows[-1][0])
 
@@ -230,7 +313,7 @@ class CodeIndex:
     def nearest(self, vector: Vector, n: int) -> list[int]:
         """Row ids of the ``n`` entries nearest ``vector`` (all if ``n >= size``).
 
-        Sign bits pick a pool by Hamming distance; while the float32 copy is
+        Sign bits pick a pool by Hamming distance; while the float copy is
         held, the pool (at least ``FLOAT_POOL`` entries, 4 n) is ranked by
         exact cosine before the best ``n`` are taken.
         """
@@ -242,11 +325,11 @@ class CodeIndex:
         return [int(r) for r in np.unique(self.rids[best])]
 
     def scored(self, vector: Vector, n: int) -> list[tuple[int, float]] | None:
-        """``(seq, cosine)`` of the ``n`` entries nearest ``vector``, best first; None without the float32 copy.
+        """``(seq, cosine)`` of the ``n`` entries nearest ``vector``, best first; None without the float copy.
 
-        The copy holds the stored float32 vectors scaled to unit length, so
-        these are the exact cosines (up to float32 rounding) that rescoring in
-        SQL would compute. Entries are named by their sequence number: an
+        The copy holds the stored vectors as float32 scaled to unit length,
+        so these are the exact cosines that rescoring from the table
+        (:func:`cosines`) would compute. Entries are named by their sequence number: an
         entry whose vector was deleted or replaced since the copy was read
         has a sequence number the codes table no longer holds, so the caller
         drops it when it checks the candidates in SQL.
@@ -261,8 +344,7 @@ class CodeIndex:
         names = self.rids if names is None else names
         if n <= 0:
             return []
-        query = np.asarray(vector, dtype=np.float32)
-        query = query / (float(np.linalg.norm(query)) or 1.0)
+        query = _unit(vector)
         pool = min(self.size, max(4 * n, FLOAT_POOL))
         if pool < self.size:
             coarse = smallest(self.distances(quantize(query, self.words)), pool)
@@ -296,7 +378,7 @@ class CodeCache:
     """Code copies by (space, namespace), refreshed from the database before use."""
 
     def __init__(self, float_budget: int = DEFAULT_FLOAT_CACHE_BYTES) -> None:
-        """Create an empty cache; ``float_budget`` bytes of float32 vectors per namespace copy."""
+        """Create an empty cache; ``float_budget`` bytes of vectors (as float32) per namespace copy."""
         self._indexes: dict[tuple[str, int, str], CodeIndex] = {}
         self.float_budget = float_budget
 
@@ -314,11 +396,11 @@ class CodeCache:
         index = self._indexes.get(key)
         if row is None:
             self._indexes.pop(key, None)
-            return CodeIndex(space.words, space.dim, self.float_budget)
+            return CodeIndex(space.words, space.dim, self.float_budget, space.dtype)
         last_seq, deletions = int(row[0]), int(row[1])
         stale = deletions - index.deletions if index is not None else 0
         if index is None or last_seq < index.last_seq or stale > max(_MIN_STALE, index.size // 10):
-            index = CodeIndex(space.words, space.dim, self.float_budget)
+            index = CodeIndex(space.words, space.dim, self.float_budget, space.dtype)
             index.deletions = deletions
             self._indexes[key] = index
         if last_seq > index.last_seq:
@@ -395,7 +477,7 @@ def write_new_vectors(conn: Any, space: Space, namespace: str, rows: Sequence[tu
     """
     if not rows:
         return
-    data = [(rid, np.ascontiguousarray(vector, dtype=np.float32)) for rid, vector in rows]
+    data = [(rid, storable(space, vector)) for rid, vector in rows]
     conn.executemany(
         f"INSERT INTO {space.vectors_table} (rid, embedding) VALUES (?, ?)", [(rid, d.tobytes()) for rid, d in data]
     )
@@ -406,28 +488,35 @@ def write_new_vectors(conn: Any, space: Space, namespace: str, rows: Sequence[tu
     )
 
 
-def _exact(conn: Any, space: Space, where: str, params: list[Any], query: bytes, k: int) -> list[ChannelHit]:
+def _exact(conn: Any, space: Space, where: str, params: list[Any], query: Vector, k: int) -> list[ChannelHit]:
+    """Every row passing the filter (read in SQL with its vector) scored; the best ``k``, ties by id."""
     rows = conn.execute(
-        f"SELECT i.id, 1.0 - vec_distance_cosine(v.embedding, ?) AS score "
-        f"FROM {space.owner_table} i JOIN {space.vectors_table} v ON v.rid = i.rid "
-        f"WHERE {where} ORDER BY score DESC, i.id LIMIT ?",
-        [query, *params, k],
+        f"SELECT i.id, v.embedding FROM {space.owner_table} i JOIN {space.vectors_table} v ON v.rid = i.rid "
+        f"WHERE {where}",
+        params,
     ).fetchall()
-    return [ChannelHit(str(row[0]), float(row[1])) for row in rows]
+    scores = cosines(space, [row[1] for row in rows], query)
+    if len(rows) > k:  # every row at least as good as the k-th best (ties at the cut are broken by id below)
+        kth = float(scores[np.argpartition(-scores, k - 1)[k - 1]])
+        keep = np.flatnonzero(scores >= kth).tolist()
+    else:
+        keep = list(range(len(rows)))
+    best = sorted((-float(scores[n]), str(rows[n][0])) for n in keep)[:k]
+    return [ChannelHit(item_id, -negative) for negative, item_id in best]
 
 
 def _rescore(
-    conn: Any, space: Space, rids: list[int], where: str, params: list[Any], query: bytes, k: int
+    conn: Any, space: Space, rids: list[int], where: str, params: list[Any], query: Vector, k: int
 ) -> tuple[list[ChannelHit], float]:
-    """Exact cosine of ``rids`` in SQL, then the filter checked best first (:func:`_best_passing`)."""
-    scored = conn.execute(
-        f"SELECT v.rid, 1.0 - vec_distance_cosine(v.embedding, ?) FROM json_each(?) AS j "
-        f"CROSS JOIN {space.vectors_table} v ON v.rid = j.value",
-        (query, json.dumps(rids)),
+    """Exact cosines of ``rids`` (their vectors read), then the filter checked best first (:func:`_best_passing`)."""
+    rows = conn.execute(
+        f"SELECT v.rid, v.embedding FROM json_each(?) AS j CROSS JOIN {space.vectors_table} v ON v.rid = j.value",
+        (json.dumps(rids),),
     ).fetchall()
-    scored.sort(key=lambda row: -row[1])
-    rows = f"json_each(?) AS j CROSS JOIN {space.owner_table} i ON i.rid = j.value"
-    return _best_passing(conn, scored, (rows, []), where, params, k)
+    scores = cosines(space, [row[1] for row in rows], query).tolist()
+    scored = sorted(zip((int(row[0]) for row in rows), scores, strict=True), key=lambda row: -row[1])
+    source = f"json_each(?) AS j CROSS JOIN {space.owner_table} i ON i.rid = j.value"
+    return _best_passing(conn, scored, (source, []), where, params, k)
 
 
 def _check_scored(
@@ -539,7 +628,7 @@ def search(
     if k <= 0:
         return []
     where, params = predicate
-    query = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+    query = np.ascontiguousarray(vector, dtype=np.float32)
     if stored_vectors(conn, space, namespace) == 0:  # e.g. a window space no memory of this namespace uses
         return []
     in_scope = conn.execute(
@@ -556,7 +645,7 @@ def search(
     wanted = min(index.size, first)
     most = min(index.size, first * _MAX_WIDENING)
     while True:
-        # With the float32 copy the candidates come with their exact cosines; otherwise SQL scores them.
+        # With the float copy the candidates come with their exact cosines; otherwise their vectors are read.
         scored = index.scored(vector, wanted)
         if scored is not None:
             hits, rate = _check_scored(conn, space, namespace, scored, *probe, k)
