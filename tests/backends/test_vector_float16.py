@@ -265,3 +265,13 @@ def test_libsql_native_index_reads_float16_and_float32_spaces(tmp_path: Path) ->
             for n in (3, 150, 299):
                 hits = backend.search_vector(flt(), model, vectors[n], 3)
                 assert hits[0].id == items[n].id and hits[0].score == pytest.approx(1.0, abs=1e-3)
+
+
+def test_float16_blobs_widen_exactly() -> None:
+    """The bit arithmetic that widens float16 gives numpy's cast for every finite float16 value."""
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    finite = every[np.isfinite(every)]
+    space = vectors_module.Space(1, MODEL, finite.shape[0], dtype=vectors_module.FLOAT16)
+    widened = vectors_module.decode(space, finite.tobytes())
+    assert widened.dtype == np.float32
+    np.testing.assert_array_equal(widened.view(np.uint32), finite.astype(np.float32).view(np.uint32))

@@ -5,7 +5,8 @@ One SQLite store of ``size`` memories (generated sentences as in
 
 - **disk by component**, from SQLite's page statistics after a WAL
   checkpoint: the memory rows and their indexes, the full-text indexes
-  (content, and keys + window + date), the float32 vectors, the sign bits,
+  (content, and keys + window + date), the vectors (float16; float32 in a
+  space made before migration 0016), the sign bits,
   the window vectors (memories in threads), the ledger, and the rest;
 - **RSS**: of this process after the load, then its peak while it runs
   ``queries`` recalls (hybrid preset and vector-only), and after them. On

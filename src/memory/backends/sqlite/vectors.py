@@ -88,6 +88,8 @@ _DTYPES: dict[str, type[np.floating[Any]]] = {FLOAT16: np.float16, FLOAT32: np.f
 #: float16's largest finite value and smallest normal one: a vector whose largest component is outside is rescaled.
 _F16_MAX = float(np.finfo(np.float16).max)
 _F16_TINY = float(np.finfo(np.float16).smallest_normal)
+#: float16's bits moved into float32's fields read 2^-112 of their value: the factor back.
+_F16_TO_F32 = np.float32(2.0**112)
 #: Filters whose indexed scope holds at most this many items are searched exactly.
 DEFAULT_EXACT_LIMIT = 2_000
 #: Coarse candidates per wanted result, and the least number of candidates.
@@ -180,15 +182,33 @@ def storable(space: Space, vector: Vector) -> npt.NDArray[np.floating[Any]]:
     return array.astype(np.float16)
 
 
+def _float32(raw: bytes, dtype: type[np.floating[Any]]) -> npt.NDArray[np.float32]:
+    """Stored bytes of ``dtype`` as a new float32 array.
+
+    float16 is widened by bit arithmetic: sign, exponent and mantissa moved
+    into float32's fields and the exponent bias corrected by one exact
+    multiplication by 2^112 (exact for every finite float16, subnormals
+    included; a space never stores infinities). numpy's own cast runs one
+    value at a time here: 0.9 ms for 2,000 384-d rows against 0.15 ms.
+    """
+    if dtype is np.float32:
+        return np.frombuffer(raw, dtype=np.float32).copy()
+    bits = np.frombuffer(raw, dtype=np.int16).astype(np.int32)  # sign-extended
+    bits <<= 13  # mantissa and exponent in place; the sign and its extension at bits 28-31
+    bits &= np.int32(-0x70000001)  # keep bit 31 (the sign), clear 28-30
+    out = bits.view(np.float32)
+    out *= _F16_TO_F32
+    return out
+
+
 def decode(space: Space, blob: bytes) -> npt.NDArray[np.float32]:
     """A stored blob of ``space`` as a float32 vector (a copy)."""
-    return np.frombuffer(blob, dtype=_DTYPES[space.dtype]).astype(np.float32)
+    return _float32(blob, _DTYPES[space.dtype])
 
 
 def decode_rows(space: Space, blobs: Sequence[bytes]) -> npt.NDArray[np.float32]:
     """Stored blobs of ``space`` as a float32 matrix, one row each."""
-    raw = np.frombuffer(b"".join(blobs), dtype=_DTYPES[space.dtype])
-    return raw.reshape(len(blobs), space.dim).astype(np.float32)
+    return _float32(b"".join(blobs), _DTYPES[space.dtype]).reshape(len(blobs), space.dim)
 
 
 def _unit_rows(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -205,11 +225,18 @@ def _unit(vector: Vector) -> npt.NDArray[np.float32]:
 
 
 def cosines(space: Space, blobs: Sequence[bytes], vector: Vector) -> npt.NDArray[np.float32]:
-    """Cosine of each stored blob of ``space`` with ``vector``, in float32 (as the in-process copy computes it)."""
+    """Cosine of each stored blob of ``space`` with ``vector``, in float32 arithmetic.
+
+    The in-process copy's cosines (rows scaled to unit length first) agree
+    with these to float32 rounding (below 1e-7).
+    """
     if not blobs:
         return np.zeros(0, dtype=np.float32)
-    # einsum, not BLAS: see CodeIndex._ranked.
-    scores: npt.NDArray[np.float32] = np.einsum("ij,j->i", _unit_rows(decode_rows(space, blobs)), _unit(vector))
+    rows = decode_rows(space, blobs)
+    # einsum, not BLAS (see CodeIndex._ranked); dot products over norms: no scaled copy of the rows
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    norms[norms == 0] = 1.0
+    scores: npt.NDArray[np.float32] = np.einsum("ij,j->i", rows, _unit(vector)) / norms
     return scores
 
 
@@ -288,7 +315,7 @@ class CodeIndex:
         self.codes[:, self.size : needed] = block.reshape(len(rows), self.words).T
         if self.floats is not None:
             target = self.floats[self.size : needed]
-            target[:] = np.frombuffer(b"".join(row[3] for row in rows), dtype=self.dtype).reshape(len(rows), self.dim)
+            target[:] = _float32(b"".join(row[3] for row in rows), self.dtype).reshape(len(rows), self.dim)
             _unit_rows(target)  # in place: dot product = cosine
         self.size = needed
         self.last_seq = max(self.last_seq, rows[-1][0])
