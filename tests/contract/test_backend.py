@@ -45,6 +45,24 @@ def test_vector_space_registration(backend: Backend) -> None:
     assert [s.model for s in backend.vector_spaces()] == [MODEL]
 
 
+def test_as_stored_is_what_get_vectors_returns(backend: Backend) -> None:
+    """``as_stored`` gives, before a write, exactly the vector ``get_vectors`` reads back after it."""
+    backend.ensure_vector_space(MODEL, DIM)
+    rng = np.random.default_rng(3)
+    records = [_record(f"text {n}", _unit(rng)) for n in range(5)]
+    backend.add(records)
+    given = [r.vector for r in records if r.vector is not None]
+    expected = backend.as_stored(MODEL, given)
+    stored = backend.get_vectors("ns", MODEL, [r.item.id for r in records])
+    for record, vector in zip(records, expected, strict=True):
+        assert vector.dtype == np.float32
+        np.testing.assert_array_equal(stored[record.item.id], vector)
+    with pytest.raises(Error):
+        backend.as_stored("unregistered", given)
+    with pytest.raises(Error):
+        backend.as_stored(MODEL, [np.ones(DIM + 1, dtype=np.float32)])
+
+
 def test_add_dedups_and_reports(backend: Backend) -> None:
     backend.ensure_vector_space(MODEL, DIM)
     rng = np.random.default_rng(0)

@@ -236,6 +236,15 @@ class Backend(Protocol):
         """Stored vectors of ``ids`` in ``model``'s space (missing ones omitted)."""
         ...
 
+    def as_stored(self, model: str, vectors: Sequence[Vector]) -> builtins.list[Vector]:
+        """``vectors`` as :meth:`get_vectors` would return them once stored in ``model``'s space.
+
+        A store may keep vectors at a lower precision (SQLite: float16);
+        what the library derives from vectors in hand before a write (context
+        windows) then equals what it derives from the store later.
+        """
+        ...
+
     def pending_embeddings(self, namespace: str | None, limit: int) -> builtins.list[MemoryItem]:
         """Items whose embedding_status is 'pending' or 'failed', oldest first (any namespace if None)."""
         ...

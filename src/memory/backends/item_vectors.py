@@ -80,6 +80,10 @@ class SQLVectorStore(Generic[S]):
         """The engine's stored vectors of ``ids`` in ``space`` (missing ones omitted)."""
         raise NotImplementedError
 
+    def _as_stored(self, space: S, vector: Vector) -> Vector:
+        """``vector`` (checked, float32) as the engine reads it back from ``space`` (default: unchanged)."""
+        return vector
+
     def _lock_spaces(self, conn: Any) -> None:
         """Serialise the creators of space tables until the transaction ends (default: the write already does)."""
 
@@ -118,6 +122,19 @@ class SQLVectorStore(Generic[S]):
         if not np.isfinite(array).all():
             raise InvalidVectorError("vector contains NaN or infinite values")
         return array
+
+    def as_stored(self, model: str, vectors: Sequence[Vector]) -> builtins.list[Vector]:
+        """``vectors`` as the store would read them back from ``model``'s space (float32 values).
+
+        What a vector written now and read with :meth:`get_vectors` gives:
+        values computed from vectors in hand then equal those computed later
+        from the store (the SQLite engine rounds a new space's vectors to
+        float16). InvalidInputError for a model without a space,
+        InvalidVectorError for a vector that does not fit it.
+        """
+        with self.dialect.read() as conn:
+            space = self._require_space(conn, model)
+        return [self._as_stored(space, self._checked_vector(space, vector)) for vector in vectors]
 
     def vector_spaces(self) -> builtins.list[VectorSpace]:
         """The embedding models this store holds vectors for, by model name."""

@@ -336,6 +336,9 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
             exact_limit=self._exact_limit,
         )
 
+    def _as_stored(self, space: vectors.Space, vector: Vector) -> Vector:
+        return vectors.decode(space, vectors.storable(space, vector).tobytes())
+
     def _stored_vectors(self, conn: Any, space: vectors.Space, namespace: str, ids: Sequence[str]) -> dict[str, Vector]:
         rows = conn.execute(
             f"SELECT i.id, v.embedding FROM json_each(?) AS j CROSS JOIN items i ON i.id = j.value "
