@@ -388,10 +388,10 @@ class Windows:
                 self.rebuild()
             else:
                 upgrade = True
-        given = [r for r in records if r.vector is not None and r.item.embedding_model == model]
+        given = {r.item.id: r.vector for r in records if r.vector is not None and r.item.embedding_model == model}
         # The vectors as the store will read them back (SQLite: float16), so these windows equal a recompute.
-        stored = core.backend.as_stored(model, [r.vector for r in given]) if model is not None and given else []
-        known = {r.item.id: vector for r, vector in zip(given, stored, strict=True)}
+        stored = core.backend.as_stored(model, list(given.values())) if model is not None and given else []
+        known = dict(zip(given, stored, strict=True))
         plan = Plan(model, space, upgrade)
         for ns, items in by_ns.items():
             plan.namespaces[ns] = self._plan_namespace(ns, items, plan, known, events)
