@@ -2,10 +2,8 @@
 
 The SQLite backend's SQL runs unchanged on libSQL, a fork of SQLite; what
 differs is the driver. ``libsql`` raises ``ValueError`` for every database
-error, cannot bind ``memoryview``, loads no extensions and names its vector
-distance ``vector_distance_cos`` where sqlite-vec says ``vec_distance_cosine``
-(both read little-endian float32 blobs; the engine's SQL no longer calls
-either, it scores vectors in numpy). :class:`LibSQLDriver` is a
+error and cannot bind ``memoryview`` (the engine's SQL calls no vector
+function: it scores vectors in numpy). :class:`LibSQLDriver` is a
 module-like object (``connect``, the DB-API exception classes,
 ``sqlite_version``) that :func:`memory.backends.sqlite.connection.connect`
 takes in place of ``sqlite3``; its connections translate those differences
@@ -15,7 +13,6 @@ and nothing else.
 from __future__ import annotations
 
 import importlib
-import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from types import ModuleType
@@ -24,9 +21,6 @@ from typing import Any
 from memory.errors import ConfigError, InvalidInputError, StorageError
 
 __all__ = ["LibSQLDriver", "LibSQLConnection", "load_libsql"]
-
-#: sqlite-vec's function name -> libSQL's (same arguments, same blobs, same result).
-_FUNCTIONS = re.compile(r"\bvec_distance_cosine\(")
 
 #: Messages of errors that SQLite reports as OperationalError.
 _OPERATIONAL = ("locked", "busy", "no such ", "syntax error", "cannot ", "unable to", "disk i/o", "interrupted")
@@ -89,10 +83,6 @@ def _params(params: Sequence[Any] | None) -> tuple[Any, ...]:
     return tuple(_bindable(value) for value in params)
 
 
-def _sql(text: str) -> str:
-    return _FUNCTIONS.sub("vector_distance_cos(", text)
-
-
 class LibSQLCursor:
     """libsql's cursor, iterable as sqlite3's is."""
 
@@ -150,7 +140,7 @@ class LibSQLConnection:
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> LibSQLCursor:
         """Run one statement (waiting for a lock up to the busy timeout); returns its cursor."""
-        text, values = _sql(sql), _params(params)
+        text, values = sql, _params(params)
         if text.lstrip()[:22].upper().startswith("PRAGMA BUSY_TIMEOUT"):
             text = "PRAGMA busy_timeout = 0"  # the wait happens here, outside the driver (see the class doc)
         deadline = time.monotonic() + self._busy_timeout
@@ -169,14 +159,14 @@ class LibSQLConnection:
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> LibSQLCursor:
         """Run one statement for each parameter row."""
         try:
-            return LibSQLCursor(self._raw.executemany(_sql(sql), [_params(row) for row in rows]))
+            return LibSQLCursor(self._raw.executemany(sql, [_params(row) for row in rows]))
         except ValueError as exc:
             raise _classify(exc) from exc
 
     def executescript(self, script: str) -> Any:
         """Run several statements."""
         try:
-            return self._raw.executescript(_sql(script))
+            return self._raw.executescript(script)
         except ValueError as exc:
             raise _classify(exc) from exc
 
@@ -233,8 +223,6 @@ class LibSQLDriver:
     DatabaseError = DatabaseError
     OperationalError = OperationalError
     IntegrityError = IntegrityError
-    #: libSQL builds in vector search: no extension to load.
-    loads_extensions = False
 
     def __init__(self, *, sync_url: str | None = None, auth_token: str | None = None) -> None:
         """Import ``libsql``; raises ConfigError when it is not installed."""

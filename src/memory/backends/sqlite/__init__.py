@@ -1,4 +1,4 @@
-"""The SQLite backend: one file, WAL, FTS5 (BM25) and sqlite-vec; the embedded default.
+"""The SQLite backend: one file, WAL, FTS5 (BM25), vectors scored in numpy; the embedded default.
 
 ``sqlite:///path/to/memory.db`` (or a plain path) opens it through the
 backend registry.

@@ -1,9 +1,9 @@
-"""Opening SQLite connections: driver choice, extension loading, pragmas, error mapping.
+"""Opening SQLite connections: driver choice, pragmas, error mapping.
 
-The stdlib ``sqlite3`` of many Python builds cannot load extensions, so the
-driver is ``pysqlite3`` (from the ``pysqlite3-binary`` package) when it is
-installed, else the stdlib module if it can load extensions. ``sqlite-vec``
-is loaded into every connection for ``vec_distance_cosine``.
+The driver is ``pysqlite3`` (from the ``pysqlite3-binary`` package: a recent
+SQLite with FTS5 on every platform it ships for) when it is installed, else
+the stdlib ``sqlite3`` if its SQLite is new enough. No extension is loaded:
+vectors are scored in numpy (:mod:`.vectors`).
 
 :func:`driver_errors` is the one place where driver exceptions become
 :mod:`memory.errors`.
@@ -45,25 +45,18 @@ _driver: ModuleType | None = None
 def load_driver() -> ModuleType:
     """Return the DB-API module to use: ``pysqlite3.dbapi2``, else stdlib ``sqlite3``.
 
-    Raises ConfigError when neither can load extensions or SQLite is too old.
+    Raises ConfigError when its SQLite is too old.
     """
     global _driver
     if _driver is not None:
         return _driver
-    module: ModuleType | None = None
+    module: ModuleType
     try:
         module = importlib.import_module("pysqlite3.dbapi2")
     except ImportError:
         import sqlite3
 
-        if hasattr(sqlite3.Connection, "enable_load_extension"):
-            module = sqlite3
-    if module is None:
-        raise ConfigError(
-            "the SQLite backend needs a sqlite3 module that can load extensions: "
-            "`pip install pysqlite3-binary` (Linux x86-64), or use a Python built with "
-            "--enable-loadable-sqlite-extensions"
-        )
+        module = sqlite3
     version = tuple(int(part) for part in str(module.sqlite_version).split(".")[:3])
     if version < MIN_SQLITE_VERSION:
         raise ConfigError(
@@ -74,26 +67,13 @@ def load_driver() -> ModuleType:
     return module
 
 
-def _load_vec(conn: Any) -> None:
-    try:
-        import sqlite_vec
-    except ImportError as exc:
-        raise ConfigError("the SQLite backend needs sqlite-vec: `pip install sqlite-vec`") from exc
-    conn.enable_load_extension(True)
-    try:
-        sqlite_vec.load(conn)
-    finally:
-        conn.enable_load_extension(False)
-
-
 def connect(path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT, driver: Any = None) -> Any:
-    """Open ``path`` (creating parent directories) with WAL, foreign keys and sqlite-vec.
+    """Open ``path`` (creating parent directories) with WAL and foreign keys.
 
     The connection is in autocommit mode (transactions are explicit), usable
     from any thread (callers serialise access with a lock). ``driver`` is a
     DB-API module (default :func:`load_driver`), or another SQLite engine's
-    driver object with ``loads_extensions = False`` when it has vector search
-    built in (libSQL). Raises ConfigError, StorageError, or SchemaError for a
+    driver object (libSQL). Raises ConfigError, StorageError, or SchemaError for a
     file that is not SQLite.
     """
     driver = load_driver() if driver is None else driver
@@ -104,8 +84,6 @@ def connect(path: Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT, driver: A
             raise StorageError(f"cannot create the directory for {path}: {exc}") from exc
         conn = driver.connect(str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         try:
-            if getattr(driver, "loads_extensions", True):
-                _load_vec(conn)
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             # A new file gets 8 KB pages: a 4 KB page holds two 384-d float32 vectors (~2,050
             # bytes each), an 8 KB page five (~1,640). An existing file keeps its page size.

@@ -2,7 +2,7 @@
 
 A throwaway store for tests and short-lived agents runs the same SQL as the
 embedded default, so it behaves exactly like it (transactions, dedup, FTS5,
-sqlite-vec, every optional store); nothing is written to the user's disk:
+vectors, every optional store); nothing is written to the user's disk:
 the file lives in RAM (``/dev/shm``) where the system has it, otherwise in
 the temporary directory, and both it and its WAL go on :meth:`close` (or
 when the object is collected, or the process exits).

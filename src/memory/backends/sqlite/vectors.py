@@ -14,8 +14,7 @@ it, rather than telling the type by a blob's length, keeps the file
 self-describing and the code one branch (:func:`storable`, :func:`decode`);
 and an older version of memory refuses a file with the migration instead of
 reading its float16 blobs as float32. Vectors are read back as float32 and
-scored in float32 by numpy (sqlite-vec's ``vec_distance_cosine`` reads
-float32 blobs only): scores are exact cosines of the stored vectors, which
+scored in float32 by numpy (no SQLite extension is loaded): scores are exact cosines of the stored vectors, which
 in a float16 space are the given ones rounded to float16 (relative error
 below 2^-11 per component; a vector whose largest component float16 cannot
 hold is stored scaled to a largest component of 1: same direction, same
