@@ -269,9 +269,11 @@ class MemoryStorage:
         out: list[tuple[MemoryRecord, float]] = []
         for item in items:
             vector = self.memory.vector_of(item.id, namespace=self.namespace)
-            score = float(np.dot(vector, query)) if vector is not None else 0.0
+            # Clamped before the threshold: an unrelated memory's cosine is ~0 and, with vectors stored
+            # at float16, may come out at -1e-5; it passes the default min_score of 0 as CrewAI expects.
+            score = max(0.0, min(1.0, float(np.dot(vector, query)))) if vector is not None else 0.0
             if score >= min_score:
-                out.append((self._record(item), max(0.0, min(1.0, score))))
+                out.append((self._record(item), score))
         return out
 
     def delete(
