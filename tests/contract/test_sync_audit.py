@@ -117,3 +117,18 @@ def test_an_audit_entry_written_last_does_not_mask_a_secret_state(amem: Memory) 
     assert [e.op for e in amem.history(mid, clearance="secret")] == ["add", "update", "embed"]
     with pytest.raises(NotFoundError):
         amem.history(mid)
+
+
+def test_a_backend_without_the_ledger_capability_skips_the_audit(amem: Memory, caplog: Any) -> None:
+    """The audit is typed by ``LedgerTransfer``: a backend without it is logged and skipped, never fails the sync."""
+    from memory.backends.base import LedgerTransfer
+    from memory.episodic.audit import Embedded, audit_entries, write_audit
+
+    assert isinstance(amem.backend, LedgerTransfer)
+    mid = amem.remember("the fern needs water")
+    row = Embedded(mid, amem.namespace, "memory", 20, "normal", None)
+    entries = audit_entries([row], job="semantic_sync", model="m", dim=3, batch="b", worker="w", at=amem.now())
+    with caplog.at_level("WARNING", logger="memory.episodic.audit"):
+        assert write_audit(object(), entries) == 0
+    assert "no write_ledger" in caplog.text
+    assert [e.op for e in amem.history(mid)] == ["add"]

@@ -66,6 +66,7 @@ __all__ = [
     "ListOrder",
     "Vector",
     "WindowIndex",
+    "LedgerTransfer",
 ]
 
 
@@ -281,6 +282,24 @@ class Backend(Protocol):
 
     def iter_items(self, flt: Filter, batch_size: int = 500) -> Iterator[MemoryItem]:
         """All items matching ``flt``, oldest first, fetched in batches."""
+        ...
+
+
+@runtime_checkable
+class LedgerTransfer(Protocol):
+    """Optional capability of a backend: its ledger read and written whole (copies, migrations, the sync audit).
+
+    The SQL backends have it; a backend without it cannot be a source or
+    destination of ``memory migrate``, and the sync job's audit entries are
+    not recorded there (logged).
+    """
+
+    def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
+        """Every ledger entry of every namespace, in the order recorded."""
+        ...
+
+    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
+        """Append ledger entries as they are."""
         ...
 
 

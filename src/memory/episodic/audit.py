@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
+from memory.backends.base import LedgerTransfer
 from memory.embedders.base import CHUNK_CHARS
 from memory.ids import new_id
 from memory.types import LedgerEntry
@@ -86,14 +87,14 @@ def audit_entries(
 def write_audit(backend: object, entries: Sequence[LedgerEntry]) -> int:
     """Append ``entries`` through the backend's ``write_ledger``; returns how many were written.
 
-    A backend without a ledger writer (a third-party one) is logged once per
-    call and skipped: the audit never fails a sync.
+    A backend without the :class:`~memory.backends.base.LedgerTransfer`
+    capability (a third-party one) is logged once per call and skipped: the
+    audit never fails a sync.
     """
     if not entries:
         return 0
-    writer = getattr(backend, "write_ledger", None)
-    if not callable(writer):
+    if not isinstance(backend, LedgerTransfer):
         log.warning("backend %s has no write_ledger: %d sync audit entries not recorded", backend, len(entries))
         return 0
-    writer(entries)
+    backend.write_ledger(entries)
     return len(entries)

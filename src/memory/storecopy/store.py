@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from memory.backends.base import Backend, NewRecord
+from memory.backends.base import Backend, LedgerTransfer, NewRecord
 from memory.backends.keys import KeyStore, open_key_store
 from memory.errors import ConfigError, InvalidInputError
 from memory.filters import Filter
@@ -49,19 +49,6 @@ _BATCH = 500
 
 #: ``on_progress(items_done, items_total)``, called after each batch.
 ProgressCallback = Callable[[int, int], None]
-
-
-@runtime_checkable
-class LedgerTransfer(Protocol):
-    """What a backend offers beyond the contract so its ledger can be copied whole."""
-
-    def iter_ledger(self, batch_size: int = 1000) -> Iterator[LedgerEntry]:
-        """Every ledger entry of every namespace, in the order recorded."""
-        ...
-
-    def write_ledger(self, entries: Sequence[LedgerEntry]) -> None:
-        """Append ledger entries as they are."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
