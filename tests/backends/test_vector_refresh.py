@@ -71,5 +71,5 @@ def test_building_the_copy_holds_little_beyond_the_copy(tmp_path: Path, monkeypa
     copy = count * dim * 4
     # Reading every row at once held the rows, their joined bytes and a normalised temporary
     # (4.3 times the copy here); in chunks it is the copy, one chunk and the search's own
-    # float pool (4000 rows gathered for exact cosines: half the copy here).
+    # float pool (the rows gathered for exact cosines: 1,000 here, an eighth of the copy).
     assert peak < 2 * copy, (peak, copy)

@@ -7,7 +7,7 @@ values without importing each other.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -57,10 +57,16 @@ class AddResult:
 
 @dataclass(frozen=True, slots=True)
 class ChannelHit:
-    """A candidate from one channel: item id and channel score (higher is better)."""
+    """A candidate from one channel: item id and channel score (higher is better).
+
+    ``fields``: the item's :class:`RankFields` when the channel read them with
+    the hit at no extra cost (recall then does not read them again); None
+    otherwise.
+    """
 
     id: str
     score: float
+    fields: RankFields | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

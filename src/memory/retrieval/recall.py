@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Protocol
 
-from memory.backends.base import Backend, ChannelHit, Vector
+from memory.backends.base import Backend, ChannelHit, RankFields, Vector
 from memory.backends.graph import GraphStore
 from memory.embedders.base import Embedder, embed_query
 from memory.errors import InvalidInputError, ProviderError
@@ -139,7 +139,7 @@ class Recall:
             fused = self._second_hop(store, flt, config, results, fused, k)
         # Rank on the two fields ranking reads; decode whole items only for the hits returned
         # (and the reranker's window).
-        order = rank(fused, self._backend.rank_fields(flt.namespace, [c.id for c in fused]), flt.now, config)
+        order = rank(fused, self._rank_fields(flt.namespace, results, fused), flt.now, config)
         head = order[: self._rerank.window(limit) if self._rerank is not None else limit]
         items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c, _, _ in head])}
         ranked = [(c, items[c.id], parts) for c, _, parts in head if c.id in items]
@@ -153,6 +153,16 @@ class Recall:
         if hits:
             self._backend.record_access(flt.namespace, [h.id for h in hits], flt.now)
         return hits
+
+    def _rank_fields(
+        self, namespace: str, results: dict[str, builtins.list[ChannelHit]], fused: builtins.list[FusedCandidate]
+    ) -> dict[str, RankFields]:
+        """Ranking's fields of every fused candidate: those a channel read with its hits, the rest from the store."""
+        known = {hit.id: hit.fields for hits in results.values() for hit in hits if hit.fields is not None}
+        missing = [c.id for c in fused if c.id not in known]
+        if missing:
+            known.update(self._backend.rank_fields(namespace, missing))
+        return known
 
     def _channel_hits(
         self, text: str, flt: Filter, config: RetrievalConfig, k: int
