@@ -457,6 +457,22 @@ def test_vector_search_matches_numpy(
         assert np.mean(recalls) >= (1.0 if exact else 0.85)
 
 
+@pytest.mark.parametrize("exact_limit", [10_000, 0], ids=["exact-scan", "float-copy"])
+def test_vector_hits_carry_the_rank_fields_the_store_holds(db_path: Path, exact_limit: int) -> None:
+    # Recall ranks on created_at and importance; the vector channel reads them with its hits so
+    # recall need not ask again. They must be what rank_fields reads, for every hit, on both paths.
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((3000, DIM)).astype(np.float32)
+    with SQLiteBackend(db_path, exact_limit=exact_limit) as backend:
+        backend.ensure_vector_space(MODEL, DIM)
+        _fill(backend, vectors)
+        hits = backend.search_vector(flt(user="u3"), MODEL, unit(rng), 20) + backend.search_vector(
+            flt(), MODEL, unit(rng), 50
+        )
+        assert hits and all(h.fields is not None for h in hits)
+        assert {h.id: h.fields for h in hits} == backend.rank_fields("default", [h.id for h in hits])
+
+
 @pytest.mark.parametrize("cache_mb", [512, 0], ids=["float-copy", "sign-bits"])
 def test_coarse_path_is_exact_when_the_filter_is_selective_or_the_space_small(db_path: Path, cache_mb: int) -> None:
     rng = np.random.default_rng(3)
