@@ -109,6 +109,13 @@ class ScoreParts(_Frozen):
     rerank: float | None = Field(
         None, description="the reranker's score when a reranker reordered this hit (final is then its blend)"
     )
+    speaker: float | None = Field(
+        None,
+        description=(
+            "the factor final was multiplied by: a chat turn the assistant said, for a question about the user "
+            "(retrieval.speaker_penalty)"
+        ),
+    )
 
 
 class Hit(_Frozen):

@@ -44,6 +44,7 @@ from memory.records import (
 )
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, recency_factor
+from memory.retrieval.speaker import asks_about_user, speaker_factor
 from memory.retrieval.text import feedback_terms, query_terms
 from memory.services import Core, episodic_store
 
@@ -443,6 +444,7 @@ class Messages:
                 log.warning("vector channel skipped, embedder failed: %s", exc)
         fused = fuse(results, config.weights, config.rrf_k)
         found = {m.id: m for m in store.get_messages(q.namespace, [c.id for c in fused])}
+        about_user = config.speaker_penalty > 0 and asks_about_user(text)
         hits = []
         for position, candidate in enumerate(fused):
             message = found.get(candidate.id)
@@ -450,6 +452,9 @@ class Messages:
                 continue
             recency = recency_factor(message.created_at, q.now, config.recency_half_life_days)
             score = (1.0 - config.recency_weight) * candidate.fusion + config.recency_weight * recency
+            factor = speaker_factor(message.role, about_user, config.speaker_penalty)
+            if factor is not None:  # the assistant's turn, for a question about the user (retrieval/speaker.py)
+                score *= factor
             hits.append((score, position, MessageHit(message=message, score=score, channels=candidate.channels)))
         hits.sort(key=lambda h: (-round(h[0], 12), h[1]))
         return [hit for _, _, hit in hits[:limit] if hit.score >= config.min_score]

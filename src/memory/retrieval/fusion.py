@@ -93,12 +93,19 @@ class Rankable(Protocol):
 R = TypeVar("R", bound=Rankable)
 
 
-def score_item(fusion: float, item: Rankable, now: datetime, config: RetrievalConfig) -> ScoreParts:
-    """Blend fused relevance with recency and importance into the final score."""
+def score_item(
+    fusion: float, item: Rankable, now: datetime, config: RetrievalConfig, speaker: float | None = None
+) -> ScoreParts:
+    """Blend fused relevance with recency and importance into the final score.
+
+    ``speaker``: a factor the blend is multiplied by (see :mod:`memory.retrieval.speaker`).
+    """
     recency = recency_factor(item.created_at, now, config.recency_half_life_days)
     relevance_weight = max(1.0 - config.recency_weight - config.importance_weight, 0.0)
     final = relevance_weight * fusion + config.recency_weight * recency + config.importance_weight * item.importance
-    return ScoreParts(fusion=fusion, recency=recency, importance=item.importance, final=final)
+    if speaker is not None:
+        final *= speaker
+    return ScoreParts(fusion=fusion, recency=recency, importance=item.importance, final=final, speaker=speaker)
 
 
 def rank(
@@ -106,17 +113,21 @@ def rank(
     items: Mapping[str, R],
     now: datetime,
     config: RetrievalConfig,
+    speakers: Mapping[str, float] | None = None,
 ) -> list[tuple[FusedCandidate, R, ScoreParts]]:
     """Score candidates whose items are known; returns them best first.
 
-    Equal final scores keep the fused order (see :func:`fuse`).
+    ``speakers``: factors for some candidates' final scores, by id (see
+    :mod:`memory.retrieval.speaker`). Equal final scores keep the fused order
+    (see :func:`fuse`).
     """
     scored = []
+    factors = speakers or {}
     for candidate in candidates:
         item = items.get(candidate.id)
         if item is None:
             continue
-        parts = score_item(candidate.fusion, item, now, config)
+        parts = score_item(candidate.fusion, item, now, config, factors.get(candidate.id))
         if parts.final < config.min_score:
             continue
         scored.append((candidate, item, parts))

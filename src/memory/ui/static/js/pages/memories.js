@@ -54,7 +54,11 @@ function scoreParts(hit) {
       `${c.channel} #${c.rank} raw ${num(c.raw)}`)),
     h("span", { class: "part", title: "weighted RRF, normalised" }, `fusion ${num(hit.parts.fusion)}`),
     h("span", { class: "part", title: "recency decay" }, `recency ${num(hit.parts.recency)}`),
-    h("span", { class: "part", title: "importance" }, `importance ${num(hit.parts.importance, 2)}`));
+    h("span", { class: "part", title: "importance" }, `importance ${num(hit.parts.importance, 2)}`),
+    hit.parts.speaker != null
+      ? h("span", { class: "part", title: "the assistant's turn, for a question about you: score scaled" },
+        `speaker ×${num(hit.parts.speaker, 2)}`)
+      : null);
 }
 
 function row(item, extra) {

@@ -1,0 +1,123 @@
+"""Speaker-aware ranking: a question about the user in the first person prefers the user's own turns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory import Memory
+from memory.retrieval.config import RetrievalConfig, preset
+from memory.retrieval.speaker import ASSISTANT, USER, asks_about_user, speaker_factor, speaker_of
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What brand of BBQ sauce am I currently obsessed with?",
+        "How many bikes do I currently own?",
+        "Can you recommend a show or movie for me to watch tonight?",  # a request: the user's tastes
+        "Where did I attend the religious activity last week?",
+        "What’s my dentist’s name?",  # typographic apostrophe
+    ],
+)
+def test_first_person_questions_ask_about_the_user(query: str) -> None:
+    assert asks_about_user(query)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What did Caroline research?",  # third person (LoCoMo): nobody is preferred
+        "When did Melanie paint a sunrise?",
+        "I remember you told me to dilute tea tree oil. What ratio?",  # the assistant's earlier words
+        "What was the 7th job in the list you provided me?",
+        "Which hotel did you recommend for my trip?",
+        "Can you remind me of the restaurant in Cihampelas Walk I liked?",
+        "I was thinking about our previous conversation about gin. Which bottle was fifth?",
+        "You mentioned a few apps to me. Which one uses mnemonics?",
+        "Imagine a mime in Miami",  # "i" inside words is not a pronoun
+    ],
+)
+def test_other_questions_do_not(query: str) -> None:
+    assert not asks_about_user(query)
+
+
+def test_the_factor_scales_only_the_assistants_turns_for_a_question_about_the_user() -> None:
+    assert speaker_factor(ASSISTANT, True, 0.8) == pytest.approx(0.2)
+    assert speaker_factor(USER, True, 0.8) is None
+    assert speaker_factor("tool", True, 0.8) is None  # a tool's output may hold the user's data
+    assert speaker_factor(None, True, 0.8) is None  # a memory without a role
+    assert speaker_factor(ASSISTANT, False, 0.8) is None
+    assert speaker_factor(ASSISTANT, True, 0.0) is None
+    assert speaker_of({"role": " Assistant "}) == ASSISTANT
+    assert speaker_of({"role": 3}) is None and speaker_of({}) is None and speaker_of({"role": ""}) is None
+
+
+TURNS = [
+    # The assistant's long reply repeats the user's words; the user's short turn holds the fact.
+    ("user", "I finally bought a new air fryer for my kitchen, the Ninja one."),
+    (
+        "assistant",
+        "An air fryer is a great kitchen gadget! Air fryers for the kitchen come in many sizes; a new air fryer "
+        "like the one you bought cooks fries, wings and vegetables quickly. Enjoy your new kitchen air fryer!",
+    ),
+    ("user", "Thanks. Also, my sister Rachel moved to Denver last month."),
+    ("assistant", "Denver is lovely. I hope Rachel enjoys her move!"),
+]
+QUESTION = "Which air fryer did I buy for my kitchen?"
+
+
+def _remembered(mem: Memory) -> None:
+    mem.remember_batch(
+        [{"content": f"{role}: {text}", "thread": "chat", "metadata": {"role": role}} for role, text in TURNS]
+    )
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Memory:
+    with Memory(f"sqlite:///{tmp_path / 'speaker.db'}", embedder="hashing") as store:
+        yield store
+
+
+def test_recall_prefers_the_users_turn_for_a_question_about_the_user(mem: Memory) -> None:
+    _remembered(mem)
+    off = mem.recall(QUESTION, limit=4, retrieval=preset("balanced").model_copy(update={"speaker_penalty": 0.0}))
+    assert off[0].item.metadata["role"] == "assistant"  # without the prior the long echo wins
+    assert all(h.parts.speaker is None for h in off)
+    hits = mem.recall(QUESTION, limit=4)
+    assert hits[0].item.content.startswith("user: I finally bought")
+    assistants = [h for h in hits if h.item.metadata["role"] == "assistant"]
+    assert assistants and all(h.parts.speaker == pytest.approx(0.2) for h in assistants)
+    assert all(h.parts.speaker is None for h in hits if h.item.metadata["role"] == "user")
+    for hit in assistants:  # the factor is applied to the blend, and shown
+        unscaled = next(h for h in off if h.id == hit.id)
+        assert hit.score == pytest.approx(unscaled.score * 0.2)
+
+
+def test_recall_leaves_third_person_and_assistant_questions_alone(mem: Memory) -> None:
+    _remembered(mem)
+    for question in ("Which air fryer did the user buy for the kitchen?", "Which air fryer did you say I bought?"):
+        config = preset("balanced")
+        on = mem.recall(question, limit=4, retrieval=config)
+        off = mem.recall(question, limit=4, retrieval=config.model_copy(update={"speaker_penalty": 0.0}))
+        assert [h.id for h in on] == [h.id for h in off]
+        assert [h.score for h in on] == pytest.approx([h.score for h in off])  # recency moves between calls
+        assert all(h.parts.speaker is None for h in on)
+
+
+def test_memories_without_a_role_are_never_scaled(mem: Memory) -> None:
+    mem.remember("The user bought a Ninja air fryer for the kitchen.")
+    mem.remember("assistant: air fryer air fryer kitchen kitchen")  # says "assistant" but has no role
+    hits = mem.recall(QUESTION, limit=5)
+    assert hits and all(h.parts.speaker is None for h in hits)
+
+
+def test_messages_search_prefers_the_users_turn_too(mem: Memory) -> None:
+    mem.messages.append_many([{"role": role, "content": text, "thread": "chat"} for role, text in TURNS], embed=True)
+    off = mem.messages.search(QUESTION, limit=4, retrieval=RetrievalConfig(speaker_penalty=0.0))
+    assert off[0].message.role == "assistant"
+    hits = mem.messages.search(QUESTION, limit=4)
+    assert hits[0].message.role == "user" and hits[0].message.content.startswith("I finally bought")
+    scaled = {h.message.id: h.score for h in hits if h.message.role == "assistant"}
+    assert scaled and all(scaled[h.message.id] == pytest.approx(h.score * 0.2) for h in off if h.message.id in scaled)
