@@ -112,8 +112,8 @@ class ScoreParts(_Frozen):
     speaker: float | None = Field(
         None,
         description=(
-            "the factor final was multiplied by: a chat turn the assistant said, for a question about the user "
-            "(retrieval.speaker_penalty)"
+            "the factor final was multiplied by: a chat turn of the other side than the one the question asks "
+            "about (retrieval.speaker_penalty)"
         ),
     )
 

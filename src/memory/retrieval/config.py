@@ -68,9 +68,10 @@ class RetrievalConfig(BaseModel):
     #: Pseudo-relevance feedback (the ``feedback`` channel): top lexical hits read, terms added.
     feedback_docs: int = Field(3, ge=1, le=20)
     feedback_terms: int = Field(5, ge=1, le=32)
-    #: A chat turn the assistant said (role ``assistant``: a message's role, a memory's
-    #: ``metadata["role"]``) has its final score multiplied by ``1 - speaker_penalty`` when the
-    #: query asks about the user in the first person (``retrieval/speaker.py``); 0: off.
+    #: A chat turn of the other side than the one the question asks about (the assistant's turns
+    #: for a question about the user in the first person, the user's for one about what the
+    #: assistant said; a message's role, a memory's ``metadata["role"]``) has its final score
+    #: multiplied by ``1 - speaker_penalty`` (``retrieval/speaker.py``); 0: off.
     speaker_penalty: float = Field(0.8, ge=0, le=1)
 
     @field_validator("fields")

@@ -29,7 +29,7 @@ from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.contextual import contextual_query
 from memory.retrieval.fusion import FusedCandidate, fuse, rank
 from memory.retrieval.rerank import RerankStage
-from memory.retrieval.speaker import asks_about_user, speaker_factor, speaker_of
+from memory.retrieval.speaker import asked_speaker, speaker_factor, speaker_of
 from memory.retrieval.text import feedback_terms, query_terms
 from memory.retrieval.window import window_model
 from memory.types import Hit
@@ -138,13 +138,14 @@ class Recall:
         fused = fuse(results, config.weights, config.rrf_k)
         if config.graph_hop and "graph" in results and store is not None:
             fused = self._second_hop(store, flt, config, results, fused, k)
-        if config.speaker_penalty > 0 and asks_about_user(query):
+        asked = asked_speaker(query) if config.speaker_penalty > 0 else None
+        if asked is not None:
             # Who said each candidate is in its metadata: decode every candidate (retrieval/speaker.py).
             items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c in fused])}
             speakers = {
                 item_id: factor
                 for item_id, item in items.items()
-                if (factor := speaker_factor(speaker_of(item.metadata), True, config.speaker_penalty)) is not None
+                if (factor := speaker_factor(speaker_of(item.metadata), asked, config.speaker_penalty)) is not None
             }
             order = [(c, parts) for c, _, parts in rank(fused, items, flt.now, config, speakers)]
         else:

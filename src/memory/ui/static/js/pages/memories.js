@@ -56,7 +56,7 @@ function scoreParts(hit) {
     h("span", { class: "part", title: "recency decay" }, `recency ${num(hit.parts.recency)}`),
     h("span", { class: "part", title: "importance" }, `importance ${num(hit.parts.importance, 2)}`),
     hit.parts.speaker != null
-      ? h("span", { class: "part", title: "the assistant's turn, for a question about you: score scaled" },
+      ? h("span", { class: "part", title: "the other side of the chat than the question asks about: score scaled" },
         `speaker ×${num(hit.parts.speaker, 2)}`)
       : null);
 }
