@@ -8,7 +8,7 @@ import pytest
 
 from memory import Memory
 from memory.retrieval.config import RetrievalConfig, preset
-from memory.retrieval.speaker import ASSISTANT, USER, asked_speaker, speaker_factor, speaker_of
+from memory.retrieval.speaker import ASSISTANT, USER, asked_speaker, role_of, speaker_factor
 
 
 @pytest.mark.parametrize(
@@ -62,8 +62,8 @@ def test_the_factor_scales_only_the_other_sides_turns() -> None:
     assert speaker_factor(None, USER, 0.8) is None  # a memory without a role
     assert speaker_factor(ASSISTANT, None, 0.8) is None
     assert speaker_factor(ASSISTANT, USER, 0.0) is None
-    assert speaker_of({"role": " Assistant "}) == ASSISTANT
-    assert speaker_of({"role": 3}) is None and speaker_of({}) is None and speaker_of({"role": ""}) is None
+    assert role_of(" Assistant ") == ASSISTANT
+    assert role_of(3) is None and role_of(None) is None and role_of("") is None
 
 
 TURNS = [

@@ -247,3 +247,18 @@ def test_rank_fields_are_what_get_returns_without_whole_rows(backend: Backend) -
         assert (fields[item.id].created_at, fields[item.id].importance) == (item.created_at, item.importance)
     assert fields[ids[0]].created_at == early and fields[ids[0]].importance == 0.9
     assert backend.rank_fields("ns", []) == {} and backend.rank_fields("nobody", ids) == {}
+
+
+def test_rank_fields_carry_the_metadata_role_as_stored(backend: Backend) -> None:
+    # Speaker-aware ranking reads a memory's chat side with the rank fields (retrieval/speaker.py).
+    records = [
+        _record("said by the user", metadata={"role": "user"}),
+        _record("said by the assistant", metadata={"role": "Assistant", "other": 1}),
+        _record("a note", metadata={"topic": "role"}),
+        _record("a numbered role", metadata={"role": 3}),
+    ]
+    backend.add(records)
+    fields = backend.rank_fields("ns", [r.item.id for r in records])
+    roles = [fields[r.item.id].role for r in records]
+    assert roles[:3] == ["user", "Assistant", None]
+    assert roles[3] in (3, "3")  # a non-text role comes back as the engine reads JSON; role_of ignores it

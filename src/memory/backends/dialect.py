@@ -131,6 +131,8 @@ class Dialect:
     #: Appended to a claim's SELECT so concurrent claimers skip each other's rows ("" where the
     #: write transaction already serialises claimers).
     claim_lock: str = ""
+    #: An item's ``metadata["role"]`` (alias ``i``), read with the fields ranking reads.
+    role_sql: str = "json_extract(i.metadata, '$.role')"
 
     def one_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         """A ``column`` in ``values`` condition with the list bound as ONE parameter (any length, one plan).

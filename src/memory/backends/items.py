@@ -155,18 +155,18 @@ class SQLItemStore(SQLItemWrites[S]):
         return [found[i] for i in ids if i in found]
 
     def rank_fields(self, namespace: str, ids: Sequence[str]) -> dict[str, RankFields]:
-        """created_at and importance of the items ``ids`` in ``namespace``, read without decoding whole rows."""
+        """created_at, importance and metadata role of the items ``ids`` in ``namespace`` (no whole rows decoded)."""
         if not ids or not self.dialect.storable(namespace):
             return {}
         where, params = self._by_ids(namespace, ids)
-        sql = f"SELECT i.id, i.created_at, i.importance FROM items i WHERE {where}"
+        sql = f"SELECT i.id, i.created_at, i.importance, {self.dialect.role_sql} FROM items i WHERE {where}"
         with self.dialect.read() as conn:
             rows = self.dialect.rows(conn, sql, params)
         out: dict[str, RankFields] = {}
-        for item_id, created_at, importance in rows:
+        for item_id, created_at, importance, role in rows:
             when = self.dialect.time_value(created_at)
             if when is not None:
-                out[str(item_id)] = RankFields(when, float(importance))
+                out[str(item_id)] = RankFields(when, float(importance), role)
         return out
 
     def find_ids(self, flt: Filter, limit: int | None = None) -> builtins.list[str]:

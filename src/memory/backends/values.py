@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -75,6 +76,8 @@ class RankFields:
 
     created_at: datetime
     importance: float
+    #: The chat side that said it (``metadata["role"]`` as stored; see :mod:`memory.retrieval.speaker`).
+    role: Any = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.contextual import contextual_query
 from memory.retrieval.fusion import FusedCandidate, fuse, rank
 from memory.retrieval.rerank import RerankStage
-from memory.retrieval.speaker import asked_speaker, speaker_factor, speaker_of
+from memory.retrieval.speaker import asked_speaker, role_of, speaker_factor
 from memory.retrieval.text import feedback_terms, query_terms
 from memory.retrieval.window import window_model
 from memory.types import Hit
@@ -138,26 +138,19 @@ class Recall:
         fused = fuse(results, config.weights, config.rrf_k)
         if config.graph_hop and "graph" in results and store is not None:
             fused = self._second_hop(store, flt, config, results, fused, k)
+        # Rank on the fields ranking reads (created_at, importance, the chat side that said it);
+        # decode whole items only for the hits returned (and the reranker's window).
+        fields = self._rank_fields(flt.namespace, results, fused)
         asked = asked_speaker(query) if config.speaker_penalty > 0 else None
-        if asked is not None:
-            # Who said each candidate is in its metadata: decode every candidate (retrieval/speaker.py).
-            items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c in fused])}
-            speakers = {
-                item_id: factor
-                for item_id, item in items.items()
-                if (factor := speaker_factor(speaker_of(item.metadata), asked, config.speaker_penalty)) is not None
-            }
-            order = [(c, parts) for c, _, parts in rank(fused, items, flt.now, config, speakers)]
-        else:
-            # Rank on the two fields ranking reads; decode whole items only for the hits returned
-            # (and the reranker's window).
-            fields = self._rank_fields(flt.namespace, results, fused)
-            order = [(c, parts) for c, _, parts in rank(fused, fields, flt.now, config)]
-            items = {}
+        speakers = {
+            item_id: factor
+            for item_id, f in fields.items()
+            if (factor := speaker_factor(role_of(f.role), asked, config.speaker_penalty)) is not None
+        }
+        order = rank(fused, fields, flt.now, config, speakers)
         head = order[: self._rerank.window(limit) if self._rerank is not None else limit]
-        if not items:
-            items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c, _ in head])}
-        ranked = [(c, items[c.id], parts) for c, parts in head if c.id in items]
+        items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c, _, _ in head])}
+        ranked = [(c, items[c.id], parts) for c, _, parts in head if c.id in items]
         if self._rerank is not None:
             ranked = self._rerank.apply(text, ranked)
         ranked = ranked[:limit]

@@ -20,10 +20,9 @@ saying whose words ("remind me", "our previous chat") are left as they are.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["USER", "ASSISTANT", "asked_speaker", "speaker_of", "speaker_factor"]
+__all__ = ["USER", "ASSISTANT", "asked_speaker", "role_of", "speaker_factor"]
 
 USER = "user"
 ASSISTANT = "assistant"
@@ -59,10 +58,9 @@ def asked_speaker(query: str) -> str | None:
     return None
 
 
-def speaker_of(metadata: Mapping[str, Any]) -> str | None:
-    """The role a memory's metadata names (``"role"``: ``user``, ``assistant``, …), lower case; None without one."""
-    role = metadata.get("role")
-    return role.strip().lower() if isinstance(role, str) and role.strip() else None
+def role_of(raw: Any) -> str | None:
+    """A stored role (a memory's ``metadata["role"]``: ``user``, ``assistant``, …) lower case; None if not a word."""
+    return raw.strip().lower() if isinstance(raw, str) and raw.strip() else None
 
 
 def speaker_factor(role: str | None, asked: str | None, penalty: float) -> float | None:

@@ -21,6 +21,7 @@ _ITEMS: dict[str, Any] = {
     "one_of_sql": "{column} = ANY(?::text[])",
     "native_lists": True,
     "claim_lock": " FOR UPDATE SKIP LOCKED",
+    "role_sql": "(i.metadata ->> 'role')",
 }
 # --- end items store ---
 

@@ -161,8 +161,8 @@ class Space:
 
     @property
     def rank_columns(self) -> str:
-        """The owner's columns ranking reads (items: ``, i.created_at, i.importance``), read with the hits."""
-        return ", i.created_at, i.importance" if self.owner == "items" else ""
+        """The owner's columns ranking reads (items: created_at, importance, metadata role), read with the hits."""
+        return ", i.created_at, i.importance, json_extract(i.metadata, '$.role')" if self.owner == "items" else ""
 
     @property
     def words(self) -> int:
@@ -174,7 +174,7 @@ def _hit(space: Space, item_id: Any, score: float, row: Sequence[Any]) -> Channe
     """A hit, with its rank fields when ``row`` ends with :attr:`Space.rank_columns` (items)."""
     if not space.rank_columns:
         return ChannelHit(str(item_id), score)
-    return ChannelHit(str(item_id), score, RankFields(from_epoch(float(row[-2])), float(row[-1])))
+    return ChannelHit(str(item_id), score, RankFields(from_epoch(float(row[-3])), float(row[-2]), row[-1]))
 
 
 def quantize(vector: Vector, words: int) -> bytes:
