@@ -15,7 +15,10 @@ from memory.filters import Filter
 from memory.ids import to_epoch
 from memory.types import SENSITIVITY_LEVELS
 
-__all__ = ["compile_filter", "scope_of", "json_list", "storable"]
+__all__ = ["ROLE_SQL", "compile_filter", "scope_of", "json_list", "storable"]
+
+#: An item's ``metadata["role"]`` (alias ``i``): the chat side ranking reads (retrieval/speaker.py).
+ROLE_SQL = "json_extract(i.metadata, '$.role')"
 
 _FALSE = "0"
 

@@ -63,6 +63,7 @@ import numpy.typing as npt
 
 from memory.backends.base import ChannelHit, Vector
 from memory.backends.sqlite.migrations import space_tables
+from memory.backends.sqlite.sql import ROLE_SQL
 from memory.backends.values import RankFields
 from memory.ids import from_epoch
 
@@ -162,7 +163,7 @@ class Space:
     @property
     def rank_columns(self) -> str:
         """The owner's columns ranking reads (items: created_at, importance, metadata role), read with the hits."""
-        return ", i.created_at, i.importance, json_extract(i.metadata, '$.role')" if self.owner == "items" else ""
+        return f", i.created_at, i.importance, {ROLE_SQL}" if self.owner == "items" else ""
 
     @property
     def words(self) -> int:
