@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ from test_sqlite import DIM, MODEL, flt, make_item, record, stored
 
 import memory.backends.sqlite.vectors as vectors_module
 from memory.backends.sqlite import SQLiteBackend
+from memory.errors import InvalidInputError
 from memory.records import ledger_entry
 
 
@@ -73,3 +76,66 @@ def test_building_the_copy_holds_little_beyond_the_copy(tmp_path: Path, monkeypa
     # (4.3 times the copy here); in chunks it is the copy, one chunk and the search's own
     # float pool (the rows gathered for exact cosines: 1,000 here, an eighth of the copy).
     assert peak < 2 * copy, (peak, copy)
+
+
+def _namespaces_store(path: Path, dim: int, per_namespace: int, names: Sequence[str]) -> np.ndarray:
+    """A store of ``per_namespace`` random vectors in each namespace of ``names``; returns them by namespace."""
+    rng = np.random.default_rng(13)
+    vectors = rng.standard_normal((len(names), per_namespace, dim)).astype(np.float32)
+    with SQLiteBackend(path) as writer:
+        writer.ensure_vector_space(MODEL, dim)
+        for ns, rows in zip(names, vectors, strict=True):
+            writer.add([record(make_item(f"{ns} {n}", namespace=ns), v) for n, v in enumerate(rows)])
+    return vectors
+
+
+def _top_ids(backend: SQLiteBackend, namespace: str, queries: np.ndarray) -> list[list[str]]:
+    return [[h.id for h in backend.search_vector(flt(namespace=namespace), MODEL, q, 10)] for q in queries]
+
+
+def test_float_copies_share_one_budget_across_namespaces(tmp_path: Path) -> None:
+    # 3,000 vectors of 64 dimensions: a float copy of 0.73 MB per namespace, two do not fit in 1 MB.
+    db_path, dim, names = tmp_path / "shared.db", 64, ("a", "b", "c")
+    _namespaces_store(db_path, dim, 3000, names)
+    queries = np.random.default_rng(14).standard_normal((5, dim)).astype(np.float32)
+    options: dict[str, Any] = {"exact_limit": 0, "vector_cache_mb": 1}
+    with (
+        SQLiteBackend(db_path, **options, vector_cache_total_mb=1) as shared,
+        SQLiteBackend(db_path, **options, vector_cache_total_mb=64) as roomy,
+        SQLiteBackend(db_path, exact_limit=0, vector_cache_mb=0) as bits_only,
+    ):
+        found = {ns: _top_ids(shared, ns, queries) for ns in names}
+        copies = {key[2]: index for key, index in shared._codes._indexes.items()}
+        # The first namespace searched holds its vectors; the others, built once the budget is
+        # spent, keep sign bits only and rank as a store without float copies does.
+        assert copies["a"].exact and not copies["b"].exact and not copies["c"].exact
+        assert 0 < shared._codes.float_bytes <= 1024 * 1024
+        unbounded = {ns: _top_ids(roomy, ns, queries) for ns in names}
+        assert found["a"] == unbounded["a"]
+        for ns in ("b", "c"):
+            assert found[ns] == _top_ids(bits_only, ns, queries)
+        assert all(index.exact for index in roomy._codes._indexes.values())  # each fits alone
+        assert roomy._codes.float_bytes > 2 * 1024 * 1024
+
+
+def test_a_copy_that_grows_past_the_shared_budget_keeps_sign_bits_only(tmp_path: Path) -> None:
+    db_path, dim = tmp_path / "grow.db", 64
+    _namespaces_store(db_path, dim, 2000, ("a", "b"))  # 0.49 MB of floats each
+    query = np.ones(dim, dtype=np.float32)
+    with SQLiteBackend(db_path, exact_limit=0, vector_cache_mb=1, vector_cache_total_mb=1) as reader:
+        for ns in ("a", "b"):
+            reader.search_vector(flt(namespace=ns), MODEL, query, 10)
+        copies = {key[2]: index for key, index in reader._codes._indexes.items()}
+        assert copies["a"].exact and copies["b"].exact
+        rng = np.random.default_rng(15)
+        with SQLiteBackend(db_path) as writer:  # another connection adds to b: its copy must grow
+            writer.add([record(make_item(f"b more {n}", namespace="b"), rng.standard_normal(dim)) for n in range(600)])
+        hits = reader.search_vector(flt(namespace="b"), MODEL, query, 10)
+        assert copies["a"].exact and not copies["b"].exact and copies["b"].size == 2600
+        assert reader._codes.float_bytes <= 1024 * 1024 and len(hits) == 10
+
+
+def test_cache_budgets_must_be_non_negative_integers(tmp_path: Path) -> None:
+    for bad in (-1, 1.5, True):
+        with pytest.raises(InvalidInputError, match="vector_cache_total_mb"):
+            SQLiteBackend(tmp_path / "bad.db", vector_cache_total_mb=bad)

@@ -84,6 +84,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
         exact_limit: int = vectors.DEFAULT_EXACT_LIMIT,
         vector_cache_mb: int = vectors.DEFAULT_FLOAT_CACHE_BYTES // (1024 * 1024),
+        vector_cache_total_mb: int = vectors.DEFAULT_TOTAL_FLOAT_CACHE_BYTES // (1024 * 1024),
         lexical_bounds: lexical.LexicalBounds | None = None,
     ) -> None:
         """Open (creating if needed) the database at ``path`` and apply missing migrations.
@@ -92,7 +93,8 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         process's lock; ``exact_limit`` is the number of filter matches up to
         which vector search scans exactly; ``vector_cache_mb`` caps the float32
         copy of a namespace's (float16 or float32) vectors kept in process for exact ranking above
-        that (0 = sign bits only, approximate; see :mod:`.vectors`);
+        that (0 = sign bits only, approximate; see :mod:`.vectors`), and ``vector_cache_total_mb``
+        the copies of all namespaces together (a copy built once the others hold it keeps sign bits only);
         ``lexical_bounds`` bound the lexical channel's work (the defaults of
         :mod:`.lexical` when None; tests pass small ones). Raises
         ConfigError (no usable driver), SchemaError (not a memory database, or
@@ -106,9 +108,12 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         self._exact_limit = exact_limit
         self._lexical_bounds = lexical_bounds if lexical_bounds is not None else lexical.LexicalBounds()
         self._lock = threading.RLock()
-        if isinstance(vector_cache_mb, bool) or not isinstance(vector_cache_mb, int) or vector_cache_mb < 0:
-            raise InvalidInputError(f"vector_cache_mb must be a non-negative integer, got {vector_cache_mb!r}")
-        self._codes = vectors.CodeCache(float_budget=vector_cache_mb * 1024 * 1024)
+        for name, mb in (("vector_cache_mb", vector_cache_mb), ("vector_cache_total_mb", vector_cache_total_mb)):
+            if isinstance(mb, bool) or not isinstance(mb, int) or mb < 0:
+                raise InvalidInputError(f"{name} must be a non-negative integer, got {mb!r}")
+        self._codes = vectors.CodeCache(
+            float_budget=vector_cache_mb * 1024 * 1024, total_float_budget=vector_cache_total_mb * 1024 * 1024
+        )
         self._spaces: dict[str, vectors.Space] = {}
         self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout, driver=self._driver)
         self._added_since_optimize = 0

@@ -107,6 +107,10 @@ FLOAT_POOL = 1_000
 FLOAT_POOL_SHARE = 0.01
 #: Per-namespace budget for keeping the vectors in process (as float32); sign bits only beyond it.
 DEFAULT_FLOAT_CACHE_BYTES = 512 * 1024 * 1024
+#: Budget for the float copies of every namespace of a store together: a namespace whose copy is
+#: built once the others have spent it keeps sign bits only (its best candidates are rescored
+#: from the table), so a server with many namespaces holds at most this much of them.
+DEFAULT_TOTAL_FLOAT_CACHE_BYTES = 1024 * 1024 * 1024
 #: A filter that passes few candidates widens the candidate pool up to this many times.
 _MAX_WIDENING = 64
 #: Rows read per chunk when a namespace's copy is (re)built.
@@ -293,6 +297,11 @@ class CodeIndex:
         """True while the float copy is held (candidates refined by exact cosine)."""
         return self.floats is not None
 
+    @property
+    def float_bytes(self) -> int:
+        """Bytes the float copy holds (its whole allocation), 0 without one."""
+        return 0 if self.floats is None else int(self.floats.nbytes)
+
     def reserve(self, extra: int) -> None:
         """Make room for ``extra`` more entries now, so a large refresh read in chunks allocates once."""
         needed = self.size + max(0, extra)
@@ -442,12 +451,34 @@ def smallest(values: npt.NDArray[np.int32] | npt.NDArray[np.uint16], n: int) -> 
 
 
 class CodeCache:
-    """Code copies by (space, namespace), refreshed from the database before use."""
+    """Code copies by (space, namespace), refreshed from the database before use.
 
-    def __init__(self, float_budget: int = DEFAULT_FLOAT_CACHE_BYTES) -> None:
-        """Create an empty cache; ``float_budget`` bytes of vectors (as float32) per namespace copy."""
+    Float copies share one budget: a copy may hold its vectors within
+    ``float_budget`` and within what the other copies leave of
+    ``total_float_budget`` (first come, first served). One that is built or
+    grows past what is left keeps sign bits only, which costs it speed (its
+    candidates' vectors are read from the table), never results' exactness
+    of score. Sign bits (8 bytes a 64-bit word) and row ids are always kept.
+    """
+
+    def __init__(
+        self, float_budget: int = DEFAULT_FLOAT_CACHE_BYTES, total_float_budget: int = DEFAULT_TOTAL_FLOAT_CACHE_BYTES
+    ) -> None:
+        """Create an empty cache: ``float_budget`` bytes of vectors (as float32) per namespace copy, at most
+        ``total_float_budget`` for all copies together."""
         self._indexes: dict[tuple[str, int, str], CodeIndex] = {}
         self.float_budget = float_budget
+        self.total_float_budget = total_float_budget
+
+    @property
+    def float_bytes(self) -> int:
+        """Bytes of vectors the copies hold together."""
+        return sum(index.float_bytes for index in self._indexes.values())
+
+    def _allowance(self, key: tuple[str, int, str]) -> int:
+        """Float bytes the copy at ``key`` may hold: its own budget, within what the other copies leave."""
+        others = sum(index.float_bytes for k, index in self._indexes.items() if k != key)
+        return max(0, min(self.float_budget, self.total_float_budget - others))
 
     def clear(self) -> None:
         """Forget every copy."""
@@ -467,9 +498,12 @@ class CodeCache:
         last_seq, deletions = int(row[0]), int(row[1])
         stale = deletions - index.deletions if index is not None else 0
         if index is None or last_seq < index.last_seq or stale > max(_MIN_STALE, index.size // 10):
-            index = CodeIndex(space.words, space.dim, self.float_budget, space.dtype)
+            self._indexes.pop(key, None)  # its floats no longer count against the others
+            index = CodeIndex(space.words, space.dim, self._allowance(key), space.dtype)
             index.deletions = deletions
             self._indexes[key] = index
+        else:
+            index.float_budget = self._allowance(key)  # what the other copies left, if it grows
         if last_seq > index.last_seq:
             if index.exact:
                 sql = (
