@@ -47,3 +47,19 @@ def test_cli(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "bytes/memory" in result.output and "RSS MB" in result.output
     assert json.loads(out.read_text())["config"]["size"] == 150
+
+
+def test_several_namespaces_are_stored_and_searched(tmp_path: Path) -> None:
+    out = tmp_path / "disk.json"
+    result = CliRunner().invoke(
+        cli,
+        ["bench", "disk", "--size", "120", "--namespaces", "3", "--vector-cache-total-mb", "0", "--queries", "6",
+         "--no-cache", "-q", "--out", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "3 namespaces of 120 memories" in result.output
+    report = json.loads(out.read_text())
+    assert report["config"]["namespaces"] == 3 and report["config"]["vector_cache_total_mb"] == 0
+    # every namespace's rows are on disk: the vectors of 360 memories (384-d float16)
+    assert report["components_bytes"]["vectors"] >= 360 * 384 * 2
+    assert report["bytes_per_memory"] * 360 >= sum(report["components_bytes"].values()) - 1

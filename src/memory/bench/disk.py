@@ -28,6 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memory import registry
+from memory.backends.base import Backend
 from memory.backends.servers import sqlite_space
 from memory.bench.corpus import GENERATOR_VERSION, cached_vectors, corpus_queries, generate_texts, load_corpus
 from memory.bench.speed import machine_info
@@ -103,15 +105,22 @@ def run_disk(
     data: Path | None = None,
     cache_dir: Path | None = None,
     seed: int = 0,
+    namespaces: int = 1,
+    vector_cache_total_mb: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Build the store, measure it and search it; returns the report (see the module docs).
 
     ``thread_size`` > 0 puts every run of that many memories in one thread
     (window vectors and window texts are then kept); ``embedder`` default:
-    hashing at 384 dimensions. Raises InvalidInputError or ConfigError.
+    hashing at 384 dimensions. ``namespaces`` > 1 stores the ``size``
+    memories in each of that many namespaces (the bytes per memory count
+    them all) and asks the queries of the RSS stage in each in turn, as a
+    server with several users does; ``vector_cache_total_mb`` is the SQLite
+    backend's budget for the vector copies of all namespaces together
+    (default: the backend's). Raises InvalidInputError or ConfigError.
     """
-    for name, value in (("size", size), ("queries", queries), ("batch", batch)):
+    for name, value in (("size", size), ("queries", queries), ("batch", batch), ("namespaces", namespaces)):
         if value < 1:
             raise InvalidInputError(f"{name} must be at least 1, got {value}")
     if thread_size < 0:
@@ -141,19 +150,25 @@ def run_disk(
         path = Path(tmp) / "disk.db"
         url = f"sqlite:///{path}"
         rss_start = _status_kb("VmRSS")
-        with Memory(url, embedder=model, settings=settings.model_copy(update={"database": url})) as mem:
+        names = [settings.namespace] if namespaces == 1 else [f"ns{n}" for n in range(namespaces)]
+        budget = {} if vector_cache_total_mb is None else {"vector_cache_total_mb": vector_cache_total_mb}
+        with Memory(
+            embedder=model, settings=settings.model_copy(update={"database": url}),
+            backend=registry.create("backend", "sqlite", {"path": str(path), **budget}, protocol=Backend),
+        ) as mem:  # fmt: skip
             started = time.perf_counter()
-            for start in range(0, size, batch):
-                stop = min(start + batch, size)
-                entries: list[dict[str, Any]] = []
-                for i in range(start, stop):
-                    entry: dict[str, Any] = {"content": texts[i], "vector": vectors[i]}
-                    if thread_size:
-                        entry["thread"] = f"t{i // thread_size}"
-                    entries.append(entry)
-                mem.remember_batch(entries)
-                if stop % 10_000 < batch:
-                    note(f"stored {stop}/{size}")
+            for namespace in names:
+                for start in range(0, size, batch):
+                    stop = min(start + batch, size)
+                    entries: list[dict[str, Any]] = []
+                    for i in range(start, stop):
+                        entry: dict[str, Any] = {"content": texts[i], "vector": vectors[i]}
+                        if thread_size:
+                            entry["thread"] = f"t{i // thread_size}"
+                        entries.append(entry)
+                    mem.remember_batch(entries, namespace=namespace)
+                    if stop % 10_000 < batch:
+                        note(f"stored {stop}/{size} in {namespace}")
             load_seconds = time.perf_counter() - started
             mem.backend.settle()
             gc.collect()
@@ -161,16 +176,17 @@ def run_disk(
             peak_reset = _reset_peak()
             started = time.perf_counter()
             for retrieval in (preset, "vector"):
-                for query in asked:
+                for n, query in enumerate(asked):
                     forget_queries(mem.embedder)
-                    mem.recall(query, limit=10, retrieval=retrieval)
+                    mem.recall(query, limit=10, retrieval=retrieval, namespace=names[n % len(names)])
             search_seconds = time.perf_counter() - started
             rss_peak = _status_kb("VmHWM")
             rss_after = _status_kb("VmRSS")
         tables, models = sqlite_space(path)
         parts = components(tables, models)
         file_bytes = sum(f.stat().st_size for f in Path(tmp).glob("disk.db*"))
-    per_memory = {name: round(value / size, 1) for name, value in parts.items()}
+    stored = size * namespaces
+    per_memory = {name: round(value / stored, 1) for name, value in parts.items()}
     machine["load_avg_end"] = machine_info()["load_avg"]
     return {
         "machine": machine,
@@ -183,12 +199,14 @@ def run_disk(
             "queries": queries,
             "preset": preset,
             "seed": seed,
+            "namespaces": namespaces,
+            "vector_cache_total_mb": vector_cache_total_mb,
             "corpus": corpus.source,
             "pid": os.getpid(),
         },  # fmt: skip
         "load_seconds": round(load_seconds, 1),
         "file_mb": round(file_bytes / 1024**2, 1),
-        "bytes_per_memory": round(file_bytes / size, 1),
+        "bytes_per_memory": round(file_bytes / stored, 1),
         "components_bytes": parts,
         "components_bytes_per_memory": per_memory,
         "tables_bytes": dict(sorted(tables.items(), key=lambda kv: -kv[1])),
@@ -220,4 +238,6 @@ def format_disk(report: dict[str, Any]) -> str:
         f"RSS MB: start {rss['start']}, after the load {rss['after_load']}, peak during "
         f"{2 * config['queries']} searches {rss['peak_during_searches']}, after {rss['after_searches']}"
     )
+    if config["namespaces"] > 1:
+        lines.append(f"{config['namespaces']} namespaces of {config['size']} memories, searched in turn")
     return "\n".join(lines)

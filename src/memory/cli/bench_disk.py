@@ -25,13 +25,17 @@ __all__ = ["bench_disk"]
               help="LoCoMo JSON file for realistic sentences [default: built-in sentences].")  # fmt: skip
 @click.option("--cache/--no-cache", default=True, show_default=True,
               help="Keep the corpus vectors in the user cache dir (as bench speed does) across runs.")  # fmt: skip
+@click.option("--namespaces", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Store SIZE memories in each of N namespaces, searched in turn (a server's users).")  # fmt: skip
+@click.option("--vector-cache-total-mb", type=click.IntRange(min=0), metavar="MB",
+              help="The SQLite backend's budget for the vector copies of all namespaces [default: 1024].")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=click.Path(dir_okay=False, writable=True, path_type=Path),
               help="Also write the JSON report to this file.")  # fmt: skip
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
 def bench_disk(
     size: int, queries: int, thread_size: int, embedder: str | None, preset: str, data: Path | None, cache: bool,
-    as_json: bool, out: Path | None, quiet: bool,
+    namespaces: int, vector_cache_total_mb: int | None, as_json: bool, out: Path | None, quiet: bool,
 ) -> None:  # fmt: skip
     """Disk bytes per memory by component (rows, full-text, vectors, sign bits, windows, ledger) and RSS.
 
@@ -44,6 +48,7 @@ def bench_disk(
     Examples:
       memory bench disk --size 100000
       memory bench disk --size 20000 --thread-size 20 --json
+      memory bench disk --size 100000 --namespaces 12   # RSS of a server with 12 large users
     """
     import platformdirs
 
@@ -53,6 +58,7 @@ def bench_disk(
     try:
         report = run_disk(
             size=size, queries=queries, thread_size=thread_size, embedder=embedder, preset=preset, data=data,
+            namespaces=namespaces, vector_cache_total_mb=vector_cache_total_mb,
             cache_dir=Path(platformdirs.user_cache_dir("memory")) / "bench" if cache else None, progress=note,
         )  # fmt: skip
     except Error as exc:
