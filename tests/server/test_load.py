@@ -37,3 +37,17 @@ def test_summary_compares_embedders() -> None:
     text = summary({"runs": [run("minilm", 50.0), run("hashing", 100.0)], "relative": {"minilm": 1.0, "hashing": 2.0}})
     assert "== embedder minilm" in text and "== embedder hashing" in text
     assert "relative to minilm: minilm 1.0, hashing 2.0" in text and "server peak RSS 99.0 MB" in text
+
+
+@pytest.mark.slow
+def test_a_preloaded_namespace_is_searched_under_load() -> None:
+    from memory.bench.serve import PRELOAD_NAMESPACE, summary
+
+    report = run_load(clients=5, duration=1.5, preload=3000)
+    assert report["preload"]["memories"] == 3000 and report["preload"]["namespace"] == PRELOAD_NAMESPACE
+    assert report["errors"] == 0 and report["missing"] == 0, report["error_samples"]
+    assert report["operations"]["recall"]["requests"] > 0
+    assert 0 < report["server_rss_listening_mb"] <= report["server_peak_rss_mb"]
+    assert "preloaded 3000 memories into load-0" in summary(report)
+    with pytest.raises(ValueError, match="preload"):
+        run_load(url="http://127.0.0.1:1", key="k", preload=10)

@@ -70,11 +70,29 @@ def _cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def _peak_rss_mb(pid: int) -> float | None:
-    """Peak resident memory of a process in MB (Linux /proc VmHWM), or None elsewhere."""
+#: The namespace a preload fills (the clients with index 0, N, 2N, … search and write there).
+PRELOAD_NAMESPACE = "load-0"
+
+
+def _preload(path: Path, embedder: str, options: dict[str, Any] | None, count: int, batch: int = 500) -> float:
+    """Store ``count`` generated memories in :data:`PRELOAD_NAMESPACE` of the file at ``path``; returns seconds."""
+    from memory.bench.corpus import generate_texts, load_corpus
+    from memory.embedders import create_embedder
+    from memory.memory import Memory
+
+    texts = generate_texts(load_corpus(None), count, seed=0)
+    started = time.perf_counter()
+    with Memory(f"sqlite:///{path}", embedder=create_embedder(embedder, options)) as mem:
+        for start in range(0, count, batch):
+            mem.remember_batch(texts[start : start + batch], namespace=PRELOAD_NAMESPACE)
+    return time.perf_counter() - started
+
+
+def _status_mb(pid: int, field: str) -> float | None:
+    """A memory figure of a process in MB (Linux /proc status: VmRSS, VmHWM), or None elsewhere."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return round(int(line.split()[1]) / 1024, 1)
     except (OSError, IndexError, ValueError):
         return None
@@ -85,7 +103,7 @@ def _peak_rss_mb(pid: int) -> float | None:
 def _server(
     embedder: str, workdir: Path, options: dict[str, Any] | None = None, threads: int | None = None
 ) -> Iterator[tuple[str, str, int]]:
-    """``memory serve`` on a free loopback port over a new SQLite file; yields (url, key, pid)."""
+    """``memory serve`` on a free loopback port over ``workdir``/load.db (SQLite); yields (url, key, pid)."""
     if threads is not None:  # the server's worker threads ([server] threads of its config file)
         (workdir / "none.toml").write_text(f"[server]\nthreads = {int(threads)}\n", encoding="utf-8")
     env = {
@@ -283,14 +301,22 @@ def run_load(
     namespaces: int = 5,
     embedder_options: dict[str, Any] | None = None,
     threads: int | None = None,
+    preload: int = 0,
 ) -> dict[str, Any]:
     """Drive a REST server with ``clients`` concurrent clients for ``duration`` seconds; returns the report.
 
     Without ``url`` a fresh ``memory serve`` (SQLite, ``embedder`` with
     ``embedder_options``, ``threads`` worker threads, default: the
-    server's) is started and stopped. The report includes the
-    1-minute load average before and after.
+    server's) is started and stopped; ``preload`` memories (generated
+    sentences) are stored in namespace ``load-0`` first, so its clients
+    search a large namespace, and the server's RSS is read when it is
+    listening and at its peak. The report includes the 1-minute load
+    average before and after.
     """
+    if preload < 0:
+        raise ValueError("preload must be 0 or more")
+    if preload and url is not None:
+        raise ValueError("preload fills the store of a started server: not with a url")
     load_before = os.getloadavg()
     if url is not None:
         if key is None:
@@ -298,22 +324,28 @@ def run_load(
         report = asyncio.run(_drive(url, key, clients, duration, namespaces))
         report["server"] = url
     else:
-        with (
-            tempfile.TemporaryDirectory(prefix="memory-load-") as tmp,
-            _server(embedder, Path(tmp), embedder_options, threads) as started,
-        ):
-            found, token, pid = started
-            server_cpu = _cpu_seconds(pid)
-            client_cpu = time.process_time()
-            report = asyncio.run(_drive(found, token, clients, duration, namespaces))
-            client_cpu = time.process_time() - client_cpu
-            after = _cpu_seconds(pid)
-            report["server_peak_rss_mb"] = _peak_rss_mb(pid)
+        with tempfile.TemporaryDirectory(prefix="memory-load-") as tmp:
+            preloaded: dict[str, Any] | None = None
+            if preload:
+                seconds = _preload(Path(tmp) / "load.db", embedder, embedder_options, preload)
+                preloaded = {"memories": preload, "namespace": PRELOAD_NAMESPACE, "seconds": round(seconds, 1)}
+            with _server(embedder, Path(tmp), embedder_options, threads) as started:
+                found, token, pid = started
+                rss_listening = _status_mb(pid, "VmRSS")
+                server_cpu = _cpu_seconds(pid)
+                client_cpu = time.process_time()
+                report = asyncio.run(_drive(found, token, clients, duration, namespaces))
+                client_cpu = time.process_time() - client_cpu
+                after = _cpu_seconds(pid)
+                report["server_rss_listening_mb"] = rss_listening
+                report["server_peak_rss_mb"] = _status_mb(pid, "VmHWM")
             served = report["requests"] + report["writes_acknowledged"]  # the load, then the read-back
             if server_cpu is not None and after is not None and served:
                 report["server_cpu_ms_per_request"] = round((after - server_cpu) * 1000 / served, 2)
             report["client_cpu_ms_per_request"] = round(client_cpu * 1000 / served, 2) if served else None
             report["server"] = f"memory serve (subprocess, sqlite, embedder={embedder}, threads={threads or 'default'})"
+            if preloaded is not None:
+                report["preload"] = preloaded
     report["loadavg_before"] = [round(x, 2) for x in load_before]
     report["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
     return report
@@ -348,8 +380,15 @@ def _summary_lines(report: dict[str, Any]) -> list[str]:
             f"CPU per request: server {report['server_cpu_ms_per_request']} ms, "
             f"load generator {report['client_cpu_ms_per_request']} ms"
         )
+    if report.get("preload"):
+        loaded = report["preload"]
+        lines.append(f"preloaded {loaded['memories']} memories into {loaded['namespace']} in {loaded['seconds']} s")
     if report.get("server_peak_rss_mb") is not None:
-        lines.append(f"server peak RSS {report['server_peak_rss_mb']} MB")
+        listening = report.get("server_rss_listening_mb")
+        lines.append(
+            f"server peak RSS {report['server_peak_rss_mb']} MB"
+            + (f" ({listening} MB when it started listening)" if listening is not None else "")
+        )
     return lines
 
 

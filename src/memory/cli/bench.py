@@ -532,11 +532,16 @@ def embedders(args: tuple[str, ...]) -> None:
     "--embedder", "embedders", metavar="NAME", multiple=True, default=("hashing",), show_default=True,
     help="Embedder of the started server; repeat to run each in turn, e.g. --embedder minilm --embedder hashing.",
 )  # fmt: skip
+@click.option(
+    "--preload", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+    help="Store N generated memories in namespace load-0 before the server starts (its clients then search a "
+    "large namespace; the summary gives the server's RSS). Embedded by the server's embedder: use hashing for 1M.",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a summary.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 def serve_load(
-    clients: int, duration: float, url: str | None, key: str | None, embedders: tuple[str, ...], as_json: bool,
-    out: Path | None,
+    clients: int, duration: float, url: str | None, key: str | None, embedders: tuple[str, ...], preload: int,
+    as_json: bool, out: Path | None,
 ) -> None:  # fmt: skip
     """Load-test the REST API on loopback; report errors, p50/p95 latency, and lost writes.
 
@@ -550,14 +555,19 @@ def serve_load(
       memory bench serve --clients 50 --duration 20
       memory bench serve --clients 50 --embedder minilm --embedder hashing
       memory bench serve --url http://127.0.0.1:8765 --key "$KEY" --json
+      memory bench serve --preload 1000000 --clients 20   # the server's RSS at 1M memories
     """
     from memory.bench.serve import run_embedders, summary
 
     if url is not None and key is None:
         raise click.UsageError("--url needs --key")
+    if url is not None and preload:
+        raise click.UsageError("--preload fills the store of a started server: not with --url")
     if url is not None and len(embedders) > 1:
         raise click.UsageError("--url drives one server: give at most one --embedder")
-    report = run_embedders(list(dict.fromkeys(embedders)), clients=clients, duration=duration, url=url, key=key)
+    report = run_embedders(
+        list(dict.fromkeys(embedders)), clients=clients, duration=duration, url=url, key=key, preload=preload
+    )
     _emit(report, summary(report), as_json=as_json, out=out)
     runs = report.get("runs", [report])
     errors, missing = sum(r["errors"] for r in runs), sum(r["missing"] for r in runs)
