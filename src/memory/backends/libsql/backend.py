@@ -37,6 +37,8 @@ class LibSQLBackend(SQLiteBackend):
     """Memory store in a libSQL file, optionally an embedded replica of a remote libSQL/Turso database."""
 
     name = "libsql"
+    #: One connection (an embedded replica syncs through it): the lexical channel reads on it too.
+    concurrent_reads = False
 
     def __init__(
         self,

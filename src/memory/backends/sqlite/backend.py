@@ -70,8 +70,9 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     row_key = "rid"
     tag_key = "rid"
     store_wide_ids = True
-    #: One connection under one lock: reads do not run in parallel.
-    concurrent_reads = False
+    #: The lexical channel reads on a connection of its own (:meth:`_lexical_read`), so recall runs it
+    #: beside the query's embedding and vector search: in WAL mode readers do not wait for each other.
+    concurrent_reads = True
     #: The registry columns of a space: its storage type too (see :mod:`.vectors`).
     space_columns = "space_id, model, dim, dtype"
     #: How a new vector space stores its vectors (spaces made before 0016 keep float32).
@@ -116,6 +117,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         )
         self._spaces: dict[str, vectors.Space] = {}
         self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout, driver=self._driver)
+        self._lexical_conn: OwnConnection | None = None  # opened by the first lexical search
         self._added_since_optimize = 0
         #: What the stores written once over SQLite and PostgreSQL ask of this engine.
         self.dialect = sqlite_dialect(self._read, self._write)
@@ -216,7 +218,11 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         return 0.0
 
     def close(self) -> None:
-        """Close the connection. Idempotent; later calls raise StorageError."""
+        """Close the connections. Idempotent; later calls raise StorageError."""
+        with self._lock:
+            reader, self._lexical_conn = self._lexical_conn, None
+        if reader is not None:
+            reader.close()  # waits for a lexical search running on it
         with self._lock:
             if self._conn is not None:
                 conn, self._conn = self._conn, None
@@ -301,11 +307,26 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     ) -> builtins.list[ChannelHit]:
         """FTS5 BM25: each word a quoted FTS5 string; score ``-bm25()``; bounded work (see :func:`.lexical.search`)."""
         query = self._lexical_query(words, weights)
-        with self._read() as conn:
+        with self._lexical_read() as conn:
             hits = lexical.search(
                 conn, query, k, self._lexical_bounds, compile_filter(flt, probe=True), compile_filter(flt)
             )
         return [ChannelHit(item_id, -rank) for item_id, rank in hits]
+
+    @contextmanager
+    def _lexical_read(self) -> Iterator[Any]:
+        """The lexical channel's connection: its own (opened on first use) while reads are concurrent."""
+        if not self.concurrent_reads:
+            with self._read() as conn:
+                yield conn
+            return
+        with self._lock:
+            self._open_conn()  # StorageError once closed
+            if self._lexical_conn is None:
+                self._lexical_conn = OwnConnection(self.path, self._busy_timeout, self._driver)
+            reader = self._lexical_conn
+        with reader.read() as conn:
+            yield conn
 
     def _lexical_query(self, words: Sequence[str], weights: tuple[float, ...]) -> lexical.LexicalQuery:
         """Each word a quoted FTS5 string, over the content index or the index key's weighted fields."""
