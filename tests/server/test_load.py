@@ -48,6 +48,7 @@ def test_a_preloaded_namespace_is_searched_under_load() -> None:
     assert report["errors"] == 0 and report["missing"] == 0, report["error_samples"]
     assert report["operations"]["recall"]["requests"] > 0
     assert 0 < report["server_rss_listening_mb"] <= report["server_peak_rss_mb"]
+    assert report["preload"]["first_recall_ms"] > 0
     assert "preloaded 3000 memories into load-0" in summary(report)
     with pytest.raises(ValueError, match="preload"):
         run_load(url="http://127.0.0.1:1", key="k", preload=10)
