@@ -139,3 +139,23 @@ def test_cache_budgets_must_be_non_negative_integers(tmp_path: Path) -> None:
     for bad in (-1, 1.5, True):
         with pytest.raises(InvalidInputError, match="vector_cache_total_mb"):
             SQLiteBackend(tmp_path / "bad.db", vector_cache_total_mb=bad)
+
+
+def test_writes_between_searches_do_not_copy_the_whole_copy_each_time(tmp_path: Path) -> None:
+    db_path, dim = tmp_path / "live.db", 32
+    _namespaces_store(db_path, dim, 3000, ("default",))
+    rng = np.random.default_rng(16)
+    query = rng.standard_normal(dim).astype(np.float32)
+    with SQLiteBackend(db_path, exact_limit=0) as backend:
+        backend.search_vector(flt(), MODEL, query, 5)
+        (index,) = backend._codes._indexes.values()
+        assert index.rids.shape[0] == index.size == 3000  # built to its size
+        arrays = []
+        for n in range(20):  # a live store: one write, then a search, again and again
+            backend.add([record(make_item(f"live {n}"), rng.standard_normal(dim))])
+            hits = backend.search_vector(flt(), MODEL, query, 5)
+            assert len(hits) == 5
+            arrays.append((index.rids, index.codes, index.floats))
+        assert index.size == 3020 and index.exact
+        # the first write grew it with room to spare; the next 19 wrote into that room
+        assert all(a is arrays[0][0] and b is arrays[0][1] and c is arrays[0][2] for a, b, c in arrays[1:])

@@ -303,13 +303,18 @@ class CodeIndex:
         return 0 if self.floats is None else int(self.floats.nbytes)
 
     def reserve(self, extra: int) -> None:
-        """Make room for ``extra`` more entries now, so a large refresh read in chunks allocates once."""
+        """Make room for ``extra`` more entries now, so a large refresh read in chunks allocates once.
+
+        A new copy is allocated to its size; a copy that grows gets an eighth
+        more room than it needs (at least 1,024 entries), so the writes that
+        follow one another between searches do not each copy it whole.
+        """
         needed = self.size + max(0, extra)
         if needed <= self.rids.shape[0]:
             return
         if self.floats is not None and needed * self.dim * 4 > self.float_budget:
             self.floats = None  # over budget: sign bits only
-        self._grow(needed, needed)
+        self._grow(needed, needed if self.size == 0 else max(needed + needed // 8, self.size + 1024))
 
     def _grow(self, needed: int, capacity: int) -> None:
         if self.floats is not None:
