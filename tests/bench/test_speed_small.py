@@ -103,6 +103,7 @@ def _check(report: dict[str, Any], sizes: list[int], peer: str) -> None:
         assert {"items", "seconds", "items_per_s", "ms_per_item"} <= set(memory["add_bulk"])
         assert memory["add_bulk"]["settle_seconds"] >= 0  # every backend settles (memory:// is SQLite too)
         assert LATENCY_KEYS <= set(memory["recall"]) and LATENCY_KEYS <= set(memory["recall_vector_only"])
+        assert LATENCY_KEYS <= set(memory["recall_after_write"])  # a write before each recall
         assert memory["recall"]["p95_ms"] >= memory["recall"]["p50_ms"] > 0
         assert 0 <= memory["recall"]["embed_share"] <= 1
         if peer == "none":

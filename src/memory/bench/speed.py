@@ -15,7 +15,9 @@ In one run, for growing store sizes (one store, filled stage by stage):
     Before the queries the store is settled (``backend.settle()``: SQLite
     ``PRAGMA optimize`` and a WAL checkpoint; PostgreSQL ``VACUUM (ANALYZE)``
     and a ``CHECKPOINT``), so they are timed on a store at rest rather than
-    against autovacuum or a checkpoint catching up after the load.
+    against autovacuum or a checkpoint catching up after the load. Then the
+    preset again in a live store: one write (a memory with its vector, not
+    timed) before each of :data:`LIVE_QUERIES` recalls ("write, recall").
 (c) the same texts, vectors, batches, queries and k on a peer embedded
     vector store (:mod:`memory.bench.peers`).
 """
@@ -50,6 +52,8 @@ __all__ = ["TimedEmbedder", "machine_info", "run_speed", "format_speed", "DEFAUL
 
 DEFAULT_SIZES: tuple[int, ...] = (10_000, 100_000)
 WARMUP_QUERIES = 5
+#: Recalls timed with a write before each (:func:`_live_stage`).
+LIVE_QUERIES = 50
 #: Environment variables that change thread pools (recorded with the machine).
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "MKL_NUM_THREADS")
 Progress = Callable[[str], None]
@@ -222,6 +226,29 @@ def _memory_stage(
     }
 
 
+def _live_stage(mem: Memory, timed: TimedEmbedder, stage: _Stage, preset: str) -> dict[str, float]:
+    """Recall latency in a live store: one write (a memory with its vector) before each timed recall.
+
+    An agent remembers and recalls turn by turn; a search right after a write
+    pays for what the write changed (new entries in the in-process vector
+    copies, new index pages). The writes are not timed, and are forgotten
+    afterwards so the next size starts from the store it had.
+    """
+    written: list[str] = []
+    totals, embeds = [], []
+    for n, query in enumerate(stage.queries[:LIVE_QUERIES]):
+        i = n % len(stage.texts)
+        written += mem.remember_batch([{"content": f"{stage.texts[i]} (again: {n})", "vector": stage.vectors[i]}])
+        forget_queries(mem.embedder)
+        timed.reset()
+        started = time.perf_counter()
+        mem.recall(query, limit=stage.k, retrieval=preset)
+        totals.append((time.perf_counter() - started) * 1000.0)
+        embeds.append(timed.reset() * 1000.0)
+    mem.forget(written)
+    return _latency(totals, embeds)
+
+
 def _peer_stage(peer: PeerStore, model: Embedder, stage: _Stage, live: range, bulk: range) -> dict[str, Any]:
     texts, vectors = stage.texts, stage.vectors
     embed_seconds = store_seconds = 0.0
@@ -366,6 +393,7 @@ def run_speed(
                     row: dict[str, Any] = {"size": size}
                     row["memory"] = _memory_stage(mem, timed, model, stage, live, bulk, preset, index_after_load)
                     row["memory"]["disk_mb"] = store_size_mb(url, store_dir)
+                    row["memory"]["recall_after_write"] = _live_stage(mem, timed, stage, preset)
                     if peer_store is not None:
                         note(f"size {size}: {peer_store.name}")
                         row["peer"] = _peer_stage(peer_store, model, stage, live, bulk)
@@ -417,6 +445,8 @@ def format_speed(report: dict[str, Any]) -> str:
         lines.append(f"{row['size']:>8}  {'bare embedder':<22}{_cell(bare['items_per_s'], '.0f'):>11}")
         entries = [(f"memory ({config['preset']})", mem["add_live"], mem["add_bulk"], mem["recall"], mem["disk_mb"])]
         entries.append(("memory (vector only)", None, None, mem["recall_vector_only"], None))
+        if "recall_after_write" in mem:
+            entries.append(("memory (write, recall)", None, None, mem["recall_after_write"], None))
         if "peer" in row:
             peer = row["peer"]
             entries.append((peer["name"], peer["add_live"], peer["add_bulk"], peer["query"], peer["disk_mb"]))
