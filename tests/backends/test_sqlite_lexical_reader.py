@@ -25,13 +25,14 @@ def test_lexical_search_has_its_own_connection_and_ranks_as_the_main_one(tmp_pat
     with SQLiteBackend(tmp_path / "lex.db") as backend:
         assert backend.concurrent_reads
         own = backend.search_lexical(flt(), ["coffee", "berlin"], 10)
-        assert backend._lexical_conn is not None and backend._lexical_conn._conn is not backend._conn
+        (reader,) = backend._lexical_idle  # opened by the search, given back after it
+        assert reader._conn is not backend._conn and backend._lexical_open == 1
         backend.concurrent_reads = False  # type: ignore[misc]  # the same search on the main connection
         assert backend.search_lexical(flt(), ["coffee", "berlin"], 10) == own
         assert len(own) == 10 and all(hit.score > 0 for hit in own)
     with pytest.raises(StorageError, match="closed"):
         backend.search_lexical(flt(), ["coffee"], 10)
-    assert backend._lexical_conn is None
+    assert backend._lexical_idle == [] and backend._lexical_open == 0
 
 
 def test_a_write_committed_on_the_main_connection_is_found_lexically(tmp_path: Path) -> None:
@@ -79,3 +80,29 @@ def test_recalls_and_writes_from_many_threads(tmp_db: str) -> None:
             t.join()
         assert not errors, errors
         assert mem.stats().total == 50 + 6 * 15
+
+
+def test_concurrent_lexical_searches_share_at_most_two_readers(tmp_path: Path) -> None:
+    from memory.backends.sqlite.backend import LEXICAL_READERS
+
+    _store(tmp_path / "pool.db")
+    with SQLiteBackend(tmp_path / "pool.db") as backend:
+        expected = backend.search_lexical(flt(), ["tea", "berlin"], 10)
+        results: list[object] = []
+        errors: list[BaseException] = []
+
+        def search() -> None:
+            try:
+                for _ in range(20):
+                    results.append(backend.search_lexical(flt(), ["tea", "berlin"], 10))
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=search) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        assert len(results) == 120 and all(r == expected for r in results)
+        assert 1 <= backend._lexical_open == len(backend._lexical_idle) <= LEXICAL_READERS == 2

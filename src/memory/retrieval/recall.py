@@ -37,6 +37,9 @@ from memory.types import Hit
 __all__ = ["Recall", "RecallContext"]
 
 log = logging.getLogger(__name__)
+
+#: Worker threads for the lexical channels of concurrent recalls (a backend with concurrent reads).
+CHANNEL_WORKERS = 4
 _VISIBLE = re.compile(VISIBLE)
 
 
@@ -252,10 +255,15 @@ class Recall:
         return fuse(results, weights, config.rrf_k)
 
     def _channels(self) -> ThreadPoolExecutor:
-        """The one worker thread that runs the lexical channel beside the vector channel (created on first use)."""
+        """The worker threads that run the lexical channel beside the vector channel (created on first use).
+
+        Concurrent recalls (a server's requests) each get one, up to
+        :data:`CHANNEL_WORKERS`: with a single worker they queued behind each
+        other's lexical search.
+        """
         with self._channel_pool_lock:
             if self._channel_pool is None:
-                self._channel_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-recall")
+                self._channel_pool = ThreadPoolExecutor(max_workers=CHANNEL_WORKERS, thread_name_prefix="memory-recall")
             return self._channel_pool
 
     def _lexical_channels(

@@ -61,6 +61,8 @@ __all__ = ["SQLiteBackend"]
 _INSERT_ITEM = item_statements(ITEM_COLUMNS)[0]
 #: Items added between two refreshes of the planner statistics.
 _OPTIMIZE_EVERY = 10_000
+#: Connections the lexical channel may hold open: concurrent recalls search lexically side by side.
+LEXICAL_READERS = 2
 
 
 class SQLiteBackend(SQLItemStore[vectors.Space]):
@@ -70,7 +72,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     row_key = "rid"
     tag_key = "rid"
     store_wide_ids = True
-    #: The lexical channel reads on a connection of its own (:meth:`_lexical_read`), so recall runs it
+    #: The lexical channel reads on connections of its own (:meth:`_lexical_read`), so recall runs it
     #: beside the query's embedding and vector search: in WAL mode readers do not wait for each other.
     concurrent_reads = True
     #: The registry columns of a space: its storage type too (see :mod:`.vectors`).
@@ -117,7 +119,10 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         )
         self._spaces: dict[str, vectors.Space] = {}
         self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout, driver=self._driver)
-        self._lexical_conn: OwnConnection | None = None  # opened by the first lexical search
+        # The lexical channel's connections: idle ones, and how many are open (at most LEXICAL_READERS).
+        self._lexical_idle: builtins.list[OwnConnection] = []
+        self._lexical_open = 0
+        self._lexical_free = threading.Condition()  # not the main lock: a vector search does not hold them up
         self._added_since_optimize = 0
         #: What the stores written once over SQLite and PostgreSQL ask of this engine.
         self.dialect = sqlite_dialect(self._read, self._write)
@@ -220,10 +225,6 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     def close(self) -> None:
         """Close the connections. Idempotent; later calls raise StorageError."""
         with self._lock:
-            reader, self._lexical_conn = self._lexical_conn, None
-        if reader is not None:
-            reader.close()  # waits for a lexical search running on it
-        with self._lock:
             if self._conn is not None:
                 conn, self._conn = self._conn, None
                 self._codes.clear()
@@ -234,6 +235,12 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
                         pass  # best effort, see _optimize
                     finally:
                         conn.close()
+        with self._lexical_free:
+            idle, self._lexical_idle = self._lexical_idle, []
+            self._lexical_open -= len(idle)
+            self._lexical_free.notify_all()  # a search waiting for a reader finds the backend closed
+        for reader in idle:
+            reader.close()  # a reader in use is closed when its search gives it back
 
     def _compile(self, flt: Filter, *, probe: bool = False) -> tuple[str, builtins.list[Any]]:
         """The filter as a predicate over ``items i`` (see :func:`.sql.compile_filter`)."""
@@ -315,18 +322,39 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
 
     @contextmanager
     def _lexical_read(self) -> Iterator[Any]:
-        """The lexical channel's connection: its own (opened on first use) while reads are concurrent."""
+        """A connection of the lexical channel's own (at most :data:`LEXICAL_READERS`, opened when needed).
+
+        Where reads are not concurrent (libSQL), the main connection.
+        """
         if not self.concurrent_reads:
             with self._read() as conn:
                 yield conn
             return
-        with self._lock:
-            self._open_conn()  # StorageError once closed
-            if self._lexical_conn is None:
-                self._lexical_conn = OwnConnection(self.path, self._busy_timeout, self._driver)
-            reader = self._lexical_conn
-        with reader.read() as conn:
-            yield conn
+        reader: OwnConnection | None = None
+        with self._lexical_free:
+            while True:
+                self._open_conn()  # StorageError once closed
+                if self._lexical_idle:
+                    reader = self._lexical_idle.pop()
+                    break
+                if self._lexical_open < LEXICAL_READERS:
+                    self._lexical_open += 1  # this search opens one
+                    break
+                self._lexical_free.wait()
+        try:
+            if reader is None:
+                reader = OwnConnection(self.path, self._busy_timeout, self._driver)
+            with reader.read() as conn:
+                yield conn
+        finally:
+            with self._lexical_free:
+                if reader is None or self._conn is None:  # not opened, or the backend closed meanwhile
+                    self._lexical_open -= 1
+                    if reader is not None:
+                        reader.close()
+                else:
+                    self._lexical_idle.append(reader)
+                self._lexical_free.notify()
 
     def _lexical_query(self, words: Sequence[str], weights: tuple[float, ...]) -> lexical.LexicalQuery:
         """Each word a quoted FTS5 string, over the content index or the index key's weighted fields."""
