@@ -30,7 +30,9 @@ Search strategy (see :func:`search`):
 2. Otherwise pick candidates from an in-process copy of the namespace: sign
    bits ranked by Hamming distance (< 1 ms for 100k vectors) choose a pool,
    and while the copy also holds the vectors, as float32 (up to
-   ``DEFAULT_FLOAT_CACHE_BYTES`` per namespace) the pool — ``FLOAT_POOL``
+   ``DEFAULT_FLOAT_CACHE_BYTES`` per namespace, and
+   ``DEFAULT_TOTAL_FLOAT_CACHE_BYTES`` for the copies of all namespaces
+   together: see :class:`CodeCache`) the pool — ``FLOAT_POOL``
    entries or 1 % of the namespace, whichever is more — is ranked by exact
    cosine in numpy. Measured on 100k MiniLM sentence vectors and 220
    queries: the top 10 hold 99.64 % of the exact top 10 with the float
