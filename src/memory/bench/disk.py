@@ -32,6 +32,7 @@ from memory import registry
 from memory.backends.base import Backend
 from memory.backends.servers import sqlite_space
 from memory.bench.corpus import GENERATOR_VERSION, cached_vectors, corpus_queries, generate_texts, load_corpus
+from memory.bench.procfs import status_mb
 from memory.bench.speed import machine_info
 from memory.config import Settings
 from memory.embedders import create_embedder
@@ -70,20 +71,6 @@ def components(tables: dict[str, int], vector_models: dict[str, str]) -> dict[st
             part = "other"
         out[part] += size
     return out
-
-
-def _status_kb(field: str) -> int | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-    return None
-
-
-def _mb(kb: int | None) -> float | None:
-    return None if kb is None else round(kb / 1024, 1)
 
 
 def _reset_peak() -> bool:
@@ -149,7 +136,7 @@ def run_disk(
         )  # fmt: skip
         path = Path(tmp) / "disk.db"
         url = f"sqlite:///{path}"
-        rss_start = _status_kb("VmRSS")
+        rss_start = status_mb("VmRSS")
         names = [settings.namespace] if namespaces == 1 else [f"ns{n}" for n in range(namespaces)]
         budget = {} if vector_cache_total_mb is None else {"vector_cache_total_mb": vector_cache_total_mb}
         with Memory(
@@ -172,7 +159,7 @@ def run_disk(
             load_seconds = time.perf_counter() - started
             mem.backend.settle()
             gc.collect()
-            rss_loaded = _status_kb("VmRSS")
+            rss_loaded = status_mb("VmRSS")
             peak_reset = _reset_peak()
             started = time.perf_counter()
             for retrieval in (preset, "vector"):
@@ -180,8 +167,8 @@ def run_disk(
                     forget_queries(mem.embedder)
                     mem.recall(query, limit=10, retrieval=retrieval, namespace=names[n % len(names)])
             search_seconds = time.perf_counter() - started
-            rss_peak = _status_kb("VmHWM")
-            rss_after = _status_kb("VmRSS")
+            rss_peak = status_mb("VmHWM")
+            rss_after = status_mb("VmRSS")
         tables, models = sqlite_space(path)
         parts = components(tables, models)
         file_bytes = sum(f.stat().st_size for f in Path(tmp).glob("disk.db*"))
@@ -211,10 +198,10 @@ def run_disk(
         "components_bytes_per_memory": per_memory,
         "tables_bytes": dict(sorted(tables.items(), key=lambda kv: -kv[1])),
         "rss_mb": {
-            "start": _mb(rss_start),
-            "after_load": _mb(rss_loaded),
-            "peak_during_searches": _mb(rss_peak) if peak_reset else None,
-            "after_searches": _mb(rss_after),
+            "start": rss_start,
+            "after_load": rss_loaded,
+            "peak_during_searches": rss_peak if peak_reset else None,
+            "after_searches": rss_after,
         },
         "search_seconds": round(search_seconds, 1),
     }

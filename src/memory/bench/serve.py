@@ -29,6 +29,8 @@ from urllib.parse import urlencode, urlsplit
 
 import httpx
 
+from memory.bench.procfs import status_mb
+
 __all__ = ["run_load", "run_embedders", "summary", "percentile"]
 
 _WORDS = (
@@ -98,17 +100,6 @@ def _first_recall_ms(url: str, key: str) -> float:
     if answer.status_code != 200:
         raise RuntimeError(f"the first recall failed: {answer.status_code} {answer.text[:200]}")
     return round((time.perf_counter() - started) * 1000, 1)
-
-
-def _status_mb(pid: int, field: str) -> float | None:
-    """A memory figure of a process in MB (Linux /proc status: VmRSS, VmHWM), or None elsewhere."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except (OSError, IndexError, ValueError):
-        return None
-    return None
 
 
 @contextmanager
@@ -354,7 +345,7 @@ def run_load(
             namespace = PRELOAD_NAMESPACE if preload else None  # a large store's namespace is the default one
             with _server(embedder, Path(tmp), embedder_options, threads, namespace) as started:
                 found, token, pid = started
-                rss_listening = _status_mb(pid, "VmRSS")
+                rss_listening = status_mb("VmRSS", pid)
                 if preloaded is not None:  # the first search of the large namespace, before the timed load
                     preloaded["first_recall_ms"] = _first_recall_ms(found, token)
                 server_cpu = _cpu_seconds(pid)
@@ -363,7 +354,7 @@ def run_load(
                 client_cpu = time.process_time() - client_cpu
                 after = _cpu_seconds(pid)
                 report["server_rss_listening_mb"] = rss_listening
-                report["server_peak_rss_mb"] = _status_mb(pid, "VmHWM")
+                report["server_peak_rss_mb"] = status_mb("VmHWM", pid)
             served = report["requests"] + report["writes_acknowledged"]  # the load, then the read-back
             if server_cpu is not None and after is not None and served:
                 report["server_cpu_ms_per_request"] = round((after - server_cpu) * 1000 / served, 2)

@@ -509,9 +509,8 @@ class CodeCache:
             index = CodeIndex(space.words, space.dim, self._allowance(key), space.dtype)
             index.deletions = deletions
             self._indexes[key] = index
-        else:
-            index.float_budget = self._allowance(key)  # what the other copies left, if it grows
         if last_seq > index.last_seq:
+            index.float_budget = self._allowance(key)  # it grows: within what the other copies left
             if index.exact:
                 sql = (
                     f"SELECT c.seq, c.rid, c.code, v.embedding FROM {space.codes_table} c "
