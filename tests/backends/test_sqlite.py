@@ -763,7 +763,7 @@ def test_float_copy_falls_back_to_sign_bits_past_its_budget() -> None:
 
     rng = np.random.default_rng(8)
     vectors = rng.standard_normal((100, 16)).astype(np.float32)
-    index = CodeIndex(words=1, dim=16, float_budget=50 * 16 * 4)
+    index = CodeIndex(words=1, dim=16, float_budget=50 * (16 * 4 + 4))  # 50 float32 vectors and lengths
     rows = [(n + 1, n, quantize(v, 1), v.tobytes()) for n, v in enumerate(vectors)]
     index.extend(rows[:50])
     assert index.exact

@@ -120,7 +120,9 @@ def test_float16_search_matches_a_float32_reference(tmp_path: Path, path: str) -
         assert same >= 36
         if path == "float-copy":
             (index,) = backend._codes._indexes.values()
-            assert index.exact and index.floats is not None and index.floats.dtype == np.float32
+            # held as stored (half the bytes of float32), with a float32 length each
+            assert index.exact and index.floats is not None and index.floats.dtype == np.float16
+            assert index.float_bytes == index.floats.shape[0] * (DIM * 2 + 4)
 
 
 @pytest.mark.parametrize("path", list(EXACT_PATHS))

@@ -94,9 +94,9 @@ def _top_ids(backend: SQLiteBackend, namespace: str, queries: np.ndarray) -> lis
 
 
 def test_float_copies_share_one_budget_across_namespaces(tmp_path: Path) -> None:
-    # 3,000 vectors of 64 dimensions: a float copy of 0.73 MB per namespace, two do not fit in 1 MB.
+    # 6,000 float16 vectors of 64 dimensions and their lengths: a copy of 0.76 MB per namespace, two do not fit in 1 MB.
     db_path, dim, names = tmp_path / "shared.db", 64, ("a", "b", "c")
-    _namespaces_store(db_path, dim, 3000, names)
+    _namespaces_store(db_path, dim, 6000, names)
     queries = np.random.default_rng(14).standard_normal((5, dim)).astype(np.float32)
     options: dict[str, Any] = {"exact_limit": 0, "vector_cache_mb": 1}
     with (
@@ -120,7 +120,7 @@ def test_float_copies_share_one_budget_across_namespaces(tmp_path: Path) -> None
 
 def test_a_copy_that_grows_past_the_shared_budget_keeps_sign_bits_only(tmp_path: Path) -> None:
     db_path, dim = tmp_path / "grow.db", 64
-    _namespaces_store(db_path, dim, 2000, ("a", "b"))  # 0.49 MB of floats each
+    _namespaces_store(db_path, dim, 3700, ("a", "b"))  # 0.47 MB of float16 vectors and lengths each
     query = np.ones(dim, dtype=np.float32)
     with SQLiteBackend(db_path, exact_limit=0, vector_cache_mb=1, vector_cache_total_mb=1) as reader:
         for ns in ("a", "b"):
@@ -131,7 +131,7 @@ def test_a_copy_that_grows_past_the_shared_budget_keeps_sign_bits_only(tmp_path:
         with SQLiteBackend(db_path) as writer:  # another connection adds to b: its copy must grow
             writer.add([record(make_item(f"b more {n}", namespace="b"), rng.standard_normal(dim)) for n in range(600)])
         hits = reader.search_vector(flt(namespace="b"), MODEL, query, 10)
-        assert copies["a"].exact and not copies["b"].exact and copies["b"].size == 2600
+        assert copies["a"].exact and not copies["b"].exact and copies["b"].size == 4300
         assert reader._codes.float_bytes <= 1024 * 1024 and len(hits) == 10
 
 

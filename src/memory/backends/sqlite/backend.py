@@ -95,9 +95,10 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
 
         ``busy_timeout`` is how long (seconds) a write waits for another
         process's lock; ``exact_limit`` is the number of filter matches up to
-        which vector search scans exactly; ``vector_cache_mb`` caps the float32
-        copy of a namespace's (float16 or float32) vectors kept in process for exact ranking above
-        that (0 = sign bits only, approximate; see :mod:`.vectors`), and ``vector_cache_total_mb``
+        which vector search scans exactly; ``vector_cache_mb`` caps the
+        copy of a namespace's vectors (as stored: float16 or float32, with
+        their lengths) kept in process for exact ranking above that (0 = sign
+        bits only, approximate; see :mod:`.vectors`), and ``vector_cache_total_mb``
         the copies of all namespaces together (a copy built once the others hold it keeps sign bits only);
         ``lexical_bounds`` bound the lexical channel's work (the defaults of
         :mod:`.lexical` when None; tests pass small ones). Raises
@@ -373,7 +374,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         """Sign-bit candidates rescored exactly (see :mod:`.vectors`); exact scan up to ``exact_limit`` matches.
 
         Above ``exact_limit`` filter matches, sign bits (refined by exact
-        cosine from an in-process float32 copy) pick candidates, whose
+        cosine from an in-process copy of the vectors) pick candidates, whose
         scores come from that copy or from their stored vectors.
         """
         where, params = compile_filter(flt)

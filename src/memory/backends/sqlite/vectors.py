@@ -29,7 +29,7 @@ Search strategy (see :func:`search`):
    the whole filter (in SQL) and score them all: exact.
 2. Otherwise pick candidates from an in-process copy of the namespace: sign
    bits ranked by Hamming distance (< 1 ms for 100k vectors) choose a pool,
-   and while the copy also holds the vectors, as float32 (up to
+   and while the copy also holds the vectors, as the space stores them (up to
    ``DEFAULT_FLOAT_CACHE_BYTES`` per namespace, and
    ``DEFAULT_TOTAL_FLOAT_CACHE_BYTES`` for the copies of all namespaces
    together: see :class:`CodeCache`) the pool — ``FLOAT_POOL``
@@ -38,7 +38,7 @@ Search strategy (see :func:`search`):
    queries: the top 10 hold 99.64 % of the exact top 10 with the float
    refinement (every one with a pool of 4,000, at 0.6 ms more per search);
    99.55 % without it (1000 sign-bit candidates). With the float copy its cosines are the
-   scores (the copy holds the stored vectors scaled to unit length); without
+   scores (the copy holds the stored vectors and their lengths); without
    it the best candidates' vectors are read and scored exactly. The filter is then
    checked in SQL best first until ``k`` pass, and the candidate set widens
    while fewer than ``k`` pass. Scores are always exact cosines of the
@@ -109,7 +109,8 @@ DEFAULT_MIN_CANDIDATES = 1_000
 #: scoring the pool costs 0.24, 0.41 and 0.81 ms (HNSW in Chroma 1.5.9 finds 0.912 of them).
 FLOAT_POOL = 1_000
 FLOAT_POOL_SHARE = 0.01
-#: Per-namespace budget for keeping the vectors in process (as float32); sign bits only beyond it.
+#: Per-namespace budget for keeping the vectors in process (as stored: float16 in spaces made since 0016, with a
+#: float32 length each; 772 bytes a MiniLM vector); sign bits only beyond it.
 DEFAULT_FLOAT_CACHE_BYTES = 512 * 1024 * 1024
 #: Budget for the float copies of every namespace of a store together: a namespace whose copy is
 #: built once the others have spent it keeps sign bits only (its best candidates are rescored
@@ -211,20 +212,25 @@ def storable(space: Space, vector: Vector) -> npt.NDArray[np.floating[Any]]:
 
 
 def _float32(raw: bytes, dtype: type[np.floating[Any]]) -> npt.NDArray[np.float32]:
-    """Stored bytes of ``dtype`` as a new float32 array.
+    """Stored bytes of ``dtype`` as a new float32 array."""
+    if dtype is np.float32:
+        return np.frombuffer(raw, dtype=np.float32).copy()
+    return _widen(np.frombuffer(raw, dtype=np.float16))
 
-    float16 is widened by bit arithmetic: sign, exponent and mantissa moved
-    into float32's fields and the exponent bias corrected by one exact
+
+def _widen(halves: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
+    """float16 values as a new float32 array of the same shape.
+
+    Widened by bit arithmetic: sign, exponent and mantissa moved into
+    float32's fields and the exponent bias corrected by one exact
     multiplication by 2^112 (exact for every finite float16, subnormals
     included; a space never stores infinities). numpy's own cast runs one
     value at a time here: 0.9 ms for 2,000 384-d rows against 0.15 ms.
     """
-    if dtype is np.float32:
-        return np.frombuffer(raw, dtype=np.float32).copy()
-    bits = np.frombuffer(raw, dtype=np.int16).astype(np.int32)  # sign-extended
+    bits = halves.view(np.int16).astype(np.int32)  # sign-extended
     bits <<= 13  # mantissa and exponent in place; the sign and its extension at bits 28-31
     bits &= np.int32(-0x70000001)  # keep bit 31 (the sign), clear 28-30
-    out = bits.view(np.float32)
+    out: npt.NDArray[np.float32] = bits.view(np.float32)
     out *= _F16_TO_F32
     return out
 
@@ -239,12 +245,11 @@ def decode_rows(space: Space, blobs: Sequence[bytes]) -> npt.NDArray[np.float32]
     return _float32(b"".join(blobs), _DTYPES[space.dtype]).reshape(len(blobs), space.dim)
 
 
-def _unit_rows(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    """``rows`` scaled to unit length in place (zero rows stay zero): their dot product with a unit query is cosine."""
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+def _norms(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Each row's length, 1 for a zero row: a row's dot product with a unit query over it is their cosine."""
+    norms: npt.NDArray[np.float32] = np.sqrt(np.einsum("ij,ij->i", rows, rows))
     norms[norms == 0] = 1.0
-    rows /= norms
-    return rows
+    return norms
 
 
 def _unit(vector: Vector) -> npt.NDArray[np.float32]:
@@ -262,9 +267,7 @@ def cosines(space: Space, blobs: Sequence[bytes], vector: Vector) -> npt.NDArray
         return np.zeros(0, dtype=np.float32)
     rows = decode_rows(space, blobs)
     # einsum, not BLAS (see CodeIndex._ranked); dot products over norms: no scaled copy of the rows
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-    norms[norms == 0] = 1.0
-    scores: npt.NDArray[np.float32] = np.einsum("ij,j->i", rows, _unit(vector)) / norms
+    scores: npt.NDArray[np.float32] = np.einsum("ij,j->i", rows, _unit(vector)) / _norms(rows)
     return scores
 
 
@@ -279,8 +282,8 @@ class CodeIndex:
         """Create an empty copy for codes of ``words`` uint64.
 
         With ``dim`` and a ``float_budget`` in bytes, the vectors are kept
-        too, as float32 (exact ranking), until they would exceed the budget;
-        ``dtype`` is how the rows given to :meth:`extend` store them.
+        too (exact ranking), as the space stores them (``dtype``: float16 or
+        float32) with their lengths, until they would exceed the budget.
         """
         self.words = words
         self.dim = dim
@@ -289,9 +292,9 @@ class CodeIndex:
         self.rids = np.empty(0, dtype=np.int64)
         self.seqs = np.empty(0, dtype=np.int64)
         self.codes = np.empty((words, 0), dtype=np.uint64)
-        self.floats: npt.NDArray[np.float32] | None = (
-            np.empty((0, dim), dtype=np.float32) if dim and float_budget > 0 else None
-        )
+        keep_floats = bool(dim) and float_budget > 0
+        self.floats: npt.NDArray[Any] | None = np.empty((0, dim), dtype=self.dtype) if keep_floats else None
+        self.norms = np.empty(0, dtype=np.float32)
         self.size = 0
         self.last_seq = 0
         self.deletions = 0
@@ -304,7 +307,12 @@ class CodeIndex:
     @property
     def float_bytes(self) -> int:
         """Bytes the float copy holds (its whole allocation), 0 without one."""
-        return 0 if self.floats is None else int(self.floats.nbytes)
+        return 0 if self.floats is None else int(self.floats.nbytes + self.norms.nbytes)
+
+    @property
+    def _row_bytes(self) -> int:
+        """Bytes one entry's vector and length take in the float copy."""
+        return self.dim * np.dtype(self.dtype).itemsize + 4
 
     def snapshot(self) -> CodeIndex:
         """A view of the copy as it is now, to search while the copy itself goes on growing.
@@ -326,13 +334,13 @@ class CodeIndex:
         needed = self.size + max(0, extra)
         if needed <= self.rids.shape[0]:
             return
-        if self.floats is not None and needed * self.dim * 4 > self.float_budget:
+        if self.floats is not None and needed * self._row_bytes > self.float_budget:
             self.floats = None  # over budget: sign bits only
         self._grow(needed, needed if self.size == 0 else max(needed + needed // 8, self.size + 1024))
 
     def _grow(self, needed: int, capacity: int) -> None:
         if self.floats is not None:
-            capacity = min(capacity, max(needed, self.float_budget // (self.dim * 4)))
+            capacity = min(capacity, max(needed, self.float_budget // self._row_bytes))
         rids = np.empty(capacity, dtype=np.int64)
         seqs = np.empty(capacity, dtype=np.int64)
         codes = np.empty((self.words, capacity), dtype=np.uint64)
@@ -341,16 +349,18 @@ class CodeIndex:
         codes[:, : self.size] = self.codes[:, : self.size]
         self.rids, self.seqs, self.codes = rids, seqs, codes
         if self.floats is not None:
-            floats = np.empty((capacity, self.dim), dtype=np.float32)
+            floats = np.empty((capacity, self.dim), dtype=self.dtype)
             floats[: self.size] = self.floats[: self.size]
-            self.floats = floats
+            norms = np.empty(capacity, dtype=np.float32)
+            norms[: self.size] = self.norms[: self.size]
+            self.floats, self.norms = floats, norms
 
     def extend(self, rows: list[tuple[Any, ...]]) -> None:
         """Append ``(seq, rid, code[, embedding])`` rows read in sequence order."""
         if not rows:
             return
         needed = self.size + len(rows)
-        if self.floats is not None and (needed * self.dim * 4 > self.float_budget or len(rows[0]) < 4):
+        if self.floats is not None and (needed * self._row_bytes > self.float_budget or len(rows[0]) < 4):
             self.floats = None  # over budget: fall back to sign bits only
         if needed > self.rids.shape[0]:
             self._grow(needed, max(needed, 2 * self.rids.shape[0], 1024))
@@ -362,9 +372,9 @@ class CodeIndex:
         block = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.uint64)
         self.codes[:, self.size : needed] = block.reshape(len(rows), self.words).T
         if self.floats is not None:
-            target = self.floats[self.size : needed]
-            target[:] = _float32(b"".join(row[3] for row in rows), self.dtype).reshape(len(rows), self.dim)
-            _unit_rows(target)  # in place: dot product = cosine
+            raw = b"".join(row[3] for row in rows)
+            self.floats[self.size : needed] = np.frombuffer(raw, dtype=self.dtype).reshape(len(rows), self.dim)
+            self.norms[self.size : needed] = _norms(_float32(raw, self.dtype).reshape(len(rows), self.dim))
         self.size = needed
         self.last_seq = max(self.last_seq, rows[-1][0])
 
@@ -412,9 +422,9 @@ class CodeIndex:
     def scored(self, vector: Vector, n: int) -> list[tuple[int, float]] | None:
         """``(seq, cosine)`` of the ``n`` entries nearest ``vector``, best first; None without the float copy.
 
-        The copy holds the stored vectors as float32 scaled to unit length,
-        so these are the exact cosines that rescoring from the table
-        (:func:`cosines`) would compute. Entries are named by their sequence number: an
+        The copy holds the stored vectors as they are stored, with their
+        lengths, so these are the cosines that rescoring from the table
+        (:func:`cosines`) computes, by the same float32 arithmetic. Entries are named by their sequence number: an
         entry whose vector was deleted or replaced since the copy was read
         has a sequence number the codes table no longer holds, so the caller
         drops it when it checks the candidates in SQL.
@@ -443,13 +453,15 @@ class CodeIndex:
         pool = self.pool_size(n)
         if pool < self.size:
             coarse = smallest(self.distances(quantize(query, self.words)), pool)
-            rows = self.floats[coarse]
+            rows, norms = self.floats[coarse], self.norms[coarse]
         else:  # everything is in the pool: score the copy in place, no gathered copy
             coarse = np.arange(self.size)
-            rows = self.floats[: self.size]
+            rows, norms = self.floats[: self.size], self.norms[: self.size]
+        if rows.dtype != np.float32:
+            rows = _widen(rows)
         # einsum, not BLAS: a multi-threaded BLAS keeps spinning after the call and
         # starves the embedder's threads on small machines.
-        sims = np.einsum("ij,j->i", rows, query)
+        sims = np.einsum("ij,j->i", rows, query) / norms
         top = np.argpartition(-sims, n - 1)[:n] if n < sims.shape[0] else np.arange(sims.shape[0])
         top = top[np.argsort(-sims[top], kind="stable")]
         return list(zip(names[coarse[top]].tolist(), sims[top].tolist(), strict=True))
@@ -483,7 +495,7 @@ class CodeCache:
     def __init__(
         self, float_budget: int = DEFAULT_FLOAT_CACHE_BYTES, total_float_budget: int = DEFAULT_TOTAL_FLOAT_CACHE_BYTES
     ) -> None:
-        """Create an empty cache: ``float_budget`` bytes of vectors (as float32) per namespace copy, at most
+        """Create an empty cache: ``float_budget`` bytes of vectors (as stored) per namespace copy, at most
         ``total_float_budget`` for all copies together."""
         self._indexes: dict[tuple[str, int, str], CodeIndex] = {}
         self.float_budget = float_budget
