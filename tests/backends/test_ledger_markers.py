@@ -116,7 +116,7 @@ def test_only_volatile_fields_change_without_a_ledger_entry() -> None:
         for found in _item_updates(path.read_text(encoding="utf-8"), path.name)
     ]
     assert {(name, function) for name, function, _ in updates} >= {
-        ("items_write.py", "record_access"), ("items_write.py", "set_windows"), ("items.py", "mark_embedding"),
+        ("items_write.py", "_write_access"), ("items_write.py", "set_windows"), ("items.py", "mark_embedding"),
         ("items.py", "claim_pending_embeddings"), ("item_vectors.py", "set_vectors"),
         ("items_write.py", "item_statements"),
     }  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -230,6 +231,53 @@ def test_record_access_counts_each_listing_and_stays_in_its_namespace(backend: B
     assert (untouched.access_count, untouched.accessed_at) == (0, None)
     backend.record_access("ns", [], later)
     assert backend.get("ns", [once.item.id])[0].access_count == 1
+
+
+def _counts(backend: Backend, rec: NewRecord) -> tuple[int, datetime | None]:
+    item = backend.get("ns", [rec.item.id])[0]
+    return item.access_count, item.accessed_at
+
+
+def test_accesses_are_written_in_batches_and_when_the_store_closes(
+    backend: Backend, open_backend: Callable[[], Backend]
+) -> None:
+    from memory.backends.access_log import AccessLog
+
+    rec, other = _record("recalled"), _record("recalled too")
+    backend.add([rec, other])
+    backend.__dict__["_access_log"] = AccessLog(batch=2, delay=3600.0)  # due at two memories
+    later = NOW + timedelta(hours=1)
+    backend.record_access("ns", [rec.item.id], later)
+    reader = open_backend()
+    try:
+        assert _counts(backend, rec) == (1, later)  # this store reads its own kept accesses
+        assert _counts(reader, rec) == (0, None)  # not written yet
+        backend.record_access("ns", [other.item.id, rec.item.id], later + timedelta(minutes=1))  # due: written
+        assert _counts(reader, rec) == (2, later + timedelta(minutes=1)) and _counts(reader, other)[0] == 1
+        assert _counts(backend, rec) == (2, later + timedelta(minutes=1))  # counted once, not again
+        backend.record_access("ns", [other.item.id], later + timedelta(minutes=2))
+        assert _counts(reader, other)[0] == 1
+        backend.close()  # writes what it kept
+        assert _counts(reader, other) == (2, later + timedelta(minutes=2))
+    finally:
+        reader.close()
+
+
+def test_a_rewritten_item_keeps_its_accesses_counted_once(
+    backend: Backend, open_backend: Callable[[], Backend]
+) -> None:
+    rec = _record("recalled, then edited")
+    backend.add([rec])
+    backend.record_access("ns", [rec.item.id], NOW + timedelta(hours=1))
+    read = backend.get("ns", [rec.item.id])[0]  # the kept access counted
+    edited = read.model_copy(update={"content": "edited"})
+    backend.replace(edited, None, ledger_entry("update", rec.item.id, "ns", NOW, before=read, after=edited))
+    backend.close()
+    reader = open_backend()
+    try:
+        assert _counts(reader, rec) == (1, NOW + timedelta(hours=1))
+    finally:
+        reader.close()
 
 
 def test_rank_fields_are_what_get_returns_without_whole_rows(backend: Backend) -> None:

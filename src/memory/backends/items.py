@@ -110,7 +110,8 @@ class SQLItemStore(SQLItemWrites[S]):
             elif column in TIME_COLUMNS:
                 value = self._time(value)
             data[column] = value
-        return MemoryItem(**data)
+        item = MemoryItem(**data)
+        return self.access_log.seen(item) if len(self.access_log) else item
 
     def _ledger(self, row: Sequence[Any]) -> LedgerEntry:
         entry_id, namespace, item_id, op, at, before, after, reason = row

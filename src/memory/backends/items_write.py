@@ -1,7 +1,8 @@
 """The items store's writes, written once for every SQL engine (SQLite and PostgreSQL).
 
 :class:`SQLItemWrites` adds (with the dedup rule), replaces, deletes and
-re-windows items, records their access and appends to the ledger, in ``?``
+re-windows items, records their access (in batches, :mod:`memory.backends.access_log`)
+and appends to the ledger, in ``?``
 SQL through the backend's :class:`~memory.backends.dialect.Dialect`. It is
 a base class of :class:`~memory.backends.items.SQLItemStore` (the reads),
 over :class:`~memory.backends.item_vectors.SQLVectorStore` (the vector
@@ -23,23 +24,24 @@ The engine answers, through small hooks, only what truly differs:
   ``_forget_vectors``: SQLite's sign-bit codes, pgvector rows);
 * the lock that makes dedup atomic across processes (``_lock_scopes``:
   PostgreSQL's advisory locks; SQLite's write transaction already
-  serialises) and where a lone statement is cheapest (``_one_statement``).
+  serialises).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, closing
+from contextlib import closing
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
+from memory.backends.access_log import AccessLog, Pending
 from memory.backends.columns import ITEM_COLUMNS, LEDGER_SELECT, TIME_COLUMNS
 from memory.backends.item_vectors import S, SQLVectorStore
 from memory.backends.ledger_refs import item_ref
 from memory.backends.values import AddResult, NewRecord, Vector
-from memory.errors import InvalidInputError, NotFoundError
+from memory.errors import InvalidInputError, NotFoundError, StorageError
 from memory.filters import Filter
 from memory.records import snapshot
 from memory.types import LedgerEntry, MemoryItem
@@ -146,10 +148,6 @@ class SQLItemWrites(SQLVectorStore[S]):
 
     def _forget_vectors(self, conn: Any, namespace: str, ids: Sequence[str]) -> None:
         """Remove the vectors of items about to be deleted. Default: nothing (they go with the rows: cascade)."""
-
-    def _one_statement(self) -> AbstractContextManager[Any]:
-        """A connection on which one write statement is a transaction of its own (default: a write transaction)."""
-        return self.dialect.write()
 
     # -- dedup (the rule of ``add``, one copy for every engine) -----------------
     def _stored_duplicates(self, conn: Any, items: Sequence[MemoryItem]) -> dict[DedupKey, _Rows]:
@@ -375,31 +373,64 @@ class SQLItemWrites(SQLVectorStore[S]):
             self._append_ledger(conn, ledger)
             return count
 
-    def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
-        """Increment access_count (once per listed id) and set accessed_at for ``ids`` in ``namespace``.
+    @property
+    def access_log(self) -> AccessLog:
+        """The accesses recorded and not yet written (created on first use)."""
+        log: AccessLog | None = self.__dict__.get("_access_log")
+        if log is None:
+            log = self.__dict__.setdefault("_access_log", AccessLog())
+            assert log is not None
+        return log
 
-        One statement when no id is listed twice (recall's case), on the
-        engine's cheapest connection for it (:meth:`_one_statement`); else one
-        statement per repeat count, in one write transaction.
+    def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
+        """Count an access of each listed id (once per listing) and set accessed_at for ``ids`` in ``namespace``.
+
+        Kept in :attr:`access_log` and written in batches (see
+        :mod:`memory.backends.access_log`): this call writes them all once
+        enough have gathered. Reads through this store see them at once. A
+        failed write keeps them for the next one: statistics never fail the
+        recall that records them.
         """
         d = self.dialect
         wanted = [item_id for item_id in ids if d.storable(item_id)]
         if not wanted or not d.storable(namespace):
             return
-        counts: dict[str, int] = {}
-        for item_id in wanted:
-            counts[item_id] = counts.get(item_id, 0) + 1
-        by_count: dict[int, list[str]] = {}
-        for item_id, n in counts.items():
-            by_count.setdefault(n, []).append(item_id)
-        with self._one_statement() if len(by_count) == 1 else d.write() as conn:
-            for n, group in sorted(by_count.items()):
-                where, params = self._by_ids(namespace, group)
-                d.run(
-                    conn,
-                    f"UPDATE items AS i SET access_count = i.access_count + ?, accessed_at = ? WHERE {where}",
-                    [n, d.time_param(at), *params],
-                )
+        if self.access_log.add(namespace, wanted, at):
+            try:
+                self.flush_access()
+            except StorageError:
+                pass  # kept by flush_access; the next due recall, or close, writes them
+
+    def flush_access(self) -> None:
+        """Write the kept accesses in one write transaction (kept again if it fails, and the error raised)."""
+        taken = self.access_log.take()
+        if not taken:
+            return
+        try:
+            self._write_access(taken)
+        except BaseException:
+            self.access_log.give_back(taken)
+            raise
+
+    def flush_access_quietly(self) -> None:
+        """:meth:`flush_access` where a failure must not stop what follows (closing): those accesses go uncounted."""
+        try:
+            self.flush_access()
+        except StorageError:
+            pass
+
+    def _write_access(self, taken: Pending) -> None:
+        d = self.dialect
+        rows = [
+            (count, d.time_param(at), namespace, item_id)
+            for (namespace, item_id), (count, at) in sorted(taken.items())  # one lock order for every writer
+        ]
+        with d.write() as conn:
+            d.many(
+                conn,
+                "UPDATE items SET access_count = access_count + ?, accessed_at = ? WHERE namespace = ? AND id = ?",
+                rows,
+            )
 
     def replace(self, item: MemoryItem, vector: Vector | None, ledger: LedgerEntry) -> None:
         """Overwrite an item, its tags, lexical entries and vector, and record ``ledger``; its embedding claim ends.
@@ -442,6 +473,8 @@ class SQLItemWrites(SQLVectorStore[S]):
             if new_space is not None and checked is not None:
                 self._write_vector(conn, new_space, item.namespace, key, checked)
             self._append_ledger(conn, [ledger])
+        # Its row now holds the counts it was read with, kept accesses included (see AccessLog.seen).
+        self.access_log.discard(item.namespace, [item.id])
 
     def window_rule(self) -> str | None:
         """The recorded window-rule state (:meth:`set_window_rule`), or None if never set."""

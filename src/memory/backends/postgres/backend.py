@@ -18,7 +18,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from memory.backends.base import ChannelHit, Vector
@@ -228,7 +228,9 @@ class PostgresBackend(SQLItemStore[_Space]):
                 yield conn
 
     def close(self) -> None:
-        """Close the pool. Idempotent; later calls raise StorageError."""
+        """Write the kept accesses and close the pool. Idempotent; later calls raise StorageError."""
+        if self._pool is not None:
+            self.flush_access_quietly()
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
@@ -247,10 +249,6 @@ class PostgresBackend(SQLItemStore[_Space]):
 
     def _lock_spaces(self, conn: Any) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SPACE_LOCK,))
-
-    def _one_statement(self) -> AbstractContextManager[Any]:
-        """A pooled connection in autocommit: a lone statement is its own transaction, one round trip."""
-        return self._read()
 
     # -- hooks of the shared writes (memory.backends.items_write) -----------
     def _write_vector(self, conn: Any, space: _Space, namespace: str, item_id: Any, vector: Vector) -> None:

@@ -225,7 +225,9 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         return 0.0
 
     def close(self) -> None:
-        """Close the connections. Idempotent; later calls raise StorageError."""
+        """Write the kept accesses and close the connections. Idempotent; later calls raise StorageError."""
+        if self._conn is not None:
+            self.flush_access_quietly()
         with self._lock:
             if self._conn is not None:
                 conn, self._conn = self._conn, None
