@@ -182,3 +182,22 @@ def test_a_snapshot_keeps_what_it_saw_while_the_copy_grows() -> None:
     assert view.size == 100 and index.size == 5103
     assert np.array_equal(view.codes[:, :100], codes[:, :100]) and np.array_equal(view.floats[:100], floats[:100])
     assert view.scored(query, 10) == before
+
+
+def test_a_namespace_wide_search_of_a_large_namespace_counts_nothing(tmp_path: Path) -> None:
+    db_path = tmp_path / "count.db"
+    _namespaces_store(db_path, 16, 300, ("default",))
+    query = np.random.default_rng(17).standard_normal(16).astype(np.float32)
+    with SQLiteBackend(db_path, exact_limit=100) as backend:
+        backend.concurrent_reads = False  # type: ignore[misc]  # on the main connection, to trace it
+        statements: list[str] = []
+        backend._conn.set_trace_callback(statements.append)
+        wide = backend.search_vector(flt(), MODEL, query, 5)
+        counts = [s for s in statements if "count(*)" in s]
+        assert len(wide) == 5 and counts == []  # 300 vectors > exact_limit: more items than 100, no count
+        statements.clear()
+        assert backend.search_vector(flt(user="nobody"), MODEL, query, 5) == []
+        assert len([s for s in statements if "count(*)" in s]) == 1  # a narrowed scope is counted
+    with SQLiteBackend(db_path, exact_limit=1000) as backend:  # 300 vectors <= exact_limit: counted, exact
+        backend.concurrent_reads = False  # type: ignore[misc]
+        assert [h.id for h in backend.search_vector(flt(), MODEL, query, 5)] == [h.id for h in wide]

@@ -380,7 +380,8 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         scores come from that copy or from their stored vectors.
         """
         where, params = compile_filter(flt)
-        scope, scope_params = compile_filter(scope_of(flt))
+        narrowed = (flt.user, flt.agent, flt.thread, flt.kinds, flt.tags_any, flt.tags_all, flt.ids)
+        scope = compile_filter(scope_of(flt)) if any(field is not None for field in narrowed) else None
         return vectors.search(
             conn,
             self._codes,
@@ -388,7 +389,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
             flt.namespace,
             (where, params),
             compile_filter(flt, probe=True),
-            (scope, scope_params),
+            scope,
             query,
             int(k),
             exact_limit=self._exact_limit,

@@ -767,7 +767,7 @@ def search(
     namespace: str,
     predicate: tuple[str, list[Any]],
     probe: tuple[str, list[Any]],
-    scope: tuple[str, list[Any]],
+    scope: tuple[str, list[Any]] | None,
     vector: Vector,
     k: int,
     *,
@@ -781,19 +781,25 @@ def search(
     :func:`~memory.backends.sqlite.sql.compile_filter`), ``probe`` the same
     compiled for checking given rows (``probe=True``); ``scope`` is the
     compiled :func:`~memory.backends.sqlite.sql.scope_of` the filter, a
-    superset that only uses indexed columns and so is cheap to count. See
-    the module docstring for the strategy.
+    superset that only uses indexed columns and so is cheap to count, or
+    None when that is the whole namespace (then a namespace with more than
+    ``exact_limit`` vectors needs no count). See the module docstring for the strategy.
     """
     if k <= 0:
         return []
     where, params = predicate
     query = np.ascontiguousarray(vector, dtype=np.float32)
-    if stored_vectors(conn, space, namespace) == 0:  # e.g. a window space no memory of this namespace uses
+    stored = stored_vectors(conn, space, namespace)
+    if stored == 0:  # e.g. a window space no memory of this namespace uses
         return []
-    in_scope = conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM {space.owner_table} i WHERE {scope[0]} LIMIT ?)",
-        [*scope[1], exact_limit + 1],
-    ).fetchone()[0]
+    if scope is None and stored > exact_limit:  # the namespace holds at least as many items as vectors
+        in_scope = stored
+    else:
+        where_scope, scope_params = scope if scope is not None else ("i.namespace = ?", [namespace])
+        in_scope = conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {space.owner_table} i WHERE {where_scope} LIMIT ?)",
+            [*scope_params, exact_limit + 1],
+        ).fetchone()[0]
     if in_scope <= exact_limit:
         return _exact(conn, space, where, params, query, k)
     index = cache.refresh(conn, space, namespace)
