@@ -122,14 +122,17 @@ def _vector_store(path: Path, count: int = 3000) -> tuple[list[str], np.ndarray]
     return [i.id for i in items], vectors
 
 
-def test_vector_search_reads_on_the_main_connection_when_it_is_free(tmp_path: Path) -> None:
+def test_vector_search_reads_on_a_reader_and_ranks_as_the_main_connection(tmp_path: Path) -> None:
     ids, vectors = _vector_store(tmp_path / "vec.db")
     query = np.random.default_rng(1).standard_normal(DIM).astype(np.float32)
     with SQLiteBackend(tmp_path / "vec.db", exact_limit=100) as backend:
         hits = backend.search_vector(flt(), MODEL, query, 10)
-        assert backend._readers_open == 0  # the main connection was free: its cache stays warm
+        (reader,) = backend._readers_idle  # opened by the search, given back after it
+        assert reader._conn is not backend._conn
         expected = np.argsort(-(stored(vectors) @ (query / np.linalg.norm(query))))[:10]
         assert [h.id for h in hits] == [ids[n] for n in expected]
+        backend.concurrent_reads = False  # type: ignore[misc]  # the same search on the main connection
+        assert backend.search_vector(flt(), MODEL, query, 10) == hits
 
 
 def test_a_vector_search_does_not_wait_for_the_main_connection(tmp_path: Path) -> None:
@@ -152,9 +155,7 @@ def test_a_vector_search_does_not_wait_for_the_main_connection(tmp_path: Path) -
             searcher = threading.Thread(target=lambda: found.append(backend.search_vector(flt(), MODEL, query, 5)))
             searcher.start()
             searcher.join(5)
-            assert found == [first]  # answered while the main connection was still taken, the same
-            (reader,) = backend._readers_idle  # on a reader of its own
-            assert reader._conn is not backend._conn
+            assert found == [first]  # answered while the main connection was still taken
         finally:
             release.set()
             holder.join()

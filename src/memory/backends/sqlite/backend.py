@@ -127,7 +127,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         self._readers_free = threading.Condition()  # not the main lock: the main connection's users do not wait
         self._added_since_optimize = 0
         #: What the stores written once over SQLite and PostgreSQL ask of this engine.
-        self.dialect = sqlite_dialect(self._read, self._write, search=self._search)
+        self.dialect = sqlite_dialect(self._read, self._write, search=self._reader)
         self.graph = SQLGraphStore(self.dialect)  # immediate transactions serialise writers: no row locks
         self.tiers = SQLTierStore(self.dialect)
         self.feedback = SQLFeedbackStore(self.dialect)
@@ -323,28 +323,6 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
                 conn, query, k, self._lexical_bounds, compile_filter(flt, probe=True), compile_filter(flt)
             )
         return [ChannelHit(item_id, -rank) for item_id, rank in hits]
-
-    @contextmanager
-    def _search(self) -> Iterator[Any]:
-        """The connection a vector search reads on: the main one when nobody holds it, else a reader.
-
-        The main connection's page cache stays warm across this process's own
-        writes, while every commit empties the readers' caches (SQLite drops a
-        connection's cache when another one changed the file): a search right
-        after a write is faster there. When the main connection is busy
-        (another thread's read, write or search), a reader takes the search,
-        so neither waits for the other.
-        """
-        if self._lock.acquire(blocking=False):
-            try:
-                conn = self._open_conn()
-                with self._errors():
-                    yield conn
-            finally:
-                self._lock.release()
-            return
-        with self._reader() as conn:
-            yield conn
 
     @contextmanager
     def _reader(self) -> Iterator[Any]:
