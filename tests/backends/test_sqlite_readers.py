@@ -15,6 +15,14 @@ from memory.backends.sqlite import SQLiteBackend
 from memory.errors import StorageError
 
 
+def _run_together(threads: list[threading.Thread]) -> None:
+    """Start every thread, then wait for all of them."""
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def _store(path: Path) -> list[str]:
     with SQLiteBackend(path) as writer:
         items = [make_item(f"note {n} about {'tea' if n % 3 else 'coffee'} in berlin", model=None) for n in range(60)]
@@ -75,11 +83,7 @@ def test_recalls_and_writes_from_many_threads(tmp_db: str) -> None:
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
 
-        threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _run_together([threading.Thread(target=work, args=(n,)) for n in range(6)])
         assert not errors, errors
         assert mem.stats().total == 50 + 6 * 15
 
@@ -100,11 +104,7 @@ def test_concurrent_lexical_searches_share_at_most_four_readers(tmp_path: Path) 
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
 
-        threads = [threading.Thread(target=search) for _ in range(6)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _run_together([threading.Thread(target=search) for _ in range(6)])
         assert not errors, errors
         assert len(results) == 120 and all(r == expected for r in results)
         assert 1 <= backend._readers_open == len(backend._readers_idle) <= READERS == 4
@@ -191,11 +191,7 @@ def test_vector_searches_and_writes_from_many_threads(tmp_path: Path) -> None:
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
 
-        threads = [threading.Thread(target=search, args=(n,)) for n in range(6)] + [threading.Thread(target=write)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _run_together([threading.Thread(target=search, args=(n,)) for n in range(6)] + [threading.Thread(target=write)])
         assert not errors, errors
         for item_id in written:  # every write is found by its own vector once committed
             (vector,) = backend.get_vectors("default", MODEL, [item_id]).values()
