@@ -161,29 +161,6 @@ def test_writes_between_searches_do_not_copy_the_whole_copy_each_time(tmp_path: 
         assert all(a is arrays[0][0] and b is arrays[0][1] and c is arrays[0][2] for a, b, c in arrays[1:])
 
 
-def test_a_snapshot_keeps_what_it_saw_while_the_copy_grows() -> None:
-    rng = np.random.default_rng(4)
-    index = vectors_module.CodeIndex(words=1, dim=DIM, float_budget=1 << 20)
-
-    def rows(first: int, count: int) -> list[tuple[int, int, bytes, bytes]]:
-        out = []
-        for seq in range(first, first + count):
-            vector = rng.standard_normal(DIM).astype(np.float32)
-            out.append((seq, seq, vectors_module.quantize(vector, 1), vector.tobytes()))
-        return out
-
-    index.extend(rows(1, 100))
-    view = index.snapshot()
-    codes, floats = view.codes.copy(), view.floats.copy()
-    query = rng.standard_normal(DIM).astype(np.float32)
-    before = view.scored(query, 10)
-    index.extend(rows(101, 5000))  # grows: new arrays for the copy, the view keeps its own
-    index.extend(rows(5101, 3))  # written past the view's size
-    assert view.size == 100 and index.size == 5103
-    assert np.array_equal(view.codes[:, :100], codes[:, :100]) and np.array_equal(view.floats[:100], floats[:100])
-    assert view.scored(query, 10) == before
-
-
 def test_a_namespace_wide_search_of_a_large_namespace_counts_nothing(tmp_path: Path) -> None:
     db_path = tmp_path / "count.db"
     _namespaces_store(db_path, 16, 300, ("default",))

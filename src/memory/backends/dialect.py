@@ -46,9 +46,6 @@ class Dialect:
     read: Callable[[], AbstractContextManager[Any]]
     #: A context manager yielding a connection inside one write transaction (committed on success).
     write: Callable[[], AbstractContextManager[Any]]
-    #: A context manager yielding a connection for a long read-only search that should not hold up the
-    #: other users of ``read`` (SQLite's search readers); None: ``read`` (a pool already gives each its own).
-    search: Callable[[], AbstractContextManager[Any]] | None = None
     #: The engine's parameter placeholder (``?`` or ``%s``).
     mark: str = "?"
     #: True when text cannot hold NUL characters (PostgreSQL).

@@ -217,7 +217,7 @@ class SQLVectorStore(Generic[S]):
         Raises InvalidVectorError for a vector of the wrong shape, non-finite
         or all zeros.
         """
-        with (self.dialect.search or self.dialect.read)() as conn:
+        with self.dialect.read() as conn:
             space = self._space(conn, model)
             if space is None or k <= 0:
                 return []

@@ -61,9 +61,8 @@ __all__ = ["SQLiteBackend"]
 _INSERT_ITEM = item_statements(ITEM_COLUMNS)[0]
 #: Items added between two refreshes of the planner statistics.
 _OPTIMIZE_EVERY = 10_000
-#: Read connections the searches (lexical and vector channels) may hold open besides the main one:
-#: concurrent recalls search side by side, and no search holds up the writes and reads of the main one.
-READERS = 4
+#: Connections the lexical channel may hold open: concurrent recalls search lexically side by side.
+LEXICAL_READERS = 2
 
 
 class SQLiteBackend(SQLItemStore[vectors.Space]):
@@ -73,8 +72,8 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     row_key = "rid"
     tag_key = "rid"
     store_wide_ids = True
-    #: The lexical and vector channels read on connections of their own (:meth:`_reader`), so recall runs
-    #: them side by side and beside other requests: in WAL mode readers do not wait for each other.
+    #: The lexical channel reads on connections of its own (:meth:`_lexical_read`), so recall runs it
+    #: beside the query's embedding and vector search: in WAL mode readers do not wait for each other.
     concurrent_reads = True
     #: The registry columns of a space: its storage type too (see :mod:`.vectors`).
     space_columns = "space_id, model, dim, dtype"
@@ -121,13 +120,13 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         )
         self._spaces: dict[str, vectors.Space] = {}
         self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout, driver=self._driver)
-        # The searches' read connections: idle ones, and how many are open (at most READERS).
-        self._readers_idle: builtins.list[OwnConnection] = []
-        self._readers_open = 0
-        self._readers_free = threading.Condition()  # not the main lock: the main connection's users do not wait
+        # The lexical channel's connections: idle ones, and how many are open (at most LEXICAL_READERS).
+        self._lexical_idle: builtins.list[OwnConnection] = []
+        self._lexical_open = 0
+        self._lexical_free = threading.Condition()  # not the main lock: a vector search does not hold them up
         self._added_since_optimize = 0
         #: What the stores written once over SQLite and PostgreSQL ask of this engine.
-        self.dialect = sqlite_dialect(self._read, self._write, search=self._reader)
+        self.dialect = sqlite_dialect(self._read, self._write)
         self.graph = SQLGraphStore(self.dialect)  # immediate transactions serialise writers: no row locks
         self.tiers = SQLTierStore(self.dialect)
         self.feedback = SQLFeedbackStore(self.dialect)
@@ -239,10 +238,10 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
                         pass  # best effort, see _optimize
                     finally:
                         conn.close()
-        with self._readers_free:
-            idle, self._readers_idle = self._readers_idle, []
-            self._readers_open -= len(idle)
-            self._readers_free.notify_all()  # a search waiting for a reader finds the backend closed
+        with self._lexical_free:
+            idle, self._lexical_idle = self._lexical_idle, []
+            self._lexical_open -= len(idle)
+            self._lexical_free.notify_all()  # a search waiting for a reader finds the backend closed
         for reader in idle:
             reader.close()  # a reader in use is closed when its search gives it back
 
@@ -318,15 +317,15 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     ) -> builtins.list[ChannelHit]:
         """FTS5 BM25: each word a quoted FTS5 string; score ``-bm25()``; bounded work (see :func:`.lexical.search`)."""
         query = self._lexical_query(words, weights)
-        with self._reader() as conn:
+        with self._lexical_read() as conn:
             hits = lexical.search(
                 conn, query, k, self._lexical_bounds, compile_filter(flt, probe=True), compile_filter(flt)
             )
         return [ChannelHit(item_id, -rank) for item_id, rank in hits]
 
     @contextmanager
-    def _reader(self) -> Iterator[Any]:
-        """A read connection of the searches' own (at most :data:`READERS`, opened when needed).
+    def _lexical_read(self) -> Iterator[Any]:
+        """A connection of the lexical channel's own (at most :data:`LEXICAL_READERS`, opened when needed).
 
         Where reads are not concurrent (libSQL), the main connection.
         """
@@ -335,30 +334,30 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
                 yield conn
             return
         reader: OwnConnection | None = None
-        with self._readers_free:
+        with self._lexical_free:
             while True:
                 self._open_conn()  # StorageError once closed
-                if self._readers_idle:
-                    reader = self._readers_idle.pop()
+                if self._lexical_idle:
+                    reader = self._lexical_idle.pop()
                     break
-                if self._readers_open < READERS:
-                    self._readers_open += 1  # this search opens one
+                if self._lexical_open < LEXICAL_READERS:
+                    self._lexical_open += 1  # this search opens one
                     break
-                self._readers_free.wait()
+                self._lexical_free.wait()
         try:
             if reader is None:
                 reader = OwnConnection(self.path, self._busy_timeout, self._driver)
             with reader.read() as conn:
                 yield conn
         finally:
-            with self._readers_free:
+            with self._lexical_free:
                 if reader is None or self._conn is None:  # not opened, or the backend closed meanwhile
-                    self._readers_open -= 1
+                    self._lexical_open -= 1
                     if reader is not None:
                         reader.close()
                 else:
-                    self._readers_idle.append(reader)
-                self._readers_free.notify()
+                    self._lexical_idle.append(reader)
+                self._lexical_free.notify()
 
     def _lexical_query(self, words: Sequence[str], weights: tuple[float, ...]) -> lexical.LexicalQuery:
         """Each word a quoted FTS5 string, over the content index or the index key's weighted fields."""

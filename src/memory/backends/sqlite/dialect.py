@@ -17,15 +17,10 @@ __all__ = ["sqlite_dialect"]
 
 
 def sqlite_dialect(
-    read: Callable[[], AbstractContextManager[Any]],
-    write: Callable[[], AbstractContextManager[Any]],
-    search: Callable[[], AbstractContextManager[Any]] | None = None,
+    read: Callable[[], AbstractContextManager[Any]], write: Callable[[], AbstractContextManager[Any]]
 ) -> Dialect:
-    """The dialect of a SQLite connection whose reads and immediate write transactions ``read``/``write`` open.
-
-    ``search`` opens a read connection for long searches (the backend's readers), when there are any.
-    """
-    return Dialect(name="sqlite", read=read, write=write, search=search, role_sql=ROLE_SQL)
+    """The dialect of a SQLite connection whose reads and immediate write transactions ``read``/``write`` open."""
+    return Dialect(name="sqlite", read=read, write=write, role_sql=ROLE_SQL)
 
 
 # --- items store ---

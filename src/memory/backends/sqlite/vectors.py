@@ -55,9 +55,7 @@ vector's old number is gone), and candidates rescored otherwise are re-read.
 
 from __future__ import annotations
 
-import copy
 import json
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -314,16 +312,6 @@ class CodeIndex:
         """Bytes one entry's vector and length take in the float copy."""
         return self.dim * np.dtype(self.dtype).itemsize + 4
 
-    def snapshot(self) -> CodeIndex:
-        """A view of the copy as it is now, to search while the copy itself goes on growing.
-
-        The view shares the arrays: later refreshes write only past its
-        :attr:`size`, and a copy that grows or drops its floats gets new arrays
-        (or none) while the view keeps the old ones, so what the view reads
-        never changes under it.
-        """
-        return copy.copy(self)
-
     def reserve(self, extra: int) -> None:
         """Make room for ``extra`` more entries now, so a large refresh read in chunks allocates once.
 
@@ -500,64 +488,39 @@ class CodeCache:
         self._indexes: dict[tuple[str, int, str], CodeIndex] = {}
         self.float_budget = float_budget
         self.total_float_budget = total_float_budget
-        # Searches run on several connections at once: one lock per copy serialises its refreshes
-        # (searches read snapshots, see CodeIndex.snapshot), one guards the map of copies.
-        self._guard = threading.Lock()
-        self._refreshing: dict[tuple[str, int, str], threading.Lock] = {}
 
     @property
     def float_bytes(self) -> int:
         """Bytes of vectors the copies hold together."""
-        with self._guard:
-            return sum(index.float_bytes for index in self._indexes.values())
+        return sum(index.float_bytes for index in self._indexes.values())
 
     def _allowance(self, key: tuple[str, int, str]) -> int:
         """Float bytes the copy at ``key`` may hold: its own budget, within what the other copies leave."""
-        with self._guard:
-            others = sum(index.float_bytes for k, index in self._indexes.items() if k != key)
+        others = sum(index.float_bytes for k, index in self._indexes.items() if k != key)
         return max(0, min(self.float_budget, self.total_float_budget - others))
-
-    def _put(self, key: tuple[str, int, str], index: CodeIndex | None) -> None:
-        with self._guard:
-            if index is None:
-                self._indexes.pop(key, None)
-            else:
-                self._indexes[key] = index
 
     def clear(self) -> None:
         """Forget every copy."""
-        with self._guard:
-            self._indexes.clear()
+        self._indexes.clear()
 
     def refresh(self, conn: Any, space: Space, namespace: str) -> CodeIndex:
-        """Bring the copy of ``namespace`` in ``space`` up to date; a snapshot of it to search.
-
-        Safe from several threads: refreshes of one copy take turns, and each
-        caller searches its own snapshot (:meth:`CodeIndex.snapshot`).
-        """
+        """Bring the copy of ``namespace`` in ``space`` up to date and return it."""
         key = (space.owner, space.space_id, namespace)
-        with self._guard:
-            lock = self._refreshing.setdefault(key, threading.Lock())
-        with lock:
-            return self._refresh(conn, space, namespace, key).snapshot()
-
-    def _refresh(self, conn: Any, space: Space, namespace: str, key: tuple[str, int, str]) -> CodeIndex:
         row = conn.execute(
             f"SELECT last_seq, deletions FROM {space.counters_table} WHERE space_id = ? AND namespace = ?",
             (space.space_id, namespace),
         ).fetchone()
-        with self._guard:
-            index = self._indexes.get(key)
+        index = self._indexes.get(key)
         if row is None:
-            self._put(key, None)
+            self._indexes.pop(key, None)
             return CodeIndex(space.words, space.dim, self.float_budget, space.dtype)
         last_seq, deletions = int(row[0]), int(row[1])
         stale = deletions - index.deletions if index is not None else 0
         if index is None or last_seq < index.last_seq or stale > max(_MIN_STALE, index.size // 10):
-            self._put(key, None)  # its floats no longer count against the others
+            self._indexes.pop(key, None)  # its floats no longer count against the others
             index = CodeIndex(space.words, space.dim, self._allowance(key), space.dtype)
             index.deletions = deletions
-            self._put(key, index)
+            self._indexes[key] = index
         if last_seq > index.last_seq:
             index.float_budget = self._allowance(key)  # it grows: within what the other copies left
             if index.exact:

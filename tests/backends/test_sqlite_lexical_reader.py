@@ -1,0 +1,108 @@
+"""The SQLite lexical channel reads on a connection of its own, so recall runs it beside the vector channel."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from test_sqlite import flt, make_item, record
+
+from memory import Memory
+from memory.backends.sqlite import SQLiteBackend
+from memory.errors import StorageError
+
+
+def _store(path: Path) -> list[str]:
+    with SQLiteBackend(path) as writer:
+        items = [make_item(f"note {n} about {'tea' if n % 3 else 'coffee'} in berlin", model=None) for n in range(60)]
+        writer.add([record(i, None) for i in items])
+    return [i.id for i in items]
+
+
+def test_lexical_search_has_its_own_connection_and_ranks_as_the_main_one(tmp_path: Path) -> None:
+    _store(tmp_path / "lex.db")
+    with SQLiteBackend(tmp_path / "lex.db") as backend:
+        assert backend.concurrent_reads
+        own = backend.search_lexical(flt(), ["coffee", "berlin"], 10)
+        (reader,) = backend._lexical_idle  # opened by the search, given back after it
+        assert reader._conn is not backend._conn and backend._lexical_open == 1
+        backend.concurrent_reads = False  # type: ignore[misc]  # the same search on the main connection
+        assert backend.search_lexical(flt(), ["coffee", "berlin"], 10) == own
+        assert len(own) == 10 and all(hit.score > 0 for hit in own)
+    with pytest.raises(StorageError, match="closed"):
+        backend.search_lexical(flt(), ["coffee"], 10)
+    assert backend._lexical_idle == [] and backend._lexical_open == 0
+
+
+def test_a_write_committed_on_the_main_connection_is_found_lexically(tmp_path: Path) -> None:
+    _store(tmp_path / "fresh.db")
+    with SQLiteBackend(tmp_path / "fresh.db") as backend:
+        assert backend.search_lexical(flt(), ["lisbon"], 5) == []  # the reader is open now
+        added = make_item("moved to lisbon", model=None)
+        backend.add([record(added, None)])
+        assert [hit.id for hit in backend.search_lexical(flt(), ["lisbon"], 5)] == [added.id]
+
+
+def test_recall_runs_the_lexical_channel_on_its_worker_thread(tmp_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memory(tmp_db, embedder="hashing") as mem:
+        mem.remember_batch([f"note {n} about the tram to work" for n in range(30)])
+        seen: list[str] = []
+        search = type(mem.backend).search_lexical
+
+        def spy(self: SQLiteBackend, *args: object, **kwargs: object) -> object:
+            seen.append(threading.current_thread().name)
+            return search(self, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(type(mem.backend), "search_lexical", spy)
+        hits = mem.recall("tram to work", limit=5)
+        assert len(hits) == 5 and "lexical" in hits[0].channels
+        assert seen and all(name.startswith("memory-recall") for name in seen)
+
+
+def test_recalls_and_writes_from_many_threads(tmp_db: str) -> None:
+    with Memory(tmp_db, embedder="hashing") as mem:
+        mem.remember_batch([f"seed {n}: tea in berlin" for n in range(50)])
+        errors: list[BaseException] = []
+
+        def work(n: int) -> None:
+            try:
+                for m in range(15):
+                    mem.remember(f"thread {n} note {m} about tea")
+                    assert mem.recall("tea in berlin", limit=5)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        assert mem.stats().total == 50 + 6 * 15
+
+
+def test_concurrent_lexical_searches_share_at_most_two_readers(tmp_path: Path) -> None:
+    from memory.backends.sqlite.backend import LEXICAL_READERS
+
+    _store(tmp_path / "pool.db")
+    with SQLiteBackend(tmp_path / "pool.db") as backend:
+        expected = backend.search_lexical(flt(), ["tea", "berlin"], 10)
+        results: list[object] = []
+        errors: list[BaseException] = []
+
+        def search() -> None:
+            try:
+                for _ in range(20):
+                    results.append(backend.search_lexical(flt(), ["tea", "berlin"], 10))
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=search) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        assert len(results) == 120 and all(r == expected for r in results)
+        assert 1 <= backend._lexical_open == len(backend._lexical_idle) <= LEXICAL_READERS == 2
