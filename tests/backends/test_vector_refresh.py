@@ -50,6 +50,7 @@ def test_reserve_respects_the_float_budget() -> None:
     assert index.exact and index.rids.shape[0] == 50
     index.reserve(500)  # over the budget: sign bits only, room for all
     assert not index.exact and index.rids.shape[0] == 500
+    assert index.norms.shape[0] == 0  # the lengths go with the vectors
 
 
 def test_building_the_copy_holds_little_beyond_the_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -323,8 +323,13 @@ class CodeIndex:
         if needed <= self.rids.shape[0]:
             return
         if self.floats is not None and needed * self._row_bytes > self.float_budget:
-            self.floats = None  # over budget: sign bits only
+            self._drop_floats()  # over budget: sign bits only
         self._grow(needed, needed if self.size == 0 else max(needed + needed // 8, self.size + 1024))
+
+    def _drop_floats(self) -> None:
+        """Keep sign bits only: the vectors and their lengths go."""
+        self.floats = None
+        self.norms = np.empty(0, dtype=np.float32)
 
     def _grow(self, needed: int, capacity: int) -> None:
         if self.floats is not None:
@@ -349,7 +354,7 @@ class CodeIndex:
             return
         needed = self.size + len(rows)
         if self.floats is not None and (needed * self._row_bytes > self.float_budget or len(rows[0]) < 4):
-            self.floats = None  # over budget: fall back to sign bits only
+            self._drop_floats()  # over budget: fall back to sign bits only
         if needed > self.rids.shape[0]:
             self._grow(needed, max(needed, 2 * self.rids.shape[0], 1024))
         self._append(rows, needed)
