@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_sqlite import DIM, MODEL, flt, make_item, record, stored
+from test_sqlite import DIM, MODEL, NOW, flt, make_item, record, stored
 
 import memory.backends.sqlite.vectors as vectors_module
 from memory.backends.sqlite import SQLiteBackend
@@ -179,3 +179,33 @@ def test_a_namespace_wide_search_of_a_large_namespace_counts_nothing(tmp_path: P
     with SQLiteBackend(db_path, exact_limit=1000) as backend:  # 300 vectors <= exact_limit: counted, exact
         backend.concurrent_reads = False  # type: ignore[misc]
         assert [h.id for h in backend.search_vector(flt(), MODEL, query, 5)] == [h.id for h in wide]
+
+
+def test_a_live_copy_checks_row_ids_and_a_stale_one_sequence_numbers(tmp_path: Path) -> None:
+    """No deletion since the copy was read: candidates are checked against the items alone (one lookup each).
+    After a vector is replaced the copy holds its old entry: candidates are named by sequence number, so the
+    old entry is dropped and the item scores by its new vector."""
+    db_path, dim = tmp_path / "live-check.db", 16
+    _namespaces_store(db_path, dim, 400, ("default",))
+    rng = np.random.default_rng(18)
+    query = rng.standard_normal(dim).astype(np.float32)
+    with SQLiteBackend(db_path, exact_limit=50) as backend:
+        backend.concurrent_reads = False  # type: ignore[misc]
+        statements: list[str] = []
+        backend._conn.set_trace_callback(statements.append)
+        before = backend.search_vector(flt(), MODEL, query, 5)
+        (index,) = backend._codes._indexes.values()
+        checks = [s for s in statements if "json_each" in s]
+        assert index.live and checks and all("vcodes" not in s for s in checks)
+        top = before[0].id
+        away = -query / np.linalg.norm(query)  # the best match now points away from the query
+        assert backend.set_vectors("default", MODEL, [(top, away)]) == 1
+        statements.clear()
+        after = backend.search_vector(flt(), MODEL, query, 5)
+        checks = [s for s in statements if "json_each" in s]
+        assert not index.live and checks and all("vcodes" in s for s in checks)
+        assert top not in [h.id for h in after]
+        assert [h.id for h in after][:4] == [h.id for h in before][1:5]
+        statements.clear()
+        backend.delete("default", [top], [ledger_entry("delete", top, "default", NOW)])
+        assert [h.id for h in backend.search_vector(flt(), MODEL, query, 5)] == [h.id for h in after]

@@ -68,6 +68,7 @@ class NativeCandidates:
     """Candidates of one namespace from ``vector_top_k`` (the index spans every namespace of the space)."""
 
     exact = False
+    live = False  # no scored entries to name
 
     def __init__(self, conn: Any, space: vectors.Space, namespace: str) -> None:
         """Read the namespace's vector count from the space's counters."""
