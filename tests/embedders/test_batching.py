@@ -89,6 +89,46 @@ def test_a_lone_caller_does_not_wait_for_company() -> None:
     assert per_call < 0.05  # far below any batching window a caller would sit out
 
 
+def test_a_lone_caller_embeds_in_its_own_thread_and_batches_never_overlap() -> None:
+    class Recording(CountingEmbedder):
+        def __init__(self) -> None:
+            super().__init__(delay=0.05)
+            self.threads: list[str] = []
+            self.running = 0
+            self.overlapped = False
+
+        def embed_batch(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+            with self.lock:
+                self.running += 1
+                self.overlapped |= self.running > 1
+                self.threads.append(threading.current_thread().name)
+            try:
+                return super().embed_batch(texts)
+            finally:
+                with self.lock:
+                    self.running -= 1
+
+    inner = Recording()
+    wrapped = batching(inner)
+    assert isinstance(wrapped, BatchingEmbedder)
+    embed_texts(wrapped, ["alone"])
+    assert inner.threads == [threading.current_thread().name]  # no hand-off to the worker
+    assert wrapped.queue._worker is None and wrapped.queue.batches == 1
+
+    def later(i: int) -> object:
+        time.sleep(0.01 * i)  # the first runs alone in its thread; the others arrive while it runs
+        return embed_texts(wrapped, [f"caller {i}"])[0]
+
+    results = _in_threads(4, later)
+    expected = HashingEmbedder(dim=32).embed_batch([f"caller {i}" for i in range(4)])
+    for i, row in enumerate(results):
+        assert isinstance(row, np.ndarray)
+        np.testing.assert_allclose(row, expected[i], atol=1e-6)
+    assert not inner.overlapped  # one batch at a time, whoever runs it
+    assert "memory-embed-batcher" in inner.threads  # the callers that queued were served by the worker
+    assert wrapped.queue.requests == 5
+
+
 def test_a_failure_fails_only_its_own_callers() -> None:
     inner = CountingEmbedder()
     wrapped = batching(inner)
