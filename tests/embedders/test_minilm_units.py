@@ -293,3 +293,31 @@ def test_blas_cap_sets_one_openblas_thread() -> None:
     a = np.random.default_rng(0).random((300, 300))
     with cap:
         np.testing.assert_allclose(a @ np.eye(300), a)
+
+
+def test_blas_cap_holds_in_any_thread() -> None:
+    """threadpoolctl lets only the first thread that set a limit change OpenBLAS's; the cap must not depend on it."""
+    import threading
+
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from memory.embedders.minilm import _SingleThreadBlas
+
+    blas = threadpoolctl.ThreadpoolController().select(internal_api="openblas")
+    if not blas.lib_controllers:
+        pytest.skip("numpy's BLAS is not OpenBLAS here")
+    before = blas.info()[0]["num_threads"]
+    if before < 2:
+        pytest.skip("OpenBLAS runs one thread here: nothing to cap")
+    blas.limit(limits=1).restore_original_limits()  # this (main) thread now holds threadpoolctl's control
+    cap = _SingleThreadBlas()
+    seen: list[int] = []
+
+    def a_pass() -> None:
+        with cap:
+            seen.append(blas.info()[0]["num_threads"])
+        seen.append(blas.info()[0]["num_threads"])
+
+    worker = threading.Thread(target=a_pass)
+    worker.start()
+    worker.join(10)
+    assert seen == [1, before]

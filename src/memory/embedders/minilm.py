@@ -103,9 +103,15 @@ class _SingleThreadBlas:
     Idle OpenBLAS threads spin, and a pass split over every core stalls when
     another process holds one (docs/embedders.md); the numpy runtime does its
     own threading instead. The cap is process-wide while any pass runs (passes
-    of every embedder share one count). Uses ``threadpoolctl`` when installed,
-    else OpenBLAS's own setter found among the libraries loaded (Linux);
-    without either, BLAS keeps its default and ``available`` is False.
+    of every embedder share one count), whichever thread runs them. It uses
+    OpenBLAS's own setter, found among the libraries loaded (Linux), else
+    ``threadpoolctl`` when installed (other BLAS libraries); without either,
+    BLAS keeps its default and ``available`` is False.
+
+    Not ``threadpoolctl`` first: it lets only the first thread that set an
+    OpenBLAS limit (while it lives) set one, and ignores the others. The cap of
+    the embedding batcher's worker thread was a silent no-op that way whenever
+    the main thread had embedded first (found in issue 22).
     """
 
     def __init__(self) -> None:
@@ -117,38 +123,7 @@ class _SingleThreadBlas:
     @staticmethod
     def _find() -> Callable[[], Callable[[], None]] | None:
         """A function that caps BLAS at one thread and returns the function undoing it."""
-        try:
-            from threadpoolctl import ThreadpoolController
-
-            blas = ThreadpoolController().select(user_api="blas")
-        except Exception:  # noqa: BLE001 - optional package; any failure means "not available"
-            blas = None
-        if blas is not None and blas.lib_controllers:
-            return lambda: blas.limit(limits=1).restore_original_limits
-        try:
-            with open("/proc/self/maps", encoding="utf-8") as maps:
-                paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line})
-        except OSError:
-            return None
-        for path in paths:
-            try:
-                lib = ctypes.CDLL(path)
-            except OSError:
-                continue
-            for name in ("scipy_openblas{}64_", "scipy_openblas{}", "openblas{}64_", "openblas{}"):
-                getter = getattr(lib, name.format("_get_num_threads"), None)
-                setter = getattr(lib, name.format("_set_num_threads"), None)
-                if getter is None or setter is None:
-                    continue
-                getter.restype, getter.argtypes, setter.argtypes = ctypes.c_int, [], [ctypes.c_int]
-
-                def cap_openblas(get: Any = getter, put: Any = setter) -> Callable[[], None]:
-                    before = int(get())
-                    put(1)
-                    return lambda: put(before)
-
-                return cap_openblas
-        return None
+        return _openblas_cap() or _threadpoolctl_cap()
 
     @property
     def available(self) -> bool:
@@ -169,6 +144,47 @@ class _SingleThreadBlas:
                 if self._users == 0 and self._restore is not None:
                     self._restore()
                     self._restore = None
+
+
+def _openblas_cap() -> Callable[[], Callable[[], None]] | None:
+    """OpenBLAS's own thread setter among the loaded libraries (Linux), as a cap; None if none is loaded."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line})
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in ("scipy_openblas{}64_", "scipy_openblas{}", "openblas{}64_", "openblas{}"):
+            getter = getattr(lib, name.format("_get_num_threads"), None)
+            setter = getattr(lib, name.format("_set_num_threads"), None)
+            if getter is None or setter is None:
+                continue
+            getter.restype, getter.argtypes, setter.argtypes = ctypes.c_int, [], [ctypes.c_int]
+
+            def cap_openblas(get: Any = getter, put: Any = setter) -> Callable[[], None]:
+                before = int(get())
+                put(1)
+                return lambda: put(before)
+
+            return cap_openblas
+    return None
+
+
+def _threadpoolctl_cap() -> Callable[[], Callable[[], None]] | None:
+    """A cap through ``threadpoolctl`` for the BLAS libraries it knows; None without it or without BLAS."""
+    try:
+        from threadpoolctl import ThreadpoolController
+
+        blas = ThreadpoolController().select(user_api="blas")
+    except Exception:  # noqa: BLE001 - optional package; any failure means "not available"
+        return None
+    if not blas.lib_controllers:
+        return None
+    return lambda: blas.limit(limits=1).restore_original_limits
 
 
 _BLAS_LOCK = threading.Lock()
