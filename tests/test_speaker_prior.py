@@ -8,7 +8,16 @@ import pytest
 
 from memory import Memory
 from memory.retrieval.config import RetrievalConfig, preset
-from memory.retrieval.speaker import ASSISTANT, USER, asked_speaker, role_of, speaker_factor
+from memory.retrieval.speaker import (
+    ASSISTANT,
+    USER,
+    asked_speaker,
+    named_factor,
+    named_speaker,
+    role_of,
+    speaker_factor,
+    turn_factors,
+)
 
 
 @pytest.mark.parametrize(
@@ -152,3 +161,84 @@ def test_messages_search_prefers_the_users_turn_too(mem: Memory) -> None:
     assert hits[0].message.role == "user" and hits[0].message.content.startswith("I finally bought")
     scaled = {h.message.id: h.score for h in hits if h.message.role == "assistant"}
     assert scaled and all(scaled[h.message.id] == pytest.approx(h.score * 0.2) for h in off if h.message.id in scaled)
+
+
+# -- a question naming one of the chat's named speakers (LoCoMo's third-person questions) --------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("What did Caroline research?", "Caroline"),
+        ("What is Caroline's favourite book?", "Caroline"),  # a possessive still names her
+        ("When did John Smith move?", "John Smith"),  # the full name
+        ("Where did John go after the game?", "John Smith"),  # or its first word
+        ("What did Caroline and Melanie paint together?", None),  # both named: nobody preferred
+        ("What did caroline research?", None),  # a name is written with its capital
+        ("Which Carolines did they meet?", None),  # a whole word only
+        ("What may happen next?", None),  # a speaker called May is not named by "may"
+        ("What did the painter research?", None),  # nobody named
+    ],
+)
+def test_a_question_names_one_speaker_or_none(query: str, named: str | None) -> None:
+    assert named_speaker(query, ["Caroline", "Melanie", "John Smith", "May"]) == named
+
+
+def test_naming_needs_two_speakers_and_the_factor_scales_only_the_others() -> None:
+    assert named_speaker("What did Caroline research?", ["Caroline"]) is None  # nobody else to scale
+    assert named_speaker("What did Caroline research?", ["Caroline", None, " ", 3]) is None
+    assert named_factor("Melanie", "Caroline", 0.3) == pytest.approx(0.7)
+    assert named_factor("Caroline", "Caroline", 0.3) is None
+    assert named_factor(None, "Caroline", 0.3) is None  # a turn without a speaker
+    assert named_factor("Melanie", None, 0.3) is None
+    assert named_factor("Melanie", "Caroline", 0.0) is None
+
+
+def test_the_first_person_rule_comes_first() -> None:
+    turns = {"a": ("user", "Caroline"), "b": ("assistant", "Bot"), "c": (None, "Melanie")}
+    assert turn_factors("Did I tell Caroline about my trip?", turns, 0.8, 0.3) == {"b": pytest.approx(0.2)}
+    assert turn_factors("What did Caroline research?", turns, 0.8, 0.3) == {
+        "b": pytest.approx(0.7), "c": pytest.approx(0.7),
+    }  # fmt: skip
+    assert turn_factors("What did Caroline research?", turns, 0.8, 0.0) == {}
+
+
+CHAT = [
+    # Melanie asks about Caroline's research in Caroline's words; Caroline's own turn holds the answer.
+    ("Melanie", "Caroline, how is your research on adoption agencies going? Which adoption agencies did you research?"),
+    ("Caroline", "I looked into three agencies that support LGBTQ parents."),
+    ("Melanie", "I painted a lake at sunrise last week."),
+]
+NAMED_QUESTION = "Which adoption agencies did Caroline research?"
+
+
+def test_recall_prefers_the_named_speakers_turns(mem: Memory) -> None:
+    mem.remember_batch(
+        [{"content": f"{who}: {text}", "thread": "s1", "metadata": {"speaker": who}} for who, text in CHAT]
+    )
+    config = preset("balanced")
+    off = mem.recall(NAMED_QUESTION, limit=3, retrieval=config.model_copy(update={"named_speaker_penalty": 0.0}))
+    on = mem.recall(NAMED_QUESTION, limit=3)
+    assert all(h.parts.speaker is None for h in off)
+    melanies = [h for h in on if h.item.metadata["speaker"] == "Melanie"]
+    assert melanies and all(h.parts.speaker == pytest.approx(0.7) for h in melanies)
+    assert all(h.parts.speaker is None for h in on if h.item.metadata["speaker"] == "Caroline")
+    for hit in melanies:  # applied to the blend, and shown
+        unscaled = next(h for h in off if h.id == hit.id)
+        assert hit.score == pytest.approx(unscaled.score * 0.7)
+    caroline = next(h for h in on if h.item.metadata["speaker"] == "Caroline")
+    unscaled = next(h for h in off if h.id == caroline.id)
+    assert caroline.score == pytest.approx(unscaled.score)
+    assert [h.id for h in on].index(caroline.id) <= [h.id for h in off].index(caroline.id)
+
+
+def test_messages_search_prefers_the_named_speakers_turns_too(mem: Memory) -> None:
+    mem.messages.append_many(
+        [{"role": "user", "speaker": who, "content": text, "thread": "s1"} for who, text in CHAT], embed=True
+    )
+    off = mem.messages.search(NAMED_QUESTION, limit=3, retrieval=RetrievalConfig(named_speaker_penalty=0.0))
+    on = mem.messages.search(NAMED_QUESTION, limit=3)
+    scaled = {h.message.id: h.score for h in on if h.message.speaker == "Melanie"}
+    assert scaled and all(scaled[h.message.id] == pytest.approx(h.score * 0.7) for h in off if h.message.id in scaled)
+    kept = {h.message.id: h.score for h in on if h.message.speaker == "Caroline"}
+    assert kept and all(kept[h.message.id] == pytest.approx(h.score) for h in off if h.message.id in kept)

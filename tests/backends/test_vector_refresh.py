@@ -209,3 +209,24 @@ def test_a_live_copy_checks_row_ids_and_a_stale_one_sequence_numbers(tmp_path: P
         statements.clear()
         backend.delete("default", [top], [ledger_entry("delete", top, "default", NOW)])
         assert [h.id for h in backend.search_vector(flt(), MODEL, query, 5)] == [h.id for h in after]
+
+
+def test_vector_hits_carry_the_rank_fields_speaker_included(tmp_path: Path) -> None:
+    dim = 16
+    rng = np.random.default_rng(19)
+    items = [
+        make_item(f"turn {n}", metadata={"speaker": "Caroline" if n % 2 else "Melanie", "role": "user"})
+        for n in range(40)
+    ]
+    with SQLiteBackend(tmp_path / "fields.db", exact_limit=10) as backend:
+        backend.ensure_vector_space(MODEL, dim)
+        backend.add([record(item, rng.standard_normal(dim)) for item in items])
+        by_id = {item.id: item for item in items}
+        for exact_limit in (10, 1000):  # the sign-bit copy's hits and the exact scan's
+            backend._exact_limit = exact_limit
+            hits = backend.search_vector(flt(), MODEL, rng.standard_normal(dim).astype(np.float32), 5)
+            assert len(hits) == 5
+            for hit in hits:
+                assert hit.fields is not None
+                assert hit.fields.speaker == by_id[hit.id].metadata["speaker"] and hit.fields.role == "user"
+                assert hit.fields.created_at == by_id[hit.id].created_at

@@ -310,3 +310,16 @@ def test_rank_fields_carry_the_metadata_role_as_stored(backend: Backend) -> None
     roles = [fields[r.item.id].role for r in records]
     assert roles[:3] == ["user", "Assistant", None]
     assert roles[3] in (3, "3")  # a non-text role comes back as the engine reads JSON; role_of ignores it
+
+
+def test_rank_fields_carry_the_metadata_speaker_as_stored(backend: Backend) -> None:
+    # A question naming one speaker prefers that speaker's turns (retrieval/speaker.py, named_speaker).
+    records = [
+        _record("Caroline: I looked into agencies", metadata={"speaker": "Caroline"}),
+        _record("Melanie: I painted a lake", metadata={"speaker": "Melanie", "role": "user"}),
+        _record("a note", metadata={"topic": "speaker"}),
+    ]
+    backend.add(records)
+    fields = backend.rank_fields("ns", [r.item.id for r in records])
+    assert [fields[r.item.id].speaker for r in records] == ["Caroline", "Melanie", None]
+    assert fields[records[1].item.id].role == "user"

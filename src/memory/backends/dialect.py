@@ -131,9 +131,10 @@ class Dialect:
     #: Appended to a claim's SELECT so concurrent claimers skip each other's rows ("" where the
     #: write transaction already serialises claimers).
     claim_lock: str = ""
-    #: An item's ``metadata["role"]`` (alias ``i``), read with the fields ranking reads (the
-    #: engines set it; NULL: no role, so no turn's score is scaled by its side).
+    #: An item's ``metadata["role"]`` and ``metadata["speaker"]`` (alias ``i``), read with the
+    #: fields ranking reads (the engines set them; NULL: no turn's score is scaled by who said it).
     role_sql: str = "NULL"
+    speaker_sql: str = "NULL"
 
     def one_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         """A ``column`` in ``values`` condition with the list bound as ONE parameter (any length, one plan).

@@ -156,18 +156,19 @@ class SQLItemStore(SQLItemWrites[S]):
         return [found[i] for i in ids if i in found]
 
     def rank_fields(self, namespace: str, ids: Sequence[str]) -> dict[str, RankFields]:
-        """created_at, importance and metadata role of the items ``ids`` in ``namespace`` (no whole rows decoded)."""
+        """created_at, importance, metadata role and speaker of the items ``ids`` in ``namespace`` (no rows decoded)."""
         if not ids or not self.dialect.storable(namespace):
             return {}
         where, params = self._by_ids(namespace, ids)
-        sql = f"SELECT i.id, i.created_at, i.importance, {self.dialect.role_sql} FROM items i WHERE {where}"
-        with self.dialect.read() as conn:
-            rows = self.dialect.rows(conn, sql, params)
+        d = self.dialect
+        sql = f"SELECT i.id, i.created_at, i.importance, {d.role_sql}, {d.speaker_sql} FROM items i WHERE {where}"
+        with d.read() as conn:
+            rows = d.rows(conn, sql, params)
         out: dict[str, RankFields] = {}
-        for item_id, created_at, importance, role in rows:
-            when = self.dialect.time_value(created_at)
+        for item_id, created_at, importance, role, speaker in rows:
+            when = d.time_value(created_at)
             if when is not None:
-                out[str(item_id)] = RankFields(when, float(importance), role)
+                out[str(item_id)] = RankFields(when, float(importance), role, speaker)
         return out
 
     def find_ids(self, flt: Filter, limit: int | None = None) -> builtins.list[str]:

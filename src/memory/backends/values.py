@@ -78,6 +78,8 @@ class RankFields:
     importance: float
     #: The chat side that said it (``metadata["role"]`` as stored; see :mod:`memory.retrieval.speaker`).
     role: Any = None
+    #: The named speaker that said it (``metadata["speaker"]`` as stored; see :mod:`memory.retrieval.speaker`).
+    speaker: Any = None
 
 
 @dataclass(frozen=True, slots=True)

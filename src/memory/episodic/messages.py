@@ -44,7 +44,7 @@ from memory.records import (
 )
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, recency_factor
-from memory.retrieval.speaker import asked_speaker, speaker_factor
+from memory.retrieval.speaker import turn_factors
 from memory.retrieval.text import feedback_terms, query_terms
 from memory.services import Core, episodic_store
 
@@ -444,7 +444,8 @@ class Messages:
                 log.warning("vector channel skipped, embedder failed: %s", exc)
         fused = fuse(results, config.weights, config.rrf_k)
         found = {m.id: m for m in store.get_messages(q.namespace, [c.id for c in fused])}
-        asked = asked_speaker(text) if config.speaker_penalty > 0 else None
+        turns = {m.id: (m.role, m.speaker) for m in found.values()}
+        factors = turn_factors(text, turns, config.speaker_penalty, config.named_speaker_penalty)
         hits = []
         for position, candidate in enumerate(fused):
             message = found.get(candidate.id)
@@ -452,8 +453,8 @@ class Messages:
                 continue
             recency = recency_factor(message.created_at, q.now, config.recency_half_life_days)
             score = (1.0 - config.recency_weight) * candidate.fusion + config.recency_weight * recency
-            factor = speaker_factor(message.role, asked, config.speaker_penalty)
-            if factor is not None:  # the other side's turn than the question asks about (retrieval/speaker.py)
+            factor = factors.get(message.id)
+            if factor is not None:  # another side's or speaker's turn than the question asks about (speaker.py)
                 score *= factor
             hits.append((score, position, MessageHit(message=message, score=score, channels=candidate.channels)))
         hits.sort(key=lambda h: (-round(h[0], 12), h[1]))

@@ -73,6 +73,12 @@ class RetrievalConfig(BaseModel):
     #: assistant said; a message's role, a memory's ``metadata["role"]``) has its final score
     #: multiplied by ``1 - speaker_penalty`` (``retrieval/speaker.py``); 0: off.
     speaker_penalty: float = Field(0.8, ge=0, le=1)
+    #: A third-person question that names one of the chat's named speakers ("What did Caroline
+    #: research?") mostly asks for that speaker's words: another named speaker's turns (a message's
+    #: ``speaker``, a memory's ``metadata["speaker"]``) have their final score multiplied by
+    #: ``1 - named_speaker_penalty``. Milder than ``speaker_penalty``: a name is weaker evidence
+    #: than "I" or "you said" (the other speaker may report it); 0: off.
+    named_speaker_penalty: float = Field(0.3, ge=0, le=1)
 
     @field_validator("fields")
     @classmethod

@@ -29,7 +29,7 @@ from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.contextual import contextual_query
 from memory.retrieval.fusion import FusedCandidate, fuse, rank
 from memory.retrieval.rerank import RerankStage
-from memory.retrieval.speaker import asked_speaker, role_of, speaker_factor
+from memory.retrieval.speaker import turn_factors
 from memory.retrieval.text import feedback_terms, query_terms
 from memory.retrieval.window import window_model
 from memory.types import Hit
@@ -144,12 +144,8 @@ class Recall:
         # Rank on the fields ranking reads (created_at, importance, the chat side that said it);
         # decode whole items only for the hits returned (and the reranker's window).
         fields = self._rank_fields(flt.namespace, results, fused)
-        asked = asked_speaker(query) if config.speaker_penalty > 0 else None
-        speakers = {
-            item_id: factor
-            for item_id, f in fields.items()
-            if (factor := speaker_factor(role_of(f.role), asked, config.speaker_penalty)) is not None
-        }
+        turns = {item_id: (f.role, f.speaker) for item_id, f in fields.items()}
+        speakers = turn_factors(query, turns, config.speaker_penalty, config.named_speaker_penalty)
         order = rank(fused, fields, flt.now, config, speakers)
         head = order[: self._rerank.window(limit) if self._rerank is not None else limit]
         items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c, _, _ in head])}

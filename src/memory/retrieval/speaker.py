@@ -14,15 +14,27 @@ user, the user's for a question about the assistant's words. A turn's side is it
 message's ``role``, a memory's ``metadata["role"]``. Memories without a role (facts, notes,
 extracted knowledge), turns of other roles (tools, system), third-person questions
 (LoCoMo's "What did Caroline …") and questions that point at the conversation without
-saying whose words ("remind me", "our previous chat") are left as they are.
+saying whose words ("remind me", "our previous chat") are left as they are by that rule.
+
+A third-person question that names exactly one of the chat's named speakers ("What did
+Caroline research?") mostly asks for that speaker's words: on the LoCoMo development split
+803 of the 832 evidence turns recall finds for such questions are the named speaker's. So
+the other named speakers' turns are scaled by ``1 - RetrievalConfig.named_speaker_penalty``
+(milder: the other speaker may report it, "Caroline told me …"). A turn's speaker is a
+message's ``speaker`` or a memory's ``metadata["speaker"]``; turns without one are left as
+they are, and the rule only applies when the question names one speaker among at least two
+in the candidates and the first-person rule above does not apply.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["USER", "ASSISTANT", "asked_speaker", "role_of", "speaker_factor"]
+__all__ = [
+    "USER", "ASSISTANT", "asked_speaker", "named_speaker", "role_of", "speaker_factor", "named_factor", "turn_factors",
+]  # fmt: skip
 
 USER = "user"
 ASSISTANT = "assistant"
@@ -73,3 +85,59 @@ def speaker_factor(role: str | None, asked: str | None, penalty: float) -> float
     if asked is None or penalty <= 0 or role not in (USER, ASSISTANT) or role == asked:
         return None
     return 1.0 - penalty
+
+
+def named_speaker(query: str, speakers: Iterable[Any]) -> str | None:
+    """The one of ``speakers`` that ``query`` names, when it names exactly one and there are two or more.
+
+    A speaker is named by their name or its first word (at least two letters), as a whole
+    word with the case it is written in ("Caroline" names "Caroline"; "caroline" and
+    "Carolines" do not), so a speaker called "May" or "Will" is not named by "may" or "will".
+    """
+    names = {name.strip() for name in speakers if isinstance(name, str) and name.strip()}
+    if len(names) < 2:
+        return None
+    named = [name for name in names if _names(query, name)]
+    return named[0] if len(named) == 1 else None
+
+
+def _names(query: str, name: str) -> bool:
+    first = name.split()[0]
+    forms = {name} | ({first} if len(first) >= 2 and first.isalpha() else set())
+    return any(re.search(rf"(?<![\w']){re.escape(form)}(?!\w)", query) for form in forms)
+
+
+def named_factor(speaker: Any, named: str | None, penalty: float) -> float | None:
+    """The factor for a hit's final score: ``1 - penalty`` for a turn another named speaker said than ``named``.
+
+    None when nothing is scaled (no speaker named, the turn has no speaker or the named one's,
+    or the penalty is 0).
+    """
+    if named is None or penalty <= 0 or not isinstance(speaker, str) or not speaker.strip():
+        return None
+    return None if speaker.strip() == named else 1.0 - penalty
+
+
+def turn_factors(
+    query: str, turns: Mapping[str, tuple[Any, Any]], penalty: float, named_penalty: float
+) -> dict[str, float]:
+    """Final-score factors, by id, of the chat turns ``turns`` (id -> (role, speaker)) for ``query``.
+
+    A first-person question or one about what the assistant said scales the other side's
+    turns by ``1 - penalty`` (:func:`speaker_factor`); otherwise a question that names one
+    of the turns' named speakers scales the other named speakers' by ``1 - named_penalty``
+    (:func:`named_factor`). Ids left out are not scaled.
+    """
+    asked = asked_speaker(query)
+    if asked is not None:
+        return {
+            turn: factor
+            for turn, (role, _) in turns.items()
+            if (factor := speaker_factor(role_of(role), asked, penalty)) is not None
+        }
+    named = named_speaker(query, (speaker for _, speaker in turns.values())) if named_penalty > 0 else None
+    return {
+        turn: factor
+        for turn, (_, speaker) in turns.items()
+        if (factor := named_factor(speaker, named, named_penalty)) is not None
+    }

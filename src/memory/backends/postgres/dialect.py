@@ -22,6 +22,7 @@ _ITEMS: dict[str, Any] = {
     "native_lists": True,
     "claim_lock": " FOR UPDATE SKIP LOCKED",
     "role_sql": "(i.metadata ->> 'role')",
+    "speaker_sql": "(i.metadata ->> 'speaker')",
 }
 # --- end items store ---
 

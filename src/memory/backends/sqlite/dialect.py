@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from memory.backends.dialect import Dialect
-from memory.backends.sqlite.sql import ROLE_SQL
+from memory.backends.sqlite.sql import ROLE_SQL, SPEAKER_SQL
 
 __all__ = ["sqlite_dialect"]
 
@@ -20,7 +20,7 @@ def sqlite_dialect(
     read: Callable[[], AbstractContextManager[Any]], write: Callable[[], AbstractContextManager[Any]]
 ) -> Dialect:
     """The dialect of a SQLite connection whose reads and immediate write transactions ``read``/``write`` open."""
-    return Dialect(name="sqlite", read=read, write=write, role_sql=ROLE_SQL)
+    return Dialect(name="sqlite", read=read, write=write, role_sql=ROLE_SQL, speaker_sql=SPEAKER_SQL)
 
 
 # --- items store ---

@@ -15,10 +15,12 @@ from memory.filters import Filter
 from memory.ids import to_epoch
 from memory.types import SENSITIVITY_LEVELS
 
-__all__ = ["ROLE_SQL", "compile_filter", "scope_of", "json_list", "storable"]
+__all__ = ["ROLE_SQL", "SPEAKER_SQL", "compile_filter", "scope_of", "json_list", "storable"]
 
 #: An item's ``metadata["role"]`` (alias ``i``): the chat side ranking reads (retrieval/speaker.py).
 ROLE_SQL = "json_extract(i.metadata, '$.role')"
+#: An item's ``metadata["speaker"]`` (alias ``i``): the named speaker ranking reads (retrieval/speaker.py).
+SPEAKER_SQL = "json_extract(i.metadata, '$.speaker')"
 
 _FALSE = "0"
 

@@ -68,7 +68,7 @@ import numpy.typing as npt
 
 from memory.backends.base import ChannelHit, Vector
 from memory.backends.sqlite.migrations import space_tables
-from memory.backends.sqlite.sql import ROLE_SQL
+from memory.backends.sqlite.sql import ROLE_SQL, SPEAKER_SQL
 from memory.backends.values import RankFields
 from memory.ids import from_epoch
 
@@ -172,8 +172,8 @@ class Space:
 
     @property
     def rank_columns(self) -> str:
-        """The owner's columns ranking reads (items: created_at, importance, metadata role), read with the hits."""
-        return f", i.created_at, i.importance, {ROLE_SQL}" if self.owner == "items" else ""
+        """Columns ranking reads (items: created_at, importance, metadata role and speaker), read with the hits."""
+        return f", i.created_at, i.importance, {ROLE_SQL}, {SPEAKER_SQL}" if self.owner == "items" else ""
 
     @property
     def words(self) -> int:
@@ -185,7 +185,8 @@ def _hit(space: Space, item_id: Any, score: float, row: Sequence[Any]) -> Channe
     """A hit, with its rank fields when ``row`` ends with :attr:`Space.rank_columns` (items)."""
     if not space.rank_columns:
         return ChannelHit(str(item_id), score)
-    return ChannelHit(str(item_id), score, RankFields(from_epoch(float(row[-3])), float(row[-2]), row[-1]))
+    created_at, importance, role, speaker = row[-4:]
+    return ChannelHit(str(item_id), score, RankFields(from_epoch(float(created_at)), float(importance), role, speaker))
 
 
 def quantize(vector: Vector, words: int) -> bytes:
