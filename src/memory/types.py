@@ -113,7 +113,8 @@ class ScoreParts(_Frozen):
         None,
         description=(
             "the factor final was multiplied by: a chat turn of the other side than the one the question asks "
-            "about (retrieval.speaker_penalty)"
+            "about (retrieval.speaker_penalty), or of another named speaker than the one it names "
+            "(retrieval.named_speaker_penalty)"
         ),
     )
 
