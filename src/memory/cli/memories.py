@@ -93,7 +93,8 @@ def recall(ctx: click.Context, /, query: str, limit: int, as_json: bool, **filte
     score per channel); --json adds the score parts and the full item. A configured reranker ([reranker] in the
     config, or MEMORY_RERANKER=http MEMORY_RERANKER_OPTIONS='{"base_url": ...}') reorders the fused top-N; its score
     is the hit's `rerank` part. A chat turn (metadata role user/assistant) of the other side than the question asks
-    about (first person: the user's; "you mentioned": the assistant's) has its score scaled: its `speaker` part.
+    about (first person: the user's; "you mentioned": the assistant's), or of another named speaker (metadata
+    speaker) than the one a third-person question names, has its score scaled: its `speaker` part.
 
     \b
     Examples:
