@@ -76,7 +76,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     #: beside the query's embedding and vector search: in WAL mode readers do not wait for each other.
     concurrent_reads = True
     #: The registry columns of a space: its storage type too (see :mod:`.vectors`).
-    space_columns = "space_id, model, dim, dtype"
+    space_columns = "space_id, model, dim, dtype, code"
     #: How a new vector space stores its vectors (spaces made before 0016 keep float32).
     new_space_dtype = vectors.FLOAT16
 
@@ -254,7 +254,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         return vectors.Space(space_id, model, dim)
 
     def _space_of(self, row: Sequence[Any]) -> vectors.Space:
-        return vectors.Space(int(row[0]), str(row[1]), int(row[2]), dtype=str(row[3]))
+        return vectors.Space(int(row[0]), str(row[1]), int(row[2]), dtype=str(row[3]), code=str(row[4]))
 
     def _create_space(self, conn: Any, space_id: int, dim: int) -> None:
         create_space_tables(conn, space_id, self.new_space_dtype)

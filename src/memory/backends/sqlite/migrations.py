@@ -472,6 +472,11 @@ _VECTOR_DTYPE = [
     "ALTER TABLE vector_spaces ADD COLUMN dtype TEXT NOT NULL DEFAULT 'float32' "
     "CHECK (dtype IN ('float32', 'float16'))",
 ]
+#: How a space's sign-bit codes are made: spaces made before keep the signs of the coordinates
+#: ('sign'); new ones take them after a fixed random rotation ('rotated', backends/sqlite/vectors.py).
+_VECTOR_CODE = [
+    "ALTER TABLE vector_spaces ADD COLUMN code TEXT NOT NULL DEFAULT 'sign' CHECK (code IN ('sign', 'rotated'))",
+]
 
 
 def _langgraph_checkpoints(conn: Any) -> None:
@@ -517,6 +522,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0014_archive_created_at", _ARCHIVE_CREATED_AT),
     Migration("0015_lean_indexes", _LEAN_INDEXES),
     Migration("0016_vector_dtype", _VECTOR_DTYPE),
+    Migration("0017_vector_code", _VECTOR_CODE),
 )
 
 
@@ -525,10 +531,13 @@ def space_tables(space_id: int) -> tuple[str, str]:
     return f"vectors_{int(space_id)}", f"vcodes_{int(space_id)}"
 
 
-def create_space_tables(conn: Any, space_id: int, dtype: str) -> None:
-    """Create the tables of one vector space and record its storage type ``dtype`` (inside the caller's transaction)."""
+def create_space_tables(conn: Any, space_id: int, dtype: str, code: str = "rotated") -> None:
+    """Create the tables of one vector space and record its storage type ``dtype`` and sign-bit ``code``.
+
+    Runs inside the caller's transaction.
+    """
     vectors, codes = space_tables(space_id)
-    conn.execute("UPDATE vector_spaces SET dtype = ? WHERE space_id = ?", (dtype, int(space_id)))
+    conn.execute("UPDATE vector_spaces SET dtype = ?, code = ? WHERE space_id = ?", (dtype, code, int(space_id)))
     conn.execute(
         f"CREATE TABLE IF NOT EXISTS {vectors} ("
         "rid INTEGER PRIMARY KEY REFERENCES items (rid) ON DELETE CASCADE, "

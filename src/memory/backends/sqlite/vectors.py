@@ -58,6 +58,7 @@ Candidates rescored otherwise are re-read.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -79,6 +80,10 @@ __all__ = [
     "CodeIndex",
     "CodeCache",
     "quantize",
+    "rotation",
+    "coded",
+    "ROTATED",
+    "SIGN",
     "storable",
     "decode",
     "cosines",
@@ -93,6 +98,11 @@ __all__ = [
 FLOAT16 = "float16"
 FLOAT32 = "float32"
 _DTYPES: dict[str, type[np.floating[Any]]] = {FLOAT16: np.float16, FLOAT32: np.float32}
+#: How a space's sign-bit codes are made: the signs of the vector turned by a fixed random rotation
+#: (:func:`rotation`; spaces made since migration 0017), or of its own coordinates (spaces made before).
+ROTATED = "rotated"
+SIGN = "sign"
+CODES = (ROTATED, SIGN)
 #: float16's largest finite value and smallest normal one: a vector whose largest component is outside is rescaled.
 _F16_MAX = float(np.finfo(np.float16).max)
 _F16_TINY = float(np.finfo(np.float16).smallest_normal)
@@ -139,10 +149,14 @@ class Space:
     owner: str = "items"
     #: How its vectors are stored: :data:`FLOAT16`, or :data:`FLOAT32` (spaces made before float16).
     dtype: str = FLOAT32
+    #: How its sign-bit codes are made: :data:`ROTATED`, or :data:`SIGN` (spaces made before 0017).
+    code: str = SIGN
 
     def __post_init__(self) -> None:
         if self.dtype not in _DTYPES:
             raise ValueError(f"unknown vector storage type {self.dtype!r}")
+        if self.code not in CODES:
+            raise ValueError(f"unknown sign-bit code {self.code!r}")
 
     def for_messages(self) -> Space:
         """The same space holding vectors of ``messages`` rows (tables ``msg_vectors_<id>``…)."""
@@ -195,6 +209,33 @@ def quantize(vector: Vector, words: int) -> bytes:
     padded = np.zeros(words * 8, dtype=np.uint8)
     padded[: bits.shape[0]] = bits
     return padded.tobytes()
+
+
+@functools.lru_cache(maxsize=8)
+def rotation(dim: int) -> npt.NDArray[np.float32]:
+    """The fixed random rotation of ``dim``-d vectors that :data:`ROTATED` codes take signs after (SimHash).
+
+    Gaussian rows from numpy's legacy ``RandomState`` (its stream is fixed
+    across numpy versions, so every process and build makes the same
+    matrix), seeded by the dimension. The signs of a vector's own
+    coordinates are poor candidates for sparse vectors: the hashing
+    embedder's are 69-84 % zeros, and a zero's bit is a negative's. Measured
+    on 100k LoCoMo sentence vectors (issue 22): the 1,000 nearest by Hamming
+    distance held 0.518 of the exact top 10 for the hashing embedder with
+    own signs, 0.980 rotated; MiniLM 0.997 and 0.998.
+    """
+    matrix = np.random.RandomState(0x51C0DE + dim).standard_normal((dim, dim))
+    out: npt.NDArray[np.float32] = np.ascontiguousarray(matrix, dtype=np.float32)
+    out.flags.writeable = False
+    return out
+
+
+def coded(vectors: npt.NDArray[Any], code: str) -> npt.NDArray[np.float32]:
+    """What the signs of ``code`` codes are taken of: the rows of ``vectors`` (or a vector), turned or not."""
+    array = np.asarray(vectors, dtype=np.float32)
+    if code == SIGN:
+        return array
+    return array @ rotation(array.shape[-1]).T
 
 
 def storable(space: Space, vector: Vector) -> npt.NDArray[np.floating[Any]]:
@@ -280,14 +321,15 @@ class CodeIndex:
     Hamming distance to a query is a few vectorised XOR + popcount passes.
     """
 
-    def __init__(self, words: int, dim: int = 0, float_budget: int = 0, dtype: str = FLOAT32) -> None:
-        """Create an empty copy for codes of ``words`` uint64.
+    def __init__(self, words: int, dim: int = 0, float_budget: int = 0, dtype: str = FLOAT32, code: str = SIGN) -> None:
+        """Create an empty copy for codes of ``words`` uint64, made as ``code`` says (:data:`ROTATED` or :data:`SIGN`).
 
         With ``dim`` and a ``float_budget`` in bytes, the vectors are kept
         too (exact ranking), as the space stores them (``dtype``: float16 or
         float32) with their lengths, until they would exceed the budget.
         """
         self.words = words
+        self.code = code
         self.dim = dim
         self.dtype = _DTYPES[dtype]
         self.float_budget = float_budget
@@ -419,7 +461,7 @@ class CodeIndex:
             return self.all_rids()
         if self.floats is not None:
             return sorted({rid for rid, _ in self._ranked(vector, n)})
-        best = smallest(self.distances(quantize(vector, self.words)), n)
+        best = smallest(self.distances(quantize(coded(vector, self.code), self.words)), n)
         return [int(r) for r in np.unique(self.rids[best])]
 
     def scored(self, vector: Vector, n: int) -> list[tuple[int, float]] | None:
@@ -456,7 +498,7 @@ class CodeIndex:
         query = _unit(vector)
         pool = self.pool_size(n)
         if pool < self.size:
-            coarse = smallest(self.distances(quantize(query, self.words)), pool)
+            coarse = smallest(self.distances(quantize(coded(query, self.code), self.words)), pool)
             rows, norms = self.floats[coarse], self.norms[coarse]
         else:  # everything is in the pool: score the copy in place, no gathered copy
             coarse = np.arange(self.size)
@@ -529,12 +571,12 @@ class CodeCache:
         index = self._indexes.get(key)
         if row is None:
             self._indexes.pop(key, None)
-            return CodeIndex(space.words, space.dim, self.float_budget, space.dtype)
+            return CodeIndex(space.words, space.dim, self.float_budget, space.dtype, space.code)
         last_seq, deletions = int(row[0]), int(row[1])
         stale = deletions - index.deletions if index is not None else 0
         if index is None or last_seq < index.last_seq or stale > max(_MIN_STALE, index.size // 10):
             self._indexes.pop(key, None)  # its floats no longer count against the others
-            index = CodeIndex(space.words, space.dim, self._allowance(key), space.dtype)
+            index = CodeIndex(space.words, space.dim, self._allowance(key), space.dtype, space.code)
             index.deletions = deletions
             self._indexes[key] = index
         index.stale = deletions - index.deletions
@@ -618,9 +660,10 @@ def write_new_vectors(conn: Any, space: Space, namespace: str, rows: Sequence[tu
         f"INSERT INTO {space.vectors_table} (rid, embedding) VALUES (?, ?)", [(rid, d.tobytes()) for rid, d in data]
     )
     first = _counter(conn, space, namespace, len(data), 0) - len(data) + 1
+    turned = coded(np.stack([d for _, d in data]), space.code)  # one product for the batch
     conn.executemany(
         f"INSERT INTO {space.codes_table} (namespace, seq, rid, code) VALUES (?, ?, ?, ?)",
-        [(namespace, first + n, rid, quantize(d, space.words)) for n, (rid, d) in enumerate(data)],
+        [(namespace, first + n, rid, quantize(turned[n], space.words)) for n, (rid, _) in enumerate(data)],
     )
 
 
