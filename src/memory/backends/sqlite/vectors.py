@@ -4,6 +4,15 @@ Each vector space (embedding model) has two tables: ``vectors_<id>`` holds
 the vectors (exact scores come from them) and ``vcodes_<id>`` holds one sign
 bit per dimension with a per-namespace sequence number.
 
+Sign-bit codes (issue 22). A space made by this version takes the signs of
+the vector turned by a fixed random rotation (:func:`rotation`, SimHash:
+each bit is a random hyperplane, so the Hamming distance follows the angle
+for any vectors); a space made before takes the signs of the coordinates
+themselves, which works for dense embeddings (MiniLM) but not for sparse
+ones (the hashing embedder's are mostly zeros). The registry records which
+(``vector_spaces.code``, migration ``0017_vector_code``, default ``sign``
+for existing spaces); stored codes and query codes of a space always agree.
+
 Storage type (issue 22: bytes per memory). A space stores its vectors as
 float16 (2 bytes a dimension: 768 for MiniLM's 384, half of float32) when it
 was made by this version, as float32 when it was made before; the space
