@@ -117,6 +117,13 @@ class ScoreParts(_Frozen):
             "(retrieval.named_speaker_penalty)"
         ),
     )
+    quantity: float | None = Field(
+        None,
+        description=(
+            "the factor final was multiplied by: the question asks for an amount and this text states none "
+            "(retrieval.quantity_penalty)"
+        ),
+    )
 
 
 class Hit(_Frozen):

@@ -94,7 +94,8 @@ def recall(ctx: click.Context, /, query: str, limit: int, as_json: bool, **filte
     config, or MEMORY_RERANKER=http MEMORY_RERANKER_OPTIONS='{"base_url": ...}') reorders the fused top-N; its score
     is the hit's `rerank` part. A chat turn (metadata role user/assistant) of the other side than the question asks
     about (first person: the user's; "you mentioned": the assistant's), or of another named speaker (metadata
-    speaker) than the one a third-person question names, has its score scaled: its `speaker` part.
+    speaker) than the one a third-person question names, has its score scaled: its `speaker` part. A question that
+    asks for an amount ("how many", "how much", "how old", …) scales the hits that state none: their `quantity` part.
 
     \b
     Examples:

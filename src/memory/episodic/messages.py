@@ -44,6 +44,7 @@ from memory.records import (
 )
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, recency_factor
+from memory.retrieval.quantity import quantity_factors
 from memory.retrieval.speaker import turn_factors
 from memory.retrieval.text import feedback_terms, query_terms
 from memory.services import Core, episodic_store
@@ -446,6 +447,7 @@ class Messages:
         found = {m.id: m for m in store.get_messages(q.namespace, [c.id for c in fused])}
         turns = {m.id: (m.role, m.speaker) for m in found.values()}
         factors = turn_factors(text, turns, config.speaker_penalty, config.named_speaker_penalty)
+        amounts = quantity_factors(text, {m.id: m.content for m in found.values()}, config.quantity_penalty)
         hits = []
         for position, candidate in enumerate(fused):
             message = found.get(candidate.id)
@@ -456,6 +458,9 @@ class Messages:
             factor = factors.get(message.id)
             if factor is not None:  # another side's or speaker's turn than the question asks about (speaker.py)
                 score *= factor
+            amount = amounts.get(message.id)
+            if amount is not None:  # the question asks for an amount and this turn states none (quantity.py)
+                score *= amount
             hits.append((score, position, MessageHit(message=message, score=score, channels=candidate.channels)))
         hits.sort(key=lambda h: (-round(h[0], 12), h[1]))
         return [hit for _, _, hit in hits[:limit] if hit.score >= config.min_score]

@@ -79,6 +79,11 @@ class RetrievalConfig(BaseModel):
     #: ``1 - named_speaker_penalty``. Milder than ``speaker_penalty``: a name is weaker evidence
     #: than "I" or "you said" (the other speaker may report it); 0: off.
     named_speaker_penalty: float = Field(0.3, ge=0, le=1)
+    #: A question that asks for an amount ("how many", "how much", "how old", "what
+    #: percentage", …) is answered by a text that states one: while some candidate states one,
+    #: the others have their final score multiplied by ``1 - quantity_penalty``
+    #: (``retrieval/quantity.py``); 0: off.
+    quantity_penalty: float = Field(0.2, ge=0, le=1)
 
     @field_validator("fields")
     @classmethod

@@ -94,18 +94,28 @@ R = TypeVar("R", bound=Rankable)
 
 
 def score_item(
-    fusion: float, item: Rankable, now: datetime, config: RetrievalConfig, speaker: float | None = None
+    fusion: float,
+    item: Rankable,
+    now: datetime,
+    config: RetrievalConfig,
+    speaker: float | None = None,
+    quantity: float | None = None,
 ) -> ScoreParts:
     """Blend fused relevance with recency and importance into the final score.
 
-    ``speaker``: a factor the blend is multiplied by (see :mod:`memory.retrieval.speaker`).
+    ``speaker`` and ``quantity``: factors the blend is multiplied by (see
+    :mod:`memory.retrieval.speaker` and :mod:`memory.retrieval.quantity`).
     """
     recency = recency_factor(item.created_at, now, config.recency_half_life_days)
     relevance_weight = max(1.0 - config.recency_weight - config.importance_weight, 0.0)
     final = relevance_weight * fusion + config.recency_weight * recency + config.importance_weight * item.importance
     if speaker is not None:
         final *= speaker
-    return ScoreParts(fusion=fusion, recency=recency, importance=item.importance, final=final, speaker=speaker)
+    if quantity is not None:
+        final *= quantity
+    return ScoreParts(
+        fusion=fusion, recency=recency, importance=item.importance, final=final, speaker=speaker, quantity=quantity
+    )
 
 
 def rank(
@@ -114,20 +124,22 @@ def rank(
     now: datetime,
     config: RetrievalConfig,
     speakers: Mapping[str, float] | None = None,
+    quantities: Mapping[str, float] | None = None,
 ) -> list[tuple[FusedCandidate, R, ScoreParts]]:
     """Score candidates whose items are known; returns them best first.
 
-    ``speakers``: factors for some candidates' final scores, by id (see
-    :mod:`memory.retrieval.speaker`). Equal final scores keep the fused order
-    (see :func:`fuse`).
+    ``speakers`` and ``quantities``: factors for some candidates' final scores, by id (see
+    :mod:`memory.retrieval.speaker` and :mod:`memory.retrieval.quantity`). Equal final
+    scores keep the fused order (see :func:`fuse`).
     """
     scored = []
     factors = speakers or {}
+    amounts = quantities or {}
     for candidate in candidates:
         item = items.get(candidate.id)
         if item is None:
             continue
-        parts = score_item(candidate.fusion, item, now, config, factors.get(candidate.id))
+        parts = score_item(candidate.fusion, item, now, config, factors.get(candidate.id), amounts.get(candidate.id))
         if parts.final < config.min_score:
             continue
         scored.append((candidate, item, parts))

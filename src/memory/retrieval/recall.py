@@ -28,11 +28,12 @@ from memory.records import check_encodable, check_limit
 from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.contextual import contextual_query
 from memory.retrieval.fusion import FusedCandidate, fuse, rank
+from memory.retrieval.quantity import asks_for_amount, quantity_factors
 from memory.retrieval.rerank import RerankStage
 from memory.retrieval.speaker import turn_factors
 from memory.retrieval.text import feedback_terms, query_terms
 from memory.retrieval.window import window_model
-from memory.types import Hit
+from memory.types import Hit, MemoryItem
 
 __all__ = ["Recall", "RecallContext"]
 
@@ -146,9 +147,17 @@ class Recall:
         fields = self._rank_fields(flt.namespace, results, fused)
         turns = {item_id: (f.role, f.speaker) for item_id, f in fields.items()}
         speakers = turn_factors(query, turns, config.speaker_penalty, config.named_speaker_penalty)
-        order = rank(fused, fields, flt.now, config, speakers)
+        items: dict[str, MemoryItem] = {}
+        quantities: dict[str, float] = {}
+        if config.quantity_penalty > 0 and asks_for_amount(query):  # reads every candidate's text
+            items = {i.id: i for i in self._backend.get(flt.namespace, list(fields))}
+            texts = {item_id: item.content for item_id, item in items.items()}
+            quantities = quantity_factors(query, texts, config.quantity_penalty)
+        order = rank(fused, fields, flt.now, config, speakers, quantities)
         head = order[: self._rerank.window(limit) if self._rerank is not None else limit]
-        items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c, _, _ in head])}
+        missing = [c.id for c, _, _ in head if c.id not in items]
+        if missing:
+            items.update((i.id, i) for i in self._backend.get(flt.namespace, missing))
         ranked = [(c, items[c.id], parts) for c, _, parts in head if c.id in items]
         if self._rerank is not None:
             ranked = self._rerank.apply(text, ranked)

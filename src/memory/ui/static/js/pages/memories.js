@@ -58,6 +58,10 @@ function scoreParts(hit) {
     hit.parts.speaker != null
       ? h("span", { class: "part", title: "the other side of the chat than the question asks about: score scaled" },
         `speaker ×${num(hit.parts.speaker, 2)}`)
+      : null,
+    hit.parts.quantity != null
+      ? h("span", { class: "part", title: "the question asks for an amount and this memory states none: score scaled" },
+        `quantity ×${num(hit.parts.quantity, 2)}`)
       : null);
 }
 
