@@ -13,7 +13,7 @@ from memory.backends.base import Backend, NewRecord
 from memory.errors import InvalidInputError
 from memory.filters import Filter
 from memory.records import build_item, ledger_entry
-from memory.retrieval.config import CONTENT_ONLY, PRESETS
+from memory.retrieval.config import CONTENT_ONLY, PRESETS, RetrievalConfig
 from memory.retrieval.window import window_model, window_vector
 from vector_storage import as_stored
 
@@ -259,7 +259,7 @@ def test_context_window_zero_writes_no_windows(make_memory: Callable[..., Memory
     assert mem.recall("pixel kitten")[0].content == TURNS[0]
 
 
-def test_best_preset_adds_a_feedback_channel(mem: Memory) -> None:
+def test_short_texts_add_a_feedback_channel(mem: Memory) -> None:
     ids = mem.remember(
         [
             "Ann: I fired a vase in the kiln at pottery class",
@@ -267,12 +267,22 @@ def test_best_preset_adds_a_feedback_channel(mem: Memory) -> None:
             "Bob: my cat sleeps all day",
         ]
     )
-    hits = mem.recall("pottery", limit=3, retrieval="best")
-    by_id = {h.id: h for h in hits}
-    # "kiln" comes from the top lexical hit; the second memory is found through it
-    assert "feedback" in by_id[ids[1]].channels and "lexical" not in by_id[ids[1]].channels
-    assert hits[0].id == ids[0]
+    for preset in ("balanced", "best"):
+        hits = mem.recall("pottery", limit=3, retrieval=preset)
+        by_id = {h.id: h for h in hits}
+        # "kiln" comes from the top lexical hit; the second memory is found through it
+        assert "feedback" in by_id[ids[1]].channels and "lexical" not in by_id[ids[1]].channels
+        assert hits[0].id == ids[0]
+    assert all("feedback" not in h.channels for h in mem.recall("pottery", limit=3, retrieval="fast"))
+
+
+def test_long_texts_add_no_feedback_channel(mem: Memory) -> None:
+    filler = " ".join(f"word{i}" for i in range(40))  # 40 more content words: a long text
+    ids = mem.remember([f"Ann: I fired a vase in the kiln at pottery class. {filler}", "the kiln reached 1200 degrees"])
     assert all("feedback" not in h.channels for h in mem.recall("pottery", limit=3))
+    always = RetrievalConfig(feedback_max_words=None)
+    hits = {h.id: h for h in mem.recall("pottery", limit=3, retrieval=always)}
+    assert "feedback" in hits[ids[1]].channels
 
 
 def test_first_windows_in_an_existing_store_index_every_memory(make_memory: Callable[..., Memory]) -> None:

@@ -46,7 +46,7 @@ from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, recency_factor
 from memory.retrieval.quantity import quantity_factors
 from memory.retrieval.speaker import turn_factors
-from memory.retrieval.text import feedback_terms, query_terms
+from memory.retrieval.text import feedback_applies, feedback_terms, query_terms
 from memory.services import Core, episodic_store
 
 if TYPE_CHECKING:
@@ -434,7 +434,7 @@ class Messages:
                 top = [h.id for h in results["lexical"][: config.feedback_docs]]
                 texts = [m.content for m in store.get_messages(q.namespace, top)]
                 extra = feedback_terms(texts, terms, config.feedback_terms)
-                if extra:
+                if extra and feedback_applies(texts, config.feedback_max_words):
                     results["feedback"] = store.search_messages_lexical(q, terms + extra, k)
         if "vector" in config.channels:
             try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.errors import InvalidInputError
-from memory.retrieval.window import LEXICAL_FIELDS
+from memory.retrieval.window import CONTEXT_WORDS, LEXICAL_FIELDS
 
 __all__ = ["RetrievalConfig", "PRESETS", "CHANNELS", "preset"]
 
@@ -44,8 +44,11 @@ class RetrievalConfig(BaseModel):
 
     # "graph" finds nothing (and is left out of fusion) until extraction has built a graph; with one it
     # helped on LoCoMo dev (R@10 0.651 -> 0.661, every category up; README "Knowledge graph").
-    channels: tuple[str, ...] = ("vector", "lexical", "graph")
-    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 1.0, "lexical": 1.0, "graph": 0.5})
+    # "feedback" runs only where the top lexical hits are short texts (``feedback_max_words``).
+    channels: tuple[str, ...] = ("vector", "lexical", "feedback", "graph")
+    weights: dict[str, float] = Field(
+        default_factory=lambda: {"vector": 1.0, "lexical": 1.0, "feedback": 0.5, "graph": 0.5}
+    )
     rrf_k: float = Field(5.0, gt=0)
     candidates: int = Field(50, ge=1, le=1000, description="candidates fetched per channel")
     recency_half_life_days: float = Field(30.0, gt=0)
@@ -68,6 +71,10 @@ class RetrievalConfig(BaseModel):
     #: Pseudo-relevance feedback (the ``feedback`` channel): top lexical hits read, terms added.
     feedback_docs: int = Field(3, ge=1, le=20)
     feedback_terms: int = Field(5, ge=1, le=32)
+    #: ... but only while those hits are short: their mean content words (stopwords left out) at
+    #: most this (the window rule's ``CONTEXT_WORDS``); from long texts the added terms drift off
+    #: the question (docs/retrieval.md, "Feedback where the turns are short"). None: always.
+    feedback_max_words: int | None = Field(CONTEXT_WORDS, ge=1)
     #: A chat turn of the other side than the one the question asks about (the assistant's turns
     #: for a question about the user in the first person, the user's for one about what the
     #: assistant said; a message's role, a memory's ``metadata["role"]``) has its final score
@@ -109,13 +116,12 @@ class RetrievalConfig(BaseModel):
 PRESETS: dict[str, RetrievalConfig] = {
     # Hybrid over the memories' index keys: content, context window, time words (the default).
     "balanced": RetrievalConfig(),
-    "fast": RetrievalConfig(candidates=20),
-    # + pseudo-relevance feedback and more candidates: a little better, ~1.4x the latency.
-    "best": RetrievalConfig(
-        channels=("vector", "lexical", "feedback", "graph"),
-        weights={"vector": 1.0, "lexical": 1.0, "feedback": 0.5, "graph": 0.5},
-        candidates=100,
+    # Without the feedback channel's second lexical search.
+    "fast": RetrievalConfig(
+        candidates=20, channels=("vector", "lexical", "graph"), weights={"vector": 1.0, "lexical": 1.0, "graph": 0.5}
     ),
+    # More candidates per channel: a little better, a little slower.
+    "best": RetrievalConfig(candidates=100),
     "lexical": RetrievalConfig(channels=("lexical",)),
     "vector": RetrievalConfig(channels=("vector",)),
     # Each memory on its own words and vector only (the default before context windows).

@@ -31,7 +31,7 @@ from memory.retrieval.fusion import FusedCandidate, fuse, rank
 from memory.retrieval.quantity import asks_for_amount, quantity_factors
 from memory.retrieval.rerank import RerankStage
 from memory.retrieval.speaker import turn_factors
-from memory.retrieval.text import feedback_terms, query_terms
+from memory.retrieval.text import feedback_applies, feedback_terms, query_terms
 from memory.retrieval.window import window_model
 from memory.types import Hit, MemoryItem
 
@@ -280,7 +280,7 @@ class Recall:
             top = [h.id for h in out["lexical"][: config.feedback_docs]]
             texts = [i.content for i in self._backend.get(flt.namespace, top)]
             extra = feedback_terms(texts, terms, config.feedback_terms)
-            if extra:
+            if extra and feedback_applies(texts, config.feedback_max_words):
                 out["feedback"] = self._search_lexical(flt, terms + extra, k, config)
         return out
 

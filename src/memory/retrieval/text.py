@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["words", "query_terms", "feedback_terms", "STOPWORDS"]
+__all__ = ["words", "query_terms", "feedback_terms", "feedback_applies", "content_words", "STOPWORDS"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 
@@ -35,6 +35,12 @@ def words(text: str) -> list[str]:
         lowered = lowered.replace("’", "'")
     found: list[str] = _WORD.findall(lowered)
     return found
+
+
+def content_words(text: str) -> int:
+    """The number of content words (stopwords left out) of ``text``."""
+    found = words(text)
+    return len(found) - sum(map(STOPWORDS.__contains__, found))
 
 
 def query_terms(text: str) -> list[str]:
@@ -78,3 +84,20 @@ def feedback_terms(texts: list[str], query: list[str], limit: int) -> list[str]:
                 score[term] = score.get(term, 0.0) + 1.0 / rank
     order = {term: position for position, term in enumerate(score)}
     return sorted(score, key=lambda t: (-score[t], order[t]))[: max(limit, 0)]
+
+
+def feedback_applies(texts: list[str], max_words: int | None) -> bool:
+    """Whether pseudo-relevance feedback may expand a query from ``texts`` (the top lexical hits).
+
+    Only while they are short: their mean content words at most ``max_words``
+    (None: always). The top hits of a chat of short turns share the words of
+    what was asked about and expand the query well; long texts (an assistant's
+    essays, documents) hold many other words, and expanding from them drifts
+    away from the question. Measured in docs/retrieval.md ("Feedback where the
+    turns are short") on LoCoMo (short turns) and LongMemEval (long ones).
+    """
+    if max_words is None:
+        return bool(texts)
+    if not texts:
+        return False
+    return sum(content_words(t) for t in texts) <= max_words * len(texts)

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memory.index_layout import LEXICAL_FIELDS, MONTHS, WINDOW, field_weights, window_model
-from memory.retrieval.text import STOPWORDS, words
+from memory.retrieval.text import content_words
 from memory.temporal import resolve_time_expressions
 from memory.types import SENSITIVITY_LEVELS, MemoryItem
 
@@ -103,12 +103,6 @@ def event_time_words(content: str, said_at: datetime) -> str:
             for moment_ in (mention.start, last):
                 out[f"{MONTHS[moment_.month - 1]} {moment_.year}"] = None
     return " ".join(out)
-
-
-def content_words(text: str) -> int:
-    """The number of content words (stopwords left out) of ``text``."""
-    found = words(text)
-    return len(found) - sum(map(STOPWORDS.__contains__, found))
 
 
 def context_share(content: str, neighbours: Sequence[str] = ()) -> float:
