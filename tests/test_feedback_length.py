@@ -59,3 +59,17 @@ def test_messages_search_expands_only_from_short_turns(mem: Memory, first: str, 
     assert any("feedback" in h.channels for h in hits) is expanded
     always = mem.messages.search("pottery", limit=2, retrieval=RetrievalConfig(feedback_max_words=None))
     assert any("feedback" in h.channels for h in always)
+
+
+def test_recall_skips_feedback_where_the_lexical_work_would_be_bounded(tmp_path: Path) -> None:
+    from memory.backends.sqlite import SQLiteBackend
+    from memory.backends.sqlite.lexical import LexicalBounds
+
+    texts = [SHORT, "the kiln reached 1200 degrees"] + [f"note {i}: the kiln and a vase" for i in range(80)]
+    for bound, expanded in ((10_000, True), (60, False)):  # with 60 the expanded match is "large"
+        backend = SQLiteBackend(tmp_path / f"bounded-{bound}.db", lexical_bounds=LexicalBounds(exact_docs=bound))
+        with Memory(backend=backend, embedder="hashing") as store:
+            store.remember_batch([{"content": t} for t in texts])
+            hits = store.recall("pottery", limit=5)
+            assert hits and hits[0].content == SHORT
+            assert any("feedback" in h.channels for h in hits) is expanded

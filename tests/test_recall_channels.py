@@ -35,12 +35,18 @@ class ConcurrentInMemory(ThrowawaySQLiteBackend):
         self.fail_lexical = False
 
     def search_lexical(
-        self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
+        self,
+        flt: Filter,
+        terms: Sequence[str],
+        k: int,
+        *,
+        fields: Mapping[str, float] | None = None,
+        exact_only: bool = False,
     ) -> list[ChannelHit]:
         self.lexical_threads.append(threading.current_thread().name)
         if self.fail_lexical:
             raise StorageError("lexical index unavailable")
-        return super().search_lexical(flt, terms, k, fields=fields)
+        return super().search_lexical(flt, terms, k, fields=fields, exact_only=exact_only)
 
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

@@ -219,13 +219,22 @@ class Backend(Protocol):
         ...
 
     def search_lexical(
-        self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
+        self,
+        flt: Filter,
+        terms: Sequence[str],
+        k: int,
+        *,
+        fields: Mapping[str, float] | None = None,
+        exact_only: bool = False,
     ) -> builtins.list[ChannelHit]:
         """BM25-ranked items containing any of ``terms`` (already normalised words), best first.
 
         ``fields`` weighs the indexed fields ``content``, ``window`` (the text
         given to :meth:`set_windows`) and ``time`` (``retrieval.window.time_words``
         of created_at); None means content only. A field of weight 0 does not match.
+        ``exact_only``: search only where the engine ranks the whole match without
+        bounding its work (``LEXICAL_EXACT_DOCS``), else return no hits: for an optional
+        second search (pseudo-relevance feedback) that must not cost what a bounded one does.
         """
         ...
 

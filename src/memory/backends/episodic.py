@@ -75,8 +75,13 @@ class EpisodicStore(Protocol):
         """Threads of ``namespace`` (optionally having messages of ``user``/``agent``), most recent first."""
         ...
 
-    def search_messages_lexical(self, query: MessageQuery, terms: Sequence[str], k: int) -> builtins.list[ChannelHit]:
-        """BM25-ranked hot messages matching ``query`` that contain any of ``terms``, best first."""
+    def search_messages_lexical(
+        self, query: MessageQuery, terms: Sequence[str], k: int, *, exact_only: bool = False
+    ) -> builtins.list[ChannelHit]:
+        """BM25-ranked hot messages matching ``query`` that contain any of ``terms``, best first.
+
+        ``exact_only``: nothing where the engine would bound its work (as ``Backend.search_lexical``).
+        """
         ...
 
     def search_messages_vector(

@@ -89,9 +89,10 @@ class SQLItemStore(SQLItemWrites[S]):
     item_select: str = ITEM_SELECT
 
     def _lexical(
-        self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...]
+        self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...], exact_only: bool = False
     ) -> builtins.list[ChannelHit]:
-        """The engine's BM25 ranking (FTS5 or tsvector) of ``words`` over items matching ``flt``."""
+        """The engine's BM25 ranking (FTS5 or tsvector) of ``words`` over items matching ``flt`` (``exact_only``:
+        see :meth:`search_lexical`)."""
         raise NotImplementedError
 
     # -- rows ----------------------------------------------------------------
@@ -129,7 +130,13 @@ class SQLItemStore(SQLItemWrites[S]):
 
     # -- search channels (the engine ranks; the arguments are checked here) --------
     def search_lexical(
-        self, flt: Filter, terms: Sequence[str], k: int, *, fields: Mapping[str, float] | None = None
+        self,
+        flt: Filter,
+        terms: Sequence[str],
+        k: int,
+        *,
+        fields: Mapping[str, float] | None = None,
+        exact_only: bool = False,
     ) -> builtins.list[ChannelHit]:
         """BM25-ranked items matching ``flt`` that contain any of ``terms``, best first, ties by id.
 
@@ -137,12 +144,13 @@ class SQLItemStore(SQLItemWrites[S]):
         see :mod:`memory.retrieval.window`); by default only content counts,
         and a field of weight 0 does not match. Terms are only ever bound as
         data (no query syntax gets through); higher scores are better.
+        ``exact_only``: nothing where the engine would bound its work (see the protocol).
         """
         weights = field_weights(fields)
         words = [t for t in terms if isinstance(t, str) and t.strip() and self.dialect.storable(t)]
         if not words or k <= 0 or not any(weights):
             return []
-        return self._lexical(flt, words, int(k), weights)
+        return self._lexical(flt, words, int(k), weights, exact_only)
 
     # -- reads ---------------------------------------------------------------
     def get(self, namespace: str, ids: Sequence[str]) -> builtins.list[MemoryItem]:

@@ -435,7 +435,7 @@ class Messages:
                 texts = [m.content for m in store.get_messages(q.namespace, top)]
                 extra = feedback_terms(texts, terms, config.feedback_terms)
                 if extra and feedback_applies(texts, config.feedback_max_words):
-                    results["feedback"] = store.search_messages_lexical(q, terms + extra, k)
+                    results["feedback"] = store.search_messages_lexical(q, terms + extra, k, exact_only=True)
         if "vector" in config.channels:
             try:
                 if self._core.ensure_space(strict=True):

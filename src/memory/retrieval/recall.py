@@ -281,16 +281,17 @@ class Recall:
             texts = [i.content for i in self._backend.get(flt.namespace, top)]
             extra = feedback_terms(texts, terms, config.feedback_terms)
             if extra and feedback_applies(texts, config.feedback_max_words):
-                out["feedback"] = self._search_lexical(flt, terms + extra, k, config)
+                # A second search only where it is cheap: never one the backend would have to bound.
+                out["feedback"] = self._search_lexical(flt, terms + extra, k, config, exact_only=True)
         return out
 
     def _search_lexical(
-        self, flt: Filter, terms: builtins.list[str], k: int, config: RetrievalConfig
+        self, flt: Filter, terms: builtins.list[str], k: int, config: RetrievalConfig, *, exact_only: bool = False
     ) -> builtins.list[ChannelHit]:
-        """BM25 over the index key's fields; content only on a backend without them."""
+        """BM25 over the index key's fields; content only on a backend without them (``exact_only``: see Backend)."""
         if self._core.keys_on():
-            return self._backend.search_lexical(flt, terms, k, fields=config.fields)
-        return self._backend.search_lexical(flt, terms, k)
+            return self._backend.search_lexical(flt, terms, k, fields=config.fields, exact_only=exact_only)
+        return self._backend.search_lexical(flt, terms, k, exact_only=exact_only)
 
     def _search_context(
         self, flt: Filter, config: RetrievalConfig, vector: Vector, k: int

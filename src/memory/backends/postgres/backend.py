@@ -48,6 +48,8 @@ from memory.backends.postgres.migrations import HNSW_MAX_DIM, apply_migrations, 
 from memory.backends.postgres.queries import (
     HYBRID_SEARCH_V1_KEY,
     HYBRID_SEARCH_V1_LEXICAL,
+    LEXICAL_EXACT_DOCS,
+    LEXICAL_MATCH_DOCS,
     LEXICAL_TERMS_DELTA,
     LEXICAL_TERMS_DROP_ZEROS,
     hybrid_search_v1_vector,
@@ -306,14 +308,22 @@ class PostgresBackend(SQLItemStore[_Space]):
 
     # -- reads -------------------------------------------------------------
     def _lexical(
-        self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...]
+        self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...], exact_only: bool = False
     ) -> builtins.list[ChannelHit]:
         """Okapi BM25 over tsvectors, weighing fields exactly as SQLite's ``bm25(items_key_fts, ...)``.
 
         k1=1.2, b=0.75 and the namespace's own document count and average
         length (the formula SQLite's FTS5 uses). Terms are stemmed by
-        PostgreSQL (English, no stopword list).
+        PostgreSQL (English, no stopword list). ``exact_only``: nothing when the
+        query's lexemes are in more than ``LEXICAL_EXACT_DOCS`` documents of the
+        namespace (counted once per lexeme, from ``lexical_terms``).
         """
+        if exact_only:
+            mask = sum(bit for bit, weight in zip((1, 2, 4), weights, strict=True) if weight > 0)
+            with self._read() as conn:
+                row = conn.execute(LEXICAL_MATCH_DOCS, [words, flt.namespace, mask], prepare=True).fetchone()
+            if row is None or float(row[0]) > LEXICAL_EXACT_DOCS:
+                return []
         where, params = compile_filter(flt)
         if weights[1:] == (0.0, 0.0):  # content only: the content tsvector, ranking exactly as before
             sql = HYBRID_SEARCH_V1_LEXICAL.replace("{where}", where)

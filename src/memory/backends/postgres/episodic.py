@@ -22,7 +22,7 @@ from memory.backends.dialect import Dialect
 from memory.backends.episodic_sql import SQLEpisodicStore
 from memory.backends.item_vectors import SpaceRow
 from memory.backends.postgres.codec import doc_len, parse_vector, vector_text
-from memory.backends.postgres.queries import LEXICAL_COUNTING_DF
+from memory.backends.postgres.queries import LEXICAL_COUNTING_DF, LEXICAL_EXACT_DOCS
 from memory.backends.postgres.schema_episodic import create_message_space_table, message_space_table
 from memory.backends.postgres.sql import HNSW_MAX_DIM, storable, text_list
 from memory.backends.values import ChannelHit, Vector
@@ -151,14 +151,25 @@ class PostgresEpisodicStore(SQLEpisodicStore):
         )
 
     # -- search ------------------------------------------------------------
-    def search_messages_lexical(self, query: MessageQuery, terms: Sequence[str], k: int) -> builtins.list[ChannelHit]:
-        """BM25 (the items' hybrid_search_v1 lexical statement) over matching hot messages, best first."""
+    def search_messages_lexical(
+        self, query: MessageQuery, terms: Sequence[str], k: int, *, exact_only: bool = False
+    ) -> builtins.list[ChannelHit]:
+        """BM25 (the items' hybrid_search_v1 lexical statement) over matching hot messages, best first.
+
+        ``exact_only``: nothing in a namespace of more than ``LEXICAL_EXACT_DOCS`` messages.
+        """
         words = [t for t in terms if isinstance(t, str) and t.strip() and storable(t)]
         if not words or k <= 0 or not storable(query.namespace):
             return []
         where, params = self.where(query, "i")
         sql = _LEXICAL.replace("{where}", self._d.sql(where))
         with self._b._read() as conn:
+            if exact_only:
+                row = conn.execute(
+                    "SELECT docs FROM message_lexical_stats WHERE namespace = %s", (query.namespace,)
+                ).fetchone()
+                if row is not None and int(row[0]) > LEXICAL_EXACT_DOCS:
+                    return []
             rows = conn.execute(sql, [words, query.namespace, query.namespace, *params, int(k)]).fetchall()
         return [ChannelHit(str(r[0]), float(r[1])) for r in rows]
 

@@ -16,6 +16,8 @@ __all__ = [
     "hybrid_search_v1_vector",
     "LEXICAL_DF_CAP",
     "LEXICAL_POOL",
+    "LEXICAL_EXACT_DOCS",
+    "LEXICAL_MATCH_DOCS",
 ]
 
 #: BM25 parameters, the ones SQLite's FTS5 uses.
@@ -95,6 +97,13 @@ _DF = """coalesce((
         SELECT sum(lt.df) FROM lexical_terms lt
         WHERE lt.namespace = %s AND lt.lexeme = terms.lex AND (lt.mask & {mask}) <> 0
     ), 0)::float8"""
+
+#: The most documents (counted once per query lexeme) a search with ``exact_only`` runs over,
+#: as SQLite's ``LEXICAL_EXACT_DOCS``: past it, its work would be bounded.
+LEXICAL_EXACT_DOCS = 10_000
+#: The documents a query's lexemes are in within a namespace, counted once per lexeme (the
+#: fields of the mask): words, namespace, mask.
+LEXICAL_MATCH_DOCS = f"""WITH {_TERMS} SELECT coalesce(sum({_DF.replace("{mask}", "%s::int")}), 0) FROM terms"""
 
 #: hybrid_search_v1, lexical channel over the content: BM25 over the generated ``tsv``.
 #: Per-namespace N and average length come from ``lexical_stats``, exact document

@@ -313,14 +313,15 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
 
     # -- reads -------------------------------------------------------------
     def _lexical(
-        self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...]
+        self, flt: Filter, words: builtins.list[str], k: int, weights: tuple[float, ...], exact_only: bool = False
     ) -> builtins.list[ChannelHit]:
         """FTS5 BM25: each word a quoted FTS5 string; score ``-bm25()``; bounded work (see :func:`.lexical.search`)."""
         query = self._lexical_query(words, weights)
         with self._lexical_read() as conn:
             hits = lexical.search(
-                conn, query, k, self._lexical_bounds, compile_filter(flt, probe=True), compile_filter(flt)
-            )
+                conn, query, k, self._lexical_bounds, compile_filter(flt, probe=True), compile_filter(flt),
+                exact_only=exact_only,
+            )  # fmt: skip
         return [ChannelHit(item_id, -rank) for item_id, rank in hits]
 
     @contextmanager

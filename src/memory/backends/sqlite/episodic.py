@@ -117,12 +117,14 @@ class SQLiteEpisodicStore(SQLEpisodicStore):
         vectors.write_vector(conn, space, message.namespace, rid, self._checked(space, vector))
 
     # -- search ------------------------------------------------------------
-    def search_messages_lexical(self, query: MessageQuery, terms: Sequence[str], k: int) -> builtins.list[ChannelHit]:
+    def search_messages_lexical(
+        self, query: MessageQuery, terms: Sequence[str], k: int, *, exact_only: bool = False
+    ) -> builtins.list[ChannelHit]:
         """FTS5 BM25 over matching hot messages (terms quoted, no query syntax), best first; bounded work.
 
         Ranked like the items' lexical channel (:func:`.lexical.search`): the
         whole match while the terms are in few messages, a bounded set of
-        candidates past that.
+        candidates past that (``exact_only``: nothing then).
         """
         phrases = tuple('"' + t.replace('"', '""') + '"' for t in terms if t.strip() and self._d.storable(t))
         if not phrases or k <= 0:
@@ -130,7 +132,7 @@ class SQLiteEpisodicStore(SQLEpisodicStore):
         fts = lexical.LexicalQuery("messages_fts", "", "bm25(messages_fts)", phrases, owner="messages")
         predicate = self.where(query, "i")
         with self._b._read() as conn:
-            hits = lexical.search(conn, fts, k, self._b._lexical_bounds, predicate, predicate)
+            hits = lexical.search(conn, fts, k, self._b._lexical_bounds, predicate, predicate, exact_only=exact_only)
         return [ChannelHit(message_id, -rank) for message_id, rank in hits]
 
     def search_messages_vector(

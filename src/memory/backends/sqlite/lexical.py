@@ -149,7 +149,8 @@ class LexicalQuery:
 class LexicalPlan:
     """What :func:`ranked` did: the path, the document counts, and the rows it scored."""
 
-    path: str = "exact"  # "exact", "bounded" or "empty" (even the rarest term over the IDF budget)
+    #: "exact", "bounded", "empty" (even the rarest term over the IDF budget) or "skipped" (exact_only)
+    path: str = "exact"
     #: Each phrase's document count: exact below the probe, else estimated (float).
     docs: dict[str, float] = field(default_factory=dict)
     chosen: tuple[str, ...] = ()  # the phrases whose documents are the candidates (the fill last)
@@ -164,7 +165,7 @@ class LexicalPlan:
 
 
 def ranked(
-    conn: Any, query: LexicalQuery, limit: int, bounds: LexicalBounds
+    conn: Any, query: LexicalQuery, limit: int, bounds: LexicalBounds, exact_only: bool = False
 ) -> tuple[builtins.list[tuple[int, float]], bool, LexicalPlan]:
     """Rows of the match ranked by ``bm25()`` (ascending: best first), whether that is all there is, the plan.
 
@@ -173,11 +174,15 @@ def ranked(
     joins when the rarest terms hold fewer than ``limit`` documents); on
     the empty path nothing. ``complete`` is True when no other row matches:
     the exact path returned fewer than ``limit`` rows, or every match was a
-    candidate.
+    candidate. ``exact_only``: a match too large for the exact path is not
+    ranked at all (path ``"skipped"``, nothing returned, complete).
     """
     plan = LexicalPlan()
     table, sql_rank = query.table, query.bm25
     fits, floors = _exact_fits(conn, query, bounds, plan)
+    if not fits and exact_only:
+        plan.path = "skipped"
+        return [], True, plan
     if fits:
         rows = conn.execute(
             f"SELECT rowid, {sql_rank} AS rank FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?",
@@ -240,6 +245,8 @@ def search(
     bounds: LexicalBounds,
     probe: tuple[str, builtins.list[Any]],
     predicate: tuple[str, builtins.list[Any]],
+    *,
+    exact_only: bool = False,
 ) -> builtins.list[tuple[str, float]]:
     """``(id, bm25)`` of the best ``k`` rows of ``query.owner`` that match and pass the filter, best first.
 
@@ -251,11 +258,12 @@ def search(
     namespaces) and the ranked rows were not all there is does the whole
     filtered match run, ``predicate`` (the owner table as ``i``) applied
     while FTS5 drives the join (CROSS JOIN keeps the planner from scanning
-    the owner table). Ties are broken by id.
+    the owner table). Ties are broken by id. ``exact_only``: nothing when the
+    match is too large to rank exactly (:func:`ranked`).
     """
     pool = max(4 * int(k), 200)
     owner = query.owner
-    ranked_rows, complete, plan = ranked(conn, query, pool, bounds)
+    ranked_rows, complete, plan = ranked(conn, query, pool, bounds, exact_only)
     allowed: dict[int, str] = {}
     checked = 0
     where, params = probe
