@@ -100,11 +100,12 @@ def test_search_is_hybrid_after_sync(cmem: Memory) -> None:
     cmem.messages.append("t1", "The quarterly tax report is due", user="alice")
     cmem.messages.append("t2", "golden retriever training tips", user="bob")
     before = cmem.messages.search("retriever puppy")
-    assert {"lexical"} == set().union(*(h.channels for h in before))
+    channels = set().union(*(h.channels for h in before))
+    assert "lexical" in channels and "vector" not in channels  # no vectors before the sync (feedback may join)
     report = cmem.run_sync()
     assert isinstance(report, SyncReport) and report.messages_done == 3
     hits = cmem.messages.search("retriever puppy", user="alice")
-    assert hits[0].message.content.startswith("We adopted") and set(hits[0].channels) == {"lexical", "vector"}
+    assert hits[0].message.content.startswith("We adopted") and {"lexical", "vector"} <= set(hits[0].channels)
     assert all(h.message.user == "alice" for h in hits)
     assert [h.message.thread for h in cmem.messages.search("retriever", thread="t2")] == ["t2"]
 

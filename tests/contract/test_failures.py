@@ -40,7 +40,7 @@ def test_failing_embedder_keeps_the_write_pending(make_memory: Callable[..., Mem
     assert item.embedding_error and "unreachable" in item.embedding_error
     hits = mem.recall("birthday")
     assert [h.id for h in hits] == [memory_id]
-    assert set(hits[0].channels) == {"lexical"}
+    assert "lexical" in hits[0].channels and "vector" not in hits[0].channels  # found by its words alone
     assert mem.embed_pending() == 0
     embedder.broken = False
     assert mem.embed_pending() == 1

@@ -18,7 +18,7 @@ def test_async_conversation_round_trip() -> None:
             report = await amem.run_sync()
             assert report.messages_done == 2
             hits = await amem.messages.search("surfing Lisbon")
-            assert hits[0].message.id == first.id and set(hits[0].channels) == {"lexical", "vector"}
+            assert hits[0].message.id == first.id and {"lexical", "vector"} <= set(hits[0].channels)
             ended = await amem.end_conversation("t1")
             assert "goals_and_status" in ended.updated
             block = await amem.blocks.append("important_context", "prefers mornings", user="ana")
