@@ -228,8 +228,10 @@ class Items:
 
         Updatable: content, kind, context, tags, keywords, entities, metadata
         (replaced whole), source_ids, importance, valid_from, valid_to,
-        sensitivity, expires_at. New content is re-embedded. The ledger keeps
-        the state before and after. Raises NotFoundError or InvalidInputError.
+        sensitivity, expires_at. New content is re-embedded, and the keywords and
+        entities of the text it replaces are dropped unless given in the same call.
+        The ledger keeps the state before and after. Raises NotFoundError or
+        InvalidInputError.
         """
         if not changes:
             raise InvalidInputError(f"nothing to update; give one of {', '.join(UPDATABLE)}")
@@ -260,6 +262,11 @@ class Items:
                 new[name] = check_sensitivity(value)
             else:
                 new[name] = check_datetime(value, name)
+        if "content" in new and new["content"] != old.content:
+            # Keywords and entities describe the text they were taken from: they go with it (unless given
+            # anew), so nothing of a replaced text stays readable, e.g. after a secret is rewritten and lowered.
+            for name in ("keywords", "entities"):
+                new.setdefault(name, ())
         candidate = old.model_copy(update=new)
         if candidate.valid_from and candidate.valid_to and candidate.valid_to <= candidate.valid_from:
             raise InvalidInputError("valid_to must be later than valid_from")

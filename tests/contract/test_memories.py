@@ -88,6 +88,20 @@ def test_update_records_before_and_after_and_reembeds(mem: Memory) -> None:
     assert not any(h.id == memory_id for h in mem.recall("Paris", user="carol", retrieval="lexical"))
 
 
+def test_new_content_drops_the_keywords_and_entities_of_the_old(mem: Memory) -> None:
+    """They were taken from the old text: kept, they would show it (e.g. a secret rewritten, then lowered)."""
+    memory_id = mem.remember("Dana lives in Osaka", keywords=["osaka", "dana"], entities=["Dana", "Osaka"])
+    updated = mem.update(memory_id, content="moved to Quito")
+    assert updated.keywords == () and updated.entities == ()
+    assert mem.get(memory_id).keywords == () and mem.get(memory_id).entities == ()
+    given = mem.update(memory_id, content="moved to Lima", keywords=["lima"])
+    assert given.keywords == ("lima",) and given.entities == ()
+    kept = mem.update(memory_id, tags=["moves"])  # no new content: nothing dropped
+    assert kept.keywords == ("lima",)
+    same = mem.update(memory_id, content="moved to Lima")  # the same text: nothing dropped
+    assert same.keywords == ("lima",)
+
+
 def test_update_metadata_only_keeps_vector(mem: Memory) -> None:
     memory_id = mem.remember("Dave plays chess")
     before = mem.vector_of(memory_id)
