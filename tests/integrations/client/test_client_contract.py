@@ -39,6 +39,7 @@ INCLUDED = {
         "test_identical_content_in_same_scope_is_deduplicated", "test_update_rejects_bad_changes",
         "test_forget_removes_from_every_channel_and_keeps_history", "test_forget_all_is_scoped",
         "test_stats_counts", "test_history_of_unknown_id",
+        "test_new_content_drops_the_keywords_and_entities_of_the_old",
     ],
     "test_recall": [
         "test_hits_carry_channel_scores", "test_lexical_only_and_vector_only_presets", "test_recall_is_deterministic",
