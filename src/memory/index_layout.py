@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from memory.errors import InvalidInputError
 
-__all__ = ["WINDOW", "MONTHS", "LEXICAL_FIELDS", "field_weights", "window_model"]
+__all__ = ["WINDOW", "MONTHS", "LEXICAL_FIELDS", "LEXICAL_EXACT_DOCS", "field_weights", "window_model"]
 
 #: Memories on each side of a memory in its thread that form its context window.
 WINDOW = 2
@@ -27,6 +27,9 @@ MONTHS: tuple[str, ...] = (
 _WINDOW_SUFFIX = "+window"
 #: Fields of the lexical index, in the order backends store them.
 LEXICAL_FIELDS: tuple[str, ...] = ("content", "window", "time")
+#: Documents (counted once per query term) up to which an engine ranks a lexical match whole; past
+#: it, it bounds its work, and a search with ``exact_only`` returns nothing (``Backend.search_lexical``).
+LEXICAL_EXACT_DOCS = 10_000
 
 
 def field_weights(fields: Mapping[str, float] | None) -> tuple[float, ...]:

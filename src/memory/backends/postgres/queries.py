@@ -7,6 +7,8 @@ are all bound parameters.
 
 from __future__ import annotations
 
+from memory.index_layout import LEXICAL_EXACT_DOCS
+
 __all__ = [
     "HYBRID_SEARCH_V1_LEXICAL",
     "LEXICAL_COUNTING_DF",
@@ -98,9 +100,6 @@ _DF = """coalesce((
         WHERE lt.namespace = %s AND lt.lexeme = terms.lex AND (lt.mask & {mask}) <> 0
     ), 0)::float8"""
 
-#: The most documents (counted once per query lexeme) a search with ``exact_only`` runs over,
-#: as SQLite's ``LEXICAL_EXACT_DOCS``: past it, its work would be bounded.
-LEXICAL_EXACT_DOCS = 10_000
 #: The documents a query's lexemes are in within a namespace, counted once per lexeme (the
 #: fields of the mask): words, namespace, mask.
 LEXICAL_MATCH_DOCS = f"""WITH {_TERMS} SELECT coalesce(sum({_DF.replace("{mask}", "%s::int")}), 0) FROM terms"""

@@ -85,6 +85,11 @@ from typing import Any
 from memory.backends.sqlite.sql import json_list
 from memory.errors import InvalidInputError
 
+# The exact statement runs while the whole match can hold at most LEXICAL_EXACT_DOCS rows (a store of at
+# most that many memories, or query terms in at most that many documents in total): it then scores at
+# most that many rows (~8 ms here).
+from memory.index_layout import LEXICAL_EXACT_DOCS
+
 __all__ = [
     "LEXICAL_DF_PROBE",
     "LEXICAL_EXACT_DOCS",
@@ -97,10 +102,6 @@ __all__ = [
     "search",
 ]
 
-#: The exact statement runs while the whole match can hold at most this many rows (a store
-#: of at most this many memories, or query terms in at most this many documents in total):
-#: it then scores at most this many rows (~8 ms here).
-LEXICAL_EXACT_DOCS = 10_000
 #: Past that, at most this many candidate documents are scored (by two statements each,
 #: ~2.3 µs a row: ~5 ms), 40 times the 50 candidates a channel returns by default.
 LEXICAL_POOL = 2_000
