@@ -87,6 +87,10 @@ class NativeCandidates:
         ).fetchall()
         return [int(r[0]) for r in rows]
 
+    def wanted(self, k: int, oversample: int, min_candidates: int) -> int:
+        """``k * oversample``, at least ``min_candidates``: its candidates are rescored in SQL, unranked."""
+        return max(k * oversample, min_candidates)
+
     def scored(self, vector: Vector, n: int) -> None:
         """None: ``vector_top_k`` gives no scores, so the candidates are rescored in SQL."""
         return None

@@ -28,7 +28,7 @@ from memory.backends.graph_sql import SQLGraphStore
 from memory.backends.items import SQLItemStore
 from memory.backends.items_write import item_statements
 from memory.backends.keys import SQLKeyStore
-from memory.backends.sqlite import lexical, vectors
+from memory.backends.sqlite import hnsw, lexical, vectors
 from memory.backends.sqlite.codec import (
     ITEM_COLUMNS,
     item_values,
@@ -89,6 +89,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         vector_cache_mb: int = vectors.DEFAULT_FLOAT_CACHE_BYTES // (1024 * 1024),
         vector_cache_total_mb: int = vectors.DEFAULT_TOTAL_FLOAT_CACHE_BYTES // (1024 * 1024),
         lexical_bounds: lexical.LexicalBounds | None = None,
+        vector_graph_min: int = hnsw.GRAPH_MIN_VECTORS,
     ) -> None:
         """Open (creating if needed) the database at ``path`` and apply missing migrations.
 
@@ -100,7 +101,10 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         bits only, approximate; see :mod:`.vectors`), and ``vector_cache_total_mb``
         the copies of all namespaces together (a copy built once the others hold it keeps sign bits only);
         ``lexical_bounds`` bound the lexical channel's work (the defaults of
-        :mod:`.lexical` when None; tests pass small ones). Raises
+        :mod:`.lexical` when None; tests pass small ones); a namespace with at
+        least ``vector_graph_min`` vectors gets an HNSW graph, built in the
+        background and kept beside the file, to choose its vector candidates
+        (0: never; see :mod:`.hnsw`). Raises
         ConfigError (no usable driver), SchemaError (not a memory database, or
         one from a newer version) or StorageError.
         """
@@ -112,11 +116,23 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         self._exact_limit = exact_limit
         self._lexical_bounds = lexical_bounds if lexical_bounds is not None else lexical.LexicalBounds()
         self._lock = threading.RLock()
-        for name, mb in (("vector_cache_mb", vector_cache_mb), ("vector_cache_total_mb", vector_cache_total_mb)):
-            if isinstance(mb, bool) or not isinstance(mb, int) or mb < 0:
-                raise InvalidInputError(f"{name} must be a non-negative integer, got {mb!r}")
+        sizes = (
+            ("vector_cache_mb", vector_cache_mb),
+            ("vector_cache_total_mb", vector_cache_total_mb),
+            ("vector_graph_min", vector_graph_min),
+        )
+        for name, value in sizes:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}")
+        self._graphs = hnsw.GraphIndexes(
+            hnsw.graph_directory(self.path),
+            lambda: OwnConnection(self.path, self._busy_timeout, self._driver),
+            min_vectors=vector_graph_min,
+        )
         self._codes = vectors.CodeCache(
-            float_budget=vector_cache_mb * 1024 * 1024, total_float_budget=vector_cache_total_mb * 1024 * 1024
+            float_budget=vector_cache_mb * 1024 * 1024,
+            total_float_budget=vector_cache_total_mb * 1024 * 1024,
+            graphs=self._graphs,
         )
         self._spaces: dict[str, vectors.Space] = {}
         self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout, driver=self._driver)
@@ -191,7 +207,9 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         """Bring the store to rest after a bulk load; returns the seconds it took.
 
         ``PRAGMA optimize`` (fresh planner statistics) and a truncating WAL
-        checkpoint, so later reads are not timed against a checkpoint catching up.
+        checkpoint, so later reads are not timed against a checkpoint catching up;
+        then the HNSW graphs that namespaces of ``vector_graph_min`` vectors or
+        more need are built (or extended), and waited for.
         """
         started = time.perf_counter()
         with self._lock:
@@ -199,7 +217,21 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
             with self._errors():
                 conn.execute("PRAGMA optimize = 0x10002")
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                if self._graphs.enabled:
+                    self._start_graphs(conn)
+        self._graphs.wait()
         return time.perf_counter() - started
+
+    def _start_graphs(self, conn: Any) -> None:
+        """Bring every namespace's copy up to date, which starts the graph builds the large ones need."""
+        for space in self._all_spaces(conn):
+            for owned in (space, space.for_messages()):
+                sizes = conn.execute(
+                    f"SELECT namespace FROM {owned.counters_table} WHERE space_id = ? AND last_seq - deletions >= ?",
+                    (owned.space_id, self._graphs.min_vectors),
+                ).fetchall()
+                for (namespace,) in sizes:
+                    self._codes.refresh(conn, owned, str(namespace))
 
     @property
     def windows(self) -> SQLiteBackend:
@@ -224,9 +256,10 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         return 0.0
 
     def close(self) -> None:
-        """Write the kept accesses and close the connections. Idempotent; later calls raise StorageError."""
+        """Write the kept accesses, stop graph builds, close the connections. Idempotent; later use: StorageError."""
         if self._conn is not None:
             self.flush_access_quietly()
+        self._graphs.close()
         with self._lock:
             if self._conn is not None:
                 conn, self._conn = self._conn, None

@@ -53,6 +53,12 @@ Search strategy (see :func:`search`):
    while fewer than ``k`` pass. Scores are always exact cosines of the
    stored vectors (up to float32 rounding of the arithmetic); which items
    are considered is near-exact, not guaranteed exact.
+3. A namespace of ``vector_graph_min`` vectors or more (200,000 by default)
+   takes its candidates from an HNSW graph instead of the Hamming pass
+   (:mod:`.hnsw`, built in the background and kept beside the file): 2 k of
+   them, and the best of the vectors written since the graph was built by
+   their sign bits; they are scored and checked as in 2. Until its graph is
+   built, a namespace is searched as in 2.
 
 The in-process copy is refreshed incrementally before each search: new
 sign bits are read by sequence number, and deletions are counted, so the
@@ -71,7 +77,7 @@ import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -81,6 +87,9 @@ from memory.backends.sqlite.migrations import space_tables
 from memory.backends.sqlite.sql import ROLE_SQL, SPEAKER_SQL
 from memory.backends.values import RankFields
 from memory.ids import from_epoch
+
+if TYPE_CHECKING:
+    from memory.backends.sqlite.hnsw import Graph, GraphIndexes
 
 __all__ = [
     "FLOAT16",
@@ -136,6 +145,10 @@ DEFAULT_FLOAT_CACHE_BYTES = 512 * 1024 * 1024
 #: built once the others have spent it keeps sign bits only (its best candidates are rescored
 #: from the table), so a server with many namespaces holds at most this much of them.
 DEFAULT_TOTAL_FLOAT_CACHE_BYTES = 1024 * 1024 * 1024
+#: Candidates asked of a namespace's HNSW graph first: 2 k, at least this many (the graph's search breadth,
+#: not the count, decides how much of the exact top 10 they hold; issue 22). A filter that passes few widens
+#: the search.
+GRAPH_FIRST = 40
 #: A filter that passes few candidates widens the candidate pool up to this many times.
 _MAX_WIDENING = 64
 #: Rows read per chunk when a namespace's copy is (re)built.
@@ -352,6 +365,8 @@ class CodeIndex:
         self.last_seq = 0
         self.deletions = 0
         self.stale = 0
+        #: The namespace's HNSW graph, when it has one (:mod:`.hnsw`): candidates come from it and the tail after it.
+        self.graph: Graph | None = None
 
     @property
     def live(self) -> bool:
@@ -432,25 +447,26 @@ class CodeIndex:
         self.size = needed
         self.last_seq = max(self.last_seq, rows[-1][0])
 
-    def distances(self, query: bytes) -> npt.NDArray[np.int32] | npt.NDArray[np.uint16]:
-        """Hamming distance from ``query`` to every code in the copy.
+    def distances(self, query: bytes, start: int = 0) -> npt.NDArray[np.int32] | npt.NDArray[np.uint16]:
+        """Hamming distance from ``query`` to every code in the copy from position ``start`` on.
 
         Counted in uint16 (a code has at most 64 * ``words`` bits, far below
         65,536), in place: about a fifth less time than int32 sums with a new
         array per word.
         """
         words = np.frombuffer(query, dtype=np.uint64)
-        scratch = np.empty(self.size, dtype=np.uint64)
+        size = self.size - start
+        scratch = np.empty(size, dtype=np.uint64)
         if not _HAS_BITWISE_COUNT:
-            total = np.zeros(self.size, dtype=np.int32)
+            total = np.zeros(size, dtype=np.int32)
             for w in range(self.words):
-                np.bitwise_xor(self.codes[w, : self.size], words[w], out=scratch)
-                total += _POPCOUNT8[scratch.view(np.uint8).reshape(self.size, 8)].sum(axis=1, dtype=np.int32)
+                np.bitwise_xor(self.codes[w, start : self.size], words[w], out=scratch)
+                total += _POPCOUNT8[scratch.view(np.uint8).reshape(size, 8)].sum(axis=1, dtype=np.int32)
             return total
-        counts = np.zeros(self.size, dtype=np.uint16)
-        bits = np.empty(self.size, dtype=np.uint8)
+        counts = np.zeros(size, dtype=np.uint16)
+        bits = np.empty(size, dtype=np.uint8)
         for w in range(self.words):
-            np.bitwise_xor(self.codes[w, : self.size], words[w], out=scratch)
+            np.bitwise_xor(self.codes[w, start : self.size], words[w], out=scratch)
             np.bitwise_count(scratch, out=bits)
             np.add(counts, bits, out=counts)
         return counts
@@ -470,8 +486,47 @@ class CodeIndex:
             return self.all_rids()
         if self.floats is not None:
             return sorted({rid for rid, _ in self._ranked(vector, n)})
-        best = smallest(self.distances(quantize(coded(vector, self.code), self.words)), n)
+        if self.graph is not None:
+            best = self._graph_positions(self.graph, _unit(vector), n)
+        else:
+            best = smallest(self.distances(quantize(coded(vector, self.code), self.words)), n)
         return [int(r) for r in np.unique(self.rids[best])]
+
+    def wanted(self, k: int, oversample: int, min_candidates: int) -> int:
+        """Candidates to ask :meth:`scored` or :meth:`nearest` for first, for ``k`` results.
+
+        Sign bits alone rank coarsely (``k * oversample``, at least
+        ``min_candidates``); ranked by exact cosine from the float copy, 4 k
+        (at least 200, for filters that pass few); from a graph, 2 k (at least
+        :data:`GRAPH_FIRST`): its candidates are near the top already, and a
+        filter that passes few widens the search (see :func:`search`).
+        """
+        if self.graph is not None:
+            return max(2 * k, GRAPH_FIRST)
+        if self.floats is not None:
+            return max(4 * k, 200)
+        return max(k * oversample, min_candidates)
+
+    def _graph_positions(self, graph: Graph, query: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.intp]:
+        """Positions in the copy of about the ``n`` nearest entries: the graph's, and the tail's by sign bits.
+
+        The graph names entries by sequence number (the copy is in sequence
+        order, so a binary search finds each; a key the copy no longer holds
+        is dropped). Entries after the graph's last sequence number (written
+        since it was built) are ranked by Hamming distance, at most ``n`` of them.
+        """
+        seqs = self.seqs[: self.size]
+        keys = graph.search(query, n)
+        found = np.searchsorted(seqs, keys)
+        inside = found < self.size
+        found, keys = found[inside], keys[inside]
+        found = np.asarray(found[seqs[found] == keys], dtype=np.intp)
+        start = int(np.searchsorted(seqs, graph.last_seq, side="right"))
+        if start >= self.size:
+            return found
+        tail = self.distances(quantize(coded(query, self.code), self.words), start)
+        best = start + (np.arange(tail.shape[0]) if tail.shape[0] <= n else smallest(tail, n))
+        return np.concatenate((found, best))
 
     def scored(self, vector: Vector, n: int) -> list[tuple[int, float]] | None:
         """``(key, cosine)`` of the ``n`` entries nearest ``vector``, best first; None without the float copy.
@@ -506,7 +561,10 @@ class CodeIndex:
             return []
         query = _unit(vector)
         pool = self.pool_size(n)
-        if pool < self.size:
+        if self.graph is not None:
+            coarse = self._graph_positions(self.graph, query, n)
+            rows, norms = self.floats[coarse], self.norms[coarse]
+        elif pool < self.size:
             coarse = smallest(self.distances(quantize(coded(query, self.code), self.words)), pool)
             rows, norms = self.floats[coarse], self.norms[coarse]
         else:  # everything is in the pool: score the copy in place, no gathered copy
@@ -548,13 +606,17 @@ class CodeCache:
     """
 
     def __init__(
-        self, float_budget: int = DEFAULT_FLOAT_CACHE_BYTES, total_float_budget: int = DEFAULT_TOTAL_FLOAT_CACHE_BYTES
+        self,
+        float_budget: int = DEFAULT_FLOAT_CACHE_BYTES,
+        total_float_budget: int = DEFAULT_TOTAL_FLOAT_CACHE_BYTES,
+        graphs: GraphIndexes | None = None,
     ) -> None:
         """Create an empty cache: ``float_budget`` bytes of vectors (as stored) per namespace copy, at most
-        ``total_float_budget`` for all copies together."""
+        ``total_float_budget`` for all copies together; ``graphs`` gives large namespaces their HNSW graph."""
         self._indexes: dict[tuple[str, int, str], CodeIndex] = {}
         self.float_budget = float_budget
         self.total_float_budget = total_float_budget
+        self.graphs = graphs
 
     @property
     def float_bytes(self) -> int:
@@ -613,6 +675,8 @@ class CodeCache:
             cursor = conn.execute(sql, (namespace, index.last_seq))
             while rows := cursor.fetchmany(REFRESH_CHUNK):
                 index.extend(rows)
+        if self.graphs is not None:
+            index.graph = self.graphs.current(conn, space, namespace, index.size, last_seq, deletions)
         return index
 
 
@@ -796,6 +860,10 @@ class Candidates(Protocol):
         """Row ids of about the ``n`` entries nearest ``vector``."""
         ...
 
+    def wanted(self, k: int, oversample: int, min_candidates: int) -> int:
+        """How many candidates to ask for first for ``k`` results (the coarser the ranking, the more)."""
+        ...
+
     def scored(self, vector: Vector, n: int) -> list[tuple[int, float]] | None:
         """``(key, exact cosine)`` of the ``n`` nearest, best first (key: rid if :attr:`live`, else seq); or None."""
         ...
@@ -858,8 +926,8 @@ def search(
     index = cache.refresh(conn, space, namespace)
     if index.size <= exact_limit:  # many matching items, few vectors: rescore them all
         return _rescore(conn, space, index.all_rids(), *probe, query, k)[0]
-    # Candidates refined by exact cosine need far less oversampling than raw sign bits.
-    first = max(4 * k, 200) if index.exact else max(k * oversample, min_candidates)
+    # Candidates refined by exact cosine, or from a graph, need far less oversampling than raw sign bits.
+    first = index.wanted(k, oversample, min_candidates)
     wanted = min(index.size, first)
     most = min(index.size, first * _MAX_WIDENING)
     while True:

@@ -1,0 +1,238 @@
+"""HNSW graphs choose the vector candidates of large SQLite namespaces (issue 22: vector search at 1M).
+
+Real usearch graphs, real SQLite files: built in the background, kept beside the
+store, found again by the next process, extended by later writes, ignored when they
+belong to another store or cannot be read. Scores stay exact cosines of the stored
+vectors, deleted vectors never come back, and filters hold.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_sqlite import DIM, MODEL, flt, make_item, record, stored
+
+from memory.backends.sqlite import SQLiteBackend
+from memory.backends.sqlite.hnsw import graph_directory
+from memory.backends.sqlite.throwaway import ThrowawaySQLiteBackend
+from memory.errors import InvalidInputError
+from memory.records import ledger_entry
+
+COUNT = 3_000
+GRAPH_MIN = 1_000
+
+
+def _vectors(seed: int, count: int = COUNT) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((count, DIM)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def _fill(path: Path, vectors: np.ndarray, **fields: object) -> list[str]:
+    items = [make_item(f"text {n}", **fields) for n in range(len(vectors))]  # type: ignore[arg-type]
+    with SQLiteBackend(path, vector_graph_min=0) as writer:
+        writer.ensure_vector_space(MODEL, DIM)
+        writer.add([record(i, v) for i, v in zip(items, vectors, strict=True)])
+    return [item.id for item in items]
+
+
+def _open(path: Path, **options: object) -> SQLiteBackend:
+    return SQLiteBackend(path, exact_limit=0, vector_graph_min=GRAPH_MIN, **options)  # type: ignore[arg-type]
+
+
+def _cosines(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosines of the stored (float16-rounded) vectors with ``query``: the scores searches give."""
+    rows = stored(vectors)
+    return (rows @ query) / np.linalg.norm(rows, axis=1) / float(np.linalg.norm(query))
+
+
+def _exact(ids: list[str], vectors: np.ndarray, query: np.ndarray, k: int) -> list[str]:
+    scores = _cosines(vectors, query)
+    return [ids[n] for n in np.argsort(-scores)[:k]]
+
+
+def _graph_of(backend: SQLiteBackend) -> object:
+    """The graph the namespace's copy uses (after a search brought it up to date)."""
+    backend.search_vector(flt(), MODEL, np.ones(DIM, dtype=np.float32), 1)
+    (index,) = [copy for key, copy in backend._codes._indexes.items() if key[0] == "items"]
+    return index.graph
+
+
+def test_a_large_namespace_gets_a_graph_that_the_next_process_maps(tmp_path: Path) -> None:
+    path = tmp_path / "graph.db"
+    vectors = _vectors(1)
+    ids = _fill(path, vectors)
+    queries = _vectors(2, 30)
+    with _open(path) as backend:
+        backend.settle()  # builds what the namespace needs and waits for it
+        assert backend._graphs.built == 1
+        files = sorted(p.suffix for p in graph_directory(path).iterdir())
+        assert files == [".json", ".usearch"]
+        first = [backend.search_vector(flt(), MODEL, q, 10) for q in queries]
+        assert _graph_of(backend) is not None
+    found = 0
+    for hits, query in zip(first, queries, strict=True):
+        expected = _exact(ids, vectors, query, 10)
+        found += len({h.id for h in hits} & set(expected))
+        # Scores are the exact cosines of the stored vectors, whatever chose the candidates.
+        by_id = dict(zip(ids, _cosines(vectors, query), strict=True))
+        assert all(abs(h.score - float(by_id[h.id])) < 1e-5 for h in hits)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert found / (10 * len(queries)) >= 0.9
+    with _open(path) as again:
+        second = [again.search_vector(flt(), MODEL, q, 10) for q in queries]
+        assert again._graphs.built == 0  # mapped from its file, not built again
+        assert _graph_of(again) is not None
+    assert [[h.id for h in hits] for hits in second] == [[h.id for h in hits] for hits in first]
+
+
+def test_vectors_written_after_the_graph_are_found_and_then_added_to_it(tmp_path: Path) -> None:
+    path = tmp_path / "tail.db"
+    _fill(path, _vectors(3))
+    with _open(path) as backend:
+        backend.settle()
+        built = _graph_of(backend)
+        fresh = _vectors(4, 200)
+        items = [make_item(f"new {n}") for n in range(len(fresh))]
+        backend.add([record(i, v) for i, v in zip(items, fresh, strict=True)])
+        for n in (0, 77, 199):  # each new vector is its own nearest neighbour
+            hits = backend.search_vector(flt(), MODEL, fresh[n], 3)
+            assert hits[0].id == items[n].id
+            assert hits[0].score == pytest.approx(float(_cosines(fresh[n : n + 1], fresh[n])[0]), abs=1e-5)
+        assert _graph_of(backend) is built  # a small tail is searched by its sign bits
+        more = _vectors(5, 6_000)  # a tail past its share: the graph is extended in the background
+        backend.add([record(make_item(f"more {n}"), v) for n, v in enumerate(more)])
+        backend.settle()
+        extended = _graph_of(backend)
+        assert extended is not built and extended.size == COUNT + 200 + 6_000  # type: ignore[attr-defined]
+    assert len(list(graph_directory(path).glob("*.usearch"))) == 1  # the one it replaced is gone
+
+
+def test_deleted_and_replaced_vectors_never_come_back(tmp_path: Path) -> None:
+    path = tmp_path / "stale.db"
+    vectors = _vectors(6)
+    ids = _fill(path, vectors)
+    query = _vectors(7, 1)[0]
+    with _open(path) as backend:
+        backend.settle()
+        top = [h.id for h in backend.search_vector(flt(), MODEL, query, 10)]
+        gone = top[:3]
+        backend.delete("default", gone, [ledger_entry("delete", g, "default", make_item("x").created_at) for g in gone])
+        moved = top[3]
+        away = -query  # its new vector points the other way
+        backend.set_vectors("default", MODEL, [(moved, away)])
+        hits = backend.search_vector(flt(), MODEL, query, 10)
+        assert not {h.id for h in hits} & {*gone, moved}
+        assert [h.id for h in hits][:6] == top[4:10]
+        worst = backend.search_vector(flt(), MODEL, away, 1)
+        assert worst[0].id == moved and worst[0].score == pytest.approx(1.0, abs=1e-3)
+    assert len(ids) == COUNT
+
+
+def test_many_deletions_rebuild_the_graph(tmp_path: Path) -> None:
+    path = tmp_path / "rebuild.db"
+    ids = _fill(path, _vectors(8))
+    with _open(path) as backend:
+        backend.settle()
+        gone = ids[: COUNT // 5]
+        backend.delete("default", gone, [ledger_entry("delete", g, "default", make_item("x").created_at) for g in gone])
+        hits = backend.search_vector(flt(), MODEL, _vectors(9, 1)[0], 10)
+        assert not {h.id for h in hits} & set(gone)
+        backend.settle()
+        assert backend._graphs.built == 2
+        assert _graph_of(backend).size == COUNT - len(gone)  # type: ignore[attr-defined]
+
+
+def test_filters_hold_with_a_graph(tmp_path: Path) -> None:
+    path = tmp_path / "filter.db"
+    vectors = _vectors(10)
+    items = [make_item(f"text {n}", user="rare" if n % 50 == 0 else "common") for n in range(COUNT)]
+    with SQLiteBackend(path, vector_graph_min=0) as writer:
+        writer.ensure_vector_space(MODEL, DIM)
+        writer.add([record(i, v) for i, v in zip(items, vectors, strict=True)])
+    rare = [n for n in range(COUNT) if n % 50 == 0]
+    with _open(path) as backend:
+        backend.settle()
+        for query in _vectors(11, 5):
+            hits = backend.search_vector(flt(user="rare"), MODEL, query, 5)
+            assert len(hits) == 5 and {h.id for h in hits} <= {items[n].id for n in rare}
+
+
+def test_a_graph_left_by_another_store_at_the_same_path_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "reused.db"
+    _fill(path, _vectors(12))
+    with _open(path) as backend:
+        backend.settle()
+    for leftover in tmp_path.glob("reused.db*"):
+        if leftover.is_file():
+            leftover.unlink()
+    vectors = _vectors(13)
+    ids = _fill(path, vectors)  # a new store, its graph directory still there
+    query = vectors[42]
+    with _open(path) as backend:
+        hits = backend.search_vector(flt(), MODEL, query, 1)
+        assert hits[0].id == ids[42]
+        assert _graph_of(backend) is None and backend._graphs.built == 0
+        backend.settle()
+        assert backend._graphs.built == 1
+
+
+def test_a_damaged_graph_file_is_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "damaged.db"
+    vectors = _vectors(14)
+    ids = _fill(path, vectors)
+    with _open(path) as backend:
+        backend.settle()
+    (graph_file,) = graph_directory(path).glob("*.usearch")
+    graph_file.write_bytes(graph_file.read_bytes()[:100])
+    with _open(path) as backend:
+        assert backend.search_vector(flt(), MODEL, vectors[7], 1)[0].id == ids[7]
+        backend.settle()
+        assert backend._graphs.built == 1 and _graph_of(backend) is not None
+    meta = json.loads(next(graph_directory(path).glob("*.json")).read_text())
+    assert meta["size"] == COUNT
+
+
+def test_below_the_size_or_with_graphs_off_there_is_no_graph(tmp_path: Path) -> None:
+    path = tmp_path / "small.db"
+    _fill(path, _vectors(15))
+    with SQLiteBackend(path, exact_limit=0, vector_graph_min=0) as backend:
+        backend.settle()
+        backend.search_vector(flt(), MODEL, _vectors(16, 1)[0], 10)
+        assert _graph_of(backend) is None
+    with SQLiteBackend(path, exact_limit=0, vector_graph_min=COUNT + 1) as backend:
+        backend.settle()
+        backend.search_vector(flt(), MODEL, _vectors(16, 1)[0], 10)
+        assert _graph_of(backend) is None
+    assert not graph_directory(path).exists()
+    for bad in (-1, 1.5, True):
+        with pytest.raises(InvalidInputError, match="vector_graph_min"):
+            SQLiteBackend(path, vector_graph_min=bad)  # type: ignore[arg-type]
+
+
+def test_closing_during_a_build_stops_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memory.backends.sqlite.hnsw as hnsw_module
+
+    monkeypatch.setattr(hnsw_module, "BUILD_CHUNK", 16)
+    path = tmp_path / "closing.db"
+    _fill(path, _vectors(17))
+    backend = _open(path)
+    backend.search_vector(flt(), MODEL, _vectors(18, 1)[0], 10)  # starts the build
+    backend.close()
+    assert backend._graphs.wait(timeout=0)
+    assert not list(graph_directory(path).glob("*.json"))  # a build stopped half way writes nothing
+
+
+def test_a_throwaway_store_deletes_its_graphs_with_it() -> None:
+    backend = ThrowawaySQLiteBackend(exact_limit=0, vector_graph_min=GRAPH_MIN)
+    directory = graph_directory(backend.path)
+    vectors = _vectors(19)
+    backend.ensure_vector_space(MODEL, DIM)
+    backend.add([record(make_item(f"t {n}"), v) for n, v in enumerate(vectors)])
+    backend.settle()
+    assert directory.is_dir() and _graph_of(backend) is not None
+    backend.close()
+    assert not directory.exists()
