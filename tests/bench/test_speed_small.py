@@ -106,11 +106,14 @@ def _check(report: dict[str, Any], sizes: list[int], peer: str) -> None:
         assert LATENCY_KEYS <= set(memory["recall_after_write"])  # a write before each recall
         assert memory["recall"]["p95_ms"] >= memory["recall"]["p50_ms"] > 0
         assert 0 <= memory["recall"]["embed_share"] <= 1
+        # Small stores are searched exactly: the vector-only results are the exact neighbours (float16 roundings aside).
+        assert memory["recall_vector_only"]["exact_agreement"] >= 0.95
         if peer == "none":
             assert "peer" not in row
         else:
             assert ADD_KEYS <= set(row["peer"]["add_live"])
             assert LATENCY_KEYS <= set(row["peer"]["query"])
+            assert 0.5 <= row["peer"]["query"]["exact_agreement"] <= 1
             assert row["peer"]["name"].startswith({"chroma": "chromadb", "lancedb": "lancedb"}[peer])
     first = report["sizes"][0]["memory"]
     assert first["add_live"]["items"] + first["add_bulk"]["items"] == sizes[0]
@@ -152,3 +155,26 @@ def test_cli_speed_errors_are_one_line(tmp_path: Path) -> None:
     )
     assert bad_preset.exit_code == 1
     assert "unknown retrieval preset" in bad_preset.stderr
+
+
+def test_agreement_counts_results_as_near_as_the_exact_kth() -> None:
+    from memory.bench.speed import _agreement, _Stage
+
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((200, 16)).astype(np.float32)
+    model = HashingEmbedder(dim=16)
+    queries = ["alpha beta", "gamma delta"]
+    stage = _Stage([f"t{n}" for n in range(200)], vectors, queries, batch=10, k=10)
+    exact = []
+    for query in model.embed_batch(queries):
+        scores = (vectors @ query) / np.linalg.norm(vectors, axis=1)
+        exact.append([int(n) for n in np.argsort(-scores)[:10]])
+    assert _agreement(stage, model, vectors, exact) == 1.0
+    worst = [
+        [int(n) for n in np.argsort((vectors @ q) / np.linalg.norm(vectors, axis=1))[:10]]
+        for q in model.embed_batch(queries)
+    ]
+    assert _agreement(stage, model, vectors, worst) == 0.0
+    one_off = [found[:9] + [-1] for found in exact]  # a result that is no corpus text, and one short
+    assert _agreement(stage, model, vectors, one_off) == 0.9
+    assert _agreement(stage, model, vectors, [found[:5] for found in exact]) == 0.5

@@ -149,12 +149,14 @@ def _chunks(start: int, stop: int, size: int) -> list[range]:
 
 
 class _Stage:
-    """Everything one stage needs: texts, cached vectors, batches, queries."""
+    """Everything one stage needs: texts, cached vectors, batches, queries, and which memory holds which text."""
 
     def __init__(
         self, texts: list[str], vectors: npt.NDArray[np.float32], queries: list[str], batch: int, k: int
     ) -> None:
         self.texts, self.vectors, self.queries, self.batch, self.k = texts, vectors, queries, batch, k
+        #: Position in ``texts`` of each memory stored so far (vector-only results are checked against exact search).
+        self.positions: dict[str, int] = {}
 
 
 def _memory_stage(
@@ -175,7 +177,7 @@ def _memory_stage(
     timed.reset()
     started = time.perf_counter()
     for chunk in _chunks(live.start, live.stop, stage.batch):
-        mem.remember_batch([texts[i] for i in chunk])
+        stage.positions.update(zip(mem.remember_batch([texts[i] for i in chunk]), chunk, strict=True))
     live_total = time.perf_counter() - started
     live_embed = timed.reset()
 
@@ -183,7 +185,8 @@ def _memory_stage(
     index_after = index_after_load and len(bulk) > 0 and backend.drop_vector_indexes()
     started = time.perf_counter()
     for chunk in _chunks(bulk.start, bulk.stop, stage.batch):
-        mem.remember_batch([{"content": texts[i], "vector": vectors[i]} for i in chunk])
+        ids = mem.remember_batch([{"content": texts[i], "vector": vectors[i]} for i in chunk])
+        stage.positions.update(zip(ids, chunk, strict=True))
     bulk_total = time.perf_counter() - started
     build_seconds = backend.build_vector_indexes("2GB") if index_after else None
     # Queries are timed on a store at rest: not against autovacuum or a checkpoint after the load.
@@ -193,15 +196,18 @@ def _memory_stage(
     for label, retrieval in (("recall", preset), ("recall_vector_only", "vector")):
         for query in stage.queries[-WARMUP_QUERIES:]:
             mem.recall(query, limit=stage.k, retrieval=retrieval)
-        totals, embeds = [], []
+        totals, embeds, found = [], [], []
         for query in stage.queries:
             forget_queries(mem.embedder)  # every timed query embeds (the query cache would answer repeats)
             timed.reset()
             started = time.perf_counter()
-            mem.recall(query, limit=stage.k, retrieval=retrieval)
+            hits = mem.recall(query, limit=stage.k, retrieval=retrieval)
             totals.append((time.perf_counter() - started) * 1000.0)
             embeds.append(timed.reset() * 1000.0)
+            found.append([stage.positions.get(hit.id, -1) for hit in hits])
         latencies[label] = _latency(totals, embeds)
+        if label == "recall_vector_only":
+            latencies[label]["exact_agreement"] = _agreement(stage, model, stage.vectors[: bulk.stop], found)
     live_store = max(live_total - live_embed, 0.0)
     return {
         "embed_bare": {"items": len(live), "seconds": round(bare, 3), "items_per_s": _rate(len(live), bare)},
@@ -279,22 +285,25 @@ def _peer_stage(peer: PeerStore, model: Embedder, stage: _Stage, live: range, bu
 
     search = getattr(peer, "search", None)  # a memory library searches by the text (mem0: entities, scoring)
 
-    def ask(query: str, vector: npt.NDArray[np.float32]) -> None:
+    def ask(query: str, vector: npt.NDArray[np.float32]) -> list[str]:
         if search is not None:
-            search(query, vector, stage.k)
-        else:
-            peer.query(vector, stage.k)
+            return list(search(query, vector, stage.k))
+        return list(peer.query(vector, stage.k))
 
     for query in stage.queries[-WARMUP_QUERIES:]:
         ask(query, embed_query(model, query))
-    totals, embeds = [], []
+    totals, embeds, found = [], [], []
     for query in stage.queries:
         started = time.perf_counter()
         vector = embed_query(model, query)
         middle = time.perf_counter()
-        ask(query, vector)
+        ids = ask(query, vector)
         totals.append((time.perf_counter() - started) * 1000.0)
         embeds.append((middle - started) * 1000.0)
+        found.append([int(name[1:]) if name.startswith("t") and name[1:].isdigit() else -1 for name in ids])
+    query_latency = _latency(totals, embeds)
+    if search is None:  # a vector store: its results against exact search over the same vectors
+        query_latency["exact_agreement"] = _agreement(stage, model, vectors[: bulk.stop], found)
     return {
         "name": peer.name,
         **({"notes": list(peer.notes)} if hasattr(peer, "notes") else {}),
@@ -312,8 +321,31 @@ def _peer_stage(peer: PeerStore, model: Embedder, stage: _Stage, live: range, bu
             "items_per_s": _rate(len(bulk), bulk_total),
             "ms_per_item": round(1000.0 * bulk_total / len(bulk), 3) if len(bulk) else None,
         },
-        "query": _latency(totals, embeds),
+        "query": query_latency,
     }
+
+
+def _agreement(
+    stage: _Stage, model: Embedder, vectors: npt.NDArray[np.float32], found: Sequence[Sequence[int]]
+) -> float:
+    """Share of the exact top k that the results hold: each result at least as near as the exact k-th, over k.
+
+    The exact neighbours are the cosines of each query's embedding with the
+    corpus vectors stored so far (``vectors``), in float32; a result counts
+    when its text's cosine is at least the k-th best (ties count as found),
+    so approximate search is measured the same way for every store.
+    """
+    queries = embed_texts(model, stage.queries)
+    norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+    norms[norms == 0] = 1.0
+    total = 0.0
+    for query, positions in zip(queries, found, strict=True):
+        unit = query / (float(np.linalg.norm(query)) or 1.0)
+        scores = (vectors @ unit) / norms
+        k = min(stage.k, scores.shape[0])
+        kth = float(np.partition(scores, -k)[-k])
+        total += sum(1 for n in positions[:k] if 0 <= n < scores.shape[0] and scores[n] >= kth - 1e-6) / k
+    return round(total / max(len(found), 1), 4)
 
 
 def run_speed(
@@ -469,6 +501,12 @@ def format_speed(report: dict[str, Any]) -> str:
         settled = mem["add_bulk"].get("settle_seconds")
         if settled is not None:
             lines.append(f"{'':>8}  store settled before the queries in {settled:.1f} s")
+        peer_agreement = row.get("peer", {}).get("query", {}).get("exact_agreement")
+        if mem["recall_vector_only"].get("exact_agreement") is not None:
+            shown = f"memory (vector only) {mem['recall_vector_only']['exact_agreement']:.3f}"
+            if peer_agreement is not None:
+                shown += f", {row['peer']['name']} {peer_agreement:.3f}"
+            lines.append(f"{'':>8}  top-{config['k']} agreement with exact search: {shown}")
     lines.append(
         "overhead = storage+indexing time / embedding time of the live sample (target <= 10%); "
         "bulk = adds with precomputed vectors; latency includes the query embedding (target p95 <= 50 ms); "
