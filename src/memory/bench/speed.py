@@ -13,13 +13,18 @@ In one run, for growing store sizes (one store, filled stage by stage):
 (b) recall latency p50/p95 per query (query embedding included) with the
     configured preset and vector-only, and the share of it spent embedding.
     Before the queries the store is settled (``backend.settle()``: SQLite
-    ``PRAGMA optimize`` and a WAL checkpoint; PostgreSQL ``VACUUM (ANALYZE)``
-    and a ``CHECKPOINT``), so they are timed on a store at rest rather than
-    against autovacuum or a checkpoint catching up after the load. Then the
-    preset again in a live store: one write (a memory with its vector, not
-    timed) before each of :data:`LIVE_QUERIES` recalls ("write, recall").
+    ``PRAGMA optimize``, a WAL checkpoint and the HNSW graphs of namespaces
+    past ``vector_graph_min``; PostgreSQL ``VACUUM (ANALYZE)`` and a
+    ``CHECKPOINT``), so they are timed on a store at rest rather than
+    against autovacuum, a checkpoint or a graph build catching up after the
+    load. The vector-only results are checked against exact search over the
+    same vectors (``exact_agreement``: the share of the exact top k they
+    hold, ties counted). Then the preset again in a live store: one write (a
+    memory with its vector, not timed) before each of :data:`LIVE_QUERIES`
+    recalls ("write, recall").
 (c) the same texts, vectors, batches, queries and k on a peer embedded
-    vector store (:mod:`memory.bench.peers`).
+    vector store (:mod:`memory.bench.peers`), its results checked against
+    exact search the same way.
 """
 
 from __future__ import annotations

@@ -760,15 +760,23 @@ def _exact(conn: Any, space: Space, where: str, params: list[Any], query: Vector
 def _rescore(
     conn: Any, space: Space, rids: list[int], where: str, params: list[Any], query: Vector, k: int
 ) -> tuple[list[ChannelHit], float]:
-    """Exact cosines of ``rids`` (their vectors read), then the filter checked best first (:func:`_best_passing`)."""
+    """The best ``k`` of ``rids`` passing the filter by exact cosine (ties by id), and the share that passed.
+
+    One statement reads each candidate's row (checking the filter) and its
+    vector; a candidate whose vector is gone is not counted as passing.
+    """
+    if not rids:
+        return [], 0.0
     rows = conn.execute(
-        f"SELECT v.rid, v.embedding FROM json_each(?) AS j CROSS JOIN {space.vectors_table} v ON v.rid = j.value",
-        (json.dumps(rids),),
+        f"SELECT v.embedding, i.id{space.rank_columns} FROM json_each(?) AS j "
+        f"CROSS JOIN {space.owner_table} i ON i.rid = j.value "
+        f"CROSS JOIN {space.vectors_table} v ON v.rid = i.rid WHERE {where}",
+        [json.dumps(rids), *params],
     ).fetchall()
-    scores = cosines(space, [row[1] for row in rows], query).tolist()
-    scored = sorted(zip((int(row[0]) for row in rows), scores, strict=True), key=lambda row: -row[1])
-    source = f"json_each(?) AS j CROSS JOIN {space.owner_table} i ON i.rid = j.value"
-    return _best_passing(conn, space, scored, (source, []), where, params, k)
+    scores = cosines(space, [row[0] for row in rows], query).tolist()
+    best = sorted((-score, str(row[1]), n) for n, (score, row) in enumerate(zip(scores, rows, strict=True)))[:k]
+    hits = [_hit(space, item_id, -negative, rows[n][1:]) for negative, item_id, n in best]
+    return hits, len(rows) / len(rids)
 
 
 def _check_scored(
