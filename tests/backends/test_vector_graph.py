@@ -236,3 +236,55 @@ def test_a_throwaway_store_deletes_its_graphs_with_it() -> None:
     assert directory.is_dir() and _graph_of(backend) is not None
     backend.close()
     assert not directory.exists()
+
+
+def test_files_left_by_failed_or_lost_builds_are_removed_once_old(tmp_path: Path) -> None:
+    import os
+    import time
+
+    path = tmp_path / "leftovers.db"
+    _fill(path, _vectors(20))
+    directory = graph_directory(path)
+    directory.mkdir()
+    stem = "items-1-" + __import__("hashlib").sha256(b"default").hexdigest()[:16]
+    old, fresh = directory / f"{stem}-1-1.usearch", directory / f"{stem}-2-2.usearch"
+    for leftover in (old, fresh):
+        leftover.write_bytes(b"half a graph")
+    two_hours_ago = time.time() - 7200
+    os.utime(old, (two_hours_ago, two_hours_ago))
+    with _open(path) as backend:
+        backend.settle()
+        assert _graph_of(backend) is not None
+    assert not old.exists() and fresh.exists()  # a recent one may be another process's, on its way
+    assert len(list(directory.glob("*.usearch"))) == 2
+
+
+def test_messages_of_a_large_namespace_get_their_own_graph(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from memory.episodic.types import Message, MessageQuery
+    from memory.ids import new_id
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    vectors = _vectors(21, 1_500)
+    with _open(tmp_path / "messages.db") as backend:
+        backend.ensure_vector_space(MODEL, DIM)
+        store = backend.episodic
+        stored = store.append_messages(
+            [
+                Message(id=new_id(), namespace="ns", thread=f"t{n % 3}", role="user", content=f"m {n}", created_at=at)
+                for n in range(len(vectors))
+            ]
+        )
+        store.set_message_vectors("ns", MODEL, [(m.id, vectors[n]) for n, m in enumerate(stored)])
+        backend.settle()
+        assert backend._graphs.built == 1
+        assert {p.name.split("-")[0] for p in graph_directory(backend.path).glob("*.usearch")} == {"messages"}
+        query = MessageQuery(namespace="ns", now=at)
+        for n in (3, 500, 1_499):
+            hits = store.search_messages_vector(query, MODEL, vectors[n], 3)
+            assert hits[0].id == stored[n].id
+        (copy,) = [c for key, c in backend._codes._indexes.items() if key[0] == "messages"]
+        assert copy.graph is not None
+        in_thread = store.search_messages_vector(query.model_copy(update={"thread": "t1"}), MODEL, vectors[1], 3)
+        assert in_thread[0].id == stored[1].id and {h.id for h in in_thread} <= {m.id for m in stored[1::3]}

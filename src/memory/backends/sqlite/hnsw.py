@@ -87,6 +87,8 @@ TAIL_MIN = 5_000
 STALE_SHARE = 0.1
 #: A failed build is not retried for this many seconds.
 RETRY_SECONDS = 600.0
+#: Graph files of a namespace that no ``.json`` names are deleted once they are this old (see _remove_leftovers).
+LEFTOVER_SECONDS = 3600.0
 _VERSION = 1
 
 Key = tuple[str, int, str]
@@ -365,4 +367,19 @@ class GraphIndexes:
         scratch.write_text(json.dumps(meta), encoding="utf-8")
         os.replace(scratch, meta_path)
         mapped = self._index_class.restore(str(path), view=True)
+        self._remove_leftovers(stem, keep=path)
         return Graph(mapped, path, last_seq, len(mapped), deletions)
+
+    def _remove_leftovers(self, stem: str, keep: Path) -> None:
+        """Delete the namespace's graph files other than ``keep`` older than :data:`LEFTOVER_SECONDS`.
+
+        Each build writes a new file; the one it replaces is deleted by the
+        process that replaced it, but a build that failed half way or lost a
+        race with another process's leaves its file behind. A recent one may
+        still be on its way into another process's ``.json``, so it stays.
+        """
+        cutoff = time.time() - LEFTOVER_SECONDS
+        for leftover in self.directory.glob(f"{stem}-*"):
+            with contextlib.suppress(OSError):
+                if leftover != keep and leftover.stat().st_mtime < cutoff:
+                    leftover.unlink()
