@@ -288,3 +288,27 @@ def test_messages_of_a_large_namespace_get_their_own_graph(tmp_path: Path) -> No
         assert copy.graph is not None
         in_thread = store.search_messages_vector(query.model_copy(update={"thread": "t1"}), MODEL, vectors[1], 3)
         assert in_thread[0].id == stored[1].id and {h.id for h in in_thread} <= {m.id for m in stored[1::3]}
+
+
+def test_a_build_a_search_starts_leaves_a_core_to_the_searches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory.backends.sqlite.hnsw import GraphIndexes
+
+    used: list[int] = []
+    original = GraphIndexes._build
+
+    def recording(self: GraphIndexes, *args: object) -> None:
+        used.append(args[-1])  # type: ignore[arg-type]
+        original(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(GraphIndexes, "_build", recording)
+    path = tmp_path / "threads.db"
+    ids = _fill(path, _vectors(22))
+    with _open(path) as backend:
+        graphs = backend._graphs
+        assert graphs.threads >= 1 and graphs.background_threads == max(1, min(graphs.threads, graphs.threads - 1))
+        backend.search_vector(flt(), MODEL, _vectors(23, 1)[0], 10)  # a search starts it
+        assert graphs.wait(timeout=60)
+        gone = ids[: COUNT // 5]
+        backend.delete("default", gone, [ledger_entry("delete", g, "default", make_item("x").created_at) for g in gone])
+        backend.settle()  # a rebuild settle starts and waits for
+    assert used == [graphs.background_threads, graphs.threads]

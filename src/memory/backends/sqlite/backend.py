@@ -218,7 +218,8 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
                 conn.execute("PRAGMA optimize = 0x10002")
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
                 if self._graphs.enabled:
-                    self._start_graphs(conn)
+                    with self._graphs.eagerly():
+                        self._start_graphs(conn)
         self._graphs.wait()
         return time.perf_counter() - started
 

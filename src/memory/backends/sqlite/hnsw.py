@@ -47,7 +47,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -166,10 +166,18 @@ class GraphIndexes:
         min_vectors: int = GRAPH_MIN_VECTORS,
         threads: int | None = None,
     ) -> None:
-        """Keep graphs in ``directory`` for namespaces of at least ``min_vectors`` vectors (0: none)."""
+        """Keep graphs in ``directory`` for namespaces of at least ``min_vectors`` vectors (0: none).
+
+        A build started by :meth:`eagerly` (a caller that waits for it) adds
+        on ``threads`` threads (default: every core); one started by a search
+        leaves a core to the searches (one thread less, at least one).
+        """
         self.directory = directory
         self.min_vectors = min_vectors
-        self.threads = threads if threads is not None else max(1, min(2, os.cpu_count() or 1))
+        cores = os.cpu_count() or 1
+        self.threads = threads if threads is not None else cores
+        self.background_threads = max(1, min(self.threads, cores - 1))
+        self._eager = False
         self._connect = connect
         self._index_class: Any = _usearch() if min_vectors > 0 else None
         self._lock = threading.Lock()
@@ -213,6 +221,15 @@ class GraphIndexes:
         if graph is None or stale or tail:
             self._start(conn, space, namespace, None if graph is None or stale else graph)
         return None if stale else graph
+
+    @contextlib.contextmanager
+    def eagerly(self) -> Iterator[None]:
+        """Within the block, builds that start use every thread (the caller waits for them: ``settle``)."""
+        self._eager = True
+        try:
+            yield
+        finally:
+            self._eager = False
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the builds running now; True when none is left."""
@@ -285,15 +302,19 @@ class GraphIndexes:
                 return
             if time.monotonic() - self._failed.get(key, -RETRY_SECONDS) < RETRY_SECONDS:
                 return
+            threads = self.threads if self._eager else self.background_threads
             thread = threading.Thread(
-                target=self._build, args=(key, space, identity, base), name=f"memory-hnsw-{space.space_id}", daemon=True
+                target=self._build,
+                args=(key, space, identity, base, threads),
+                name=f"memory-hnsw-{space.space_id}",
+                daemon=True,
             )
             self._builds[key] = thread
         thread.start()
 
-    def _build(self, key: Key, space: Space, identity: _Identity, base: Graph | None) -> None:
+    def _build(self, key: Key, space: Space, identity: _Identity, base: Graph | None, threads: int) -> None:
         try:
-            graph = self._built(space, identity, base)
+            graph = self._built(space, identity, base, threads)
         except Exception as exc:
             with self._lock:
                 self._failed[key] = time.monotonic()
@@ -307,7 +328,7 @@ class GraphIndexes:
                 with contextlib.suppress(OSError):
                     base.path.unlink()
 
-    def _built(self, space: Space, identity: _Identity, base: Graph | None) -> Graph | None:
+    def _built(self, space: Space, identity: _Identity, base: Graph | None, threads: int) -> Graph | None:
         """Read the namespace's vectors after ``base`` (all without one) into a graph, write it, map it."""
         own = self._connect()
         try:
@@ -335,7 +356,7 @@ class GraphIndexes:
                 if not rows:
                     break
                 keys = np.fromiter((int(r[0]) for r in rows), dtype=np.uint64, count=len(rows))
-                index.add(keys, decode_rows(space, [r[1] for r in rows]), threads=self.threads)
+                index.add(keys, decode_rows(space, [r[1] for r in rows]), threads=threads)
                 after = int(rows[-1][0])
             if self._closed.is_set():
                 return None
