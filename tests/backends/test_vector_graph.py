@@ -312,3 +312,45 @@ def test_a_build_a_search_starts_leaves_a_core_to_the_searches(tmp_path: Path, m
         backend.delete("default", gone, [ledger_entry("delete", g, "default", make_item("x").created_at) for g in gone])
         backend.settle()  # a rebuild settle starts and waits for
     assert used == [graphs.background_threads, graphs.threads]
+
+
+def test_writes_and_searches_go_on_while_a_graph_is_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import memory.backends.sqlite.hnsw as hnsw_module
+
+    monkeypatch.setattr(hnsw_module, "BUILD_CHUNK", 64)  # a build of many steps, to overlap with the others
+    path = tmp_path / "busy.db"
+    _fill(path, _vectors(24))
+    fresh = _vectors(25, 600)
+    items = [make_item(f"busy {n}") for n in range(len(fresh))]
+    errors: list[BaseException] = []
+    with _open(path) as backend:
+        backend.search_vector(flt(), MODEL, fresh[0], 5)  # starts the build
+
+        def write() -> None:
+            try:
+                for start in range(0, len(items), 50):
+                    chunk = range(start, start + 50)
+                    backend.add([record(items[n], fresh[n]) for n in chunk])
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        def search() -> None:
+            try:
+                for n in range(60):
+                    hits = backend.search_vector(flt(), MODEL, _vectors(26 + n, 1)[0], 10)
+                    assert len(hits) == 10 and len({h.id for h in hits}) == 10
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        workers = [threading.Thread(target=write), threading.Thread(target=search)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert not errors, errors
+        backend.settle()
+        assert _graph_of(backend) is not None
+        for n in (0, 299, 599):  # written during the build: in the graph or its tail
+            assert backend.search_vector(flt(), MODEL, fresh[n], 1)[0].id == items[n].id
