@@ -77,7 +77,7 @@ import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -87,9 +87,6 @@ from memory.backends.sqlite.migrations import space_tables
 from memory.backends.sqlite.sql import ROLE_SQL, SPEAKER_SQL
 from memory.backends.values import RankFields
 from memory.ids import from_epoch
-
-if TYPE_CHECKING:
-    from memory.backends.sqlite.hnsw import Graph, GraphIndexes
 
 __all__ = [
     "FLOAT16",
@@ -336,6 +333,29 @@ def cosines(space: Space, blobs: Sequence[bytes], vector: Vector) -> npt.NDArray
     # einsum, not BLAS (see CodeIndex._ranked); dot products over norms: no scaled copy of the rows
     scores: npt.NDArray[np.float32] = np.einsum("ij,j->i", rows, _unit(vector)) / _norms(rows)
     return scores
+
+
+class Graph(Protocol):
+    """A namespace's HNSW graph as the copy uses it (:class:`memory.backends.sqlite.hnsw.Graph`)."""
+
+    @property
+    def last_seq(self) -> int:
+        """Every vector with a sequence number up to this one, when the graph was built, is in it."""
+        ...
+
+    def search(self, query: npt.NDArray[np.float32], count: int) -> npt.NDArray[np.int64]:
+        """Sequence numbers of about the ``count`` entries nearest ``query``, nearest first."""
+        ...
+
+
+class GraphSource(Protocol):
+    """Gives a namespace's usable graph, or None (:class:`memory.backends.sqlite.hnsw.GraphIndexes`)."""
+
+    def current(
+        self, conn: Any, space: Space, namespace: str, size: int, last_seq: int, deletions: int
+    ) -> Graph | None:
+        """The graph of ``namespace`` in ``space`` for a copy of ``size`` entries up to ``last_seq``, or None."""
+        ...
 
 
 class CodeIndex:
@@ -612,7 +632,7 @@ class CodeCache:
         self,
         float_budget: int = DEFAULT_FLOAT_CACHE_BYTES,
         total_float_budget: int = DEFAULT_TOTAL_FLOAT_CACHE_BYTES,
-        graphs: GraphIndexes | None = None,
+        graphs: GraphSource | None = None,
     ) -> None:
         """Create an empty cache: ``float_budget`` bytes of vectors (as stored) per namespace copy, at most
         ``total_float_budget`` for all copies together; ``graphs`` gives large namespaces their HNSW graph."""
