@@ -354,3 +354,22 @@ def test_writes_and_searches_go_on_while_a_graph_is_built(tmp_path: Path, monkey
         assert _graph_of(backend) is not None
         for n in (0, 299, 599):  # written during the build: in the graph or its tail
             assert backend.search_vector(flt(), MODEL, fresh[n], 1)[0].id == items[n].id
+
+
+def test_a_graph_that_cannot_be_written_leaves_the_search_as_it_was(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    path = tmp_path / "readonly.db"
+    vectors = _vectors(27)
+    ids = _fill(path, vectors)
+    graph_directory(path).write_text("a file where the folder would go")  # the folder cannot be made
+    with caplog.at_level(logging.INFO, logger="memory.backends.sqlite.hnsw"), _open(path) as backend:
+        backend.settle()
+        assert backend._graphs.built == 0 and _graph_of(backend) is None
+        assert backend.search_vector(flt(), MODEL, vectors[9], 1)[0].id == ids[9]
+        backend.settle()  # not retried at once: a failed build waits RETRY_SECONDS
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("building the vector graph of namespace 'default'") for m in messages)
+    assert sum("failed (retried in 600 s)" in m for m in messages) == 1

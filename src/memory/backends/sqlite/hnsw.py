@@ -313,14 +313,18 @@ class GraphIndexes:
         thread.start()
 
     def _build(self, key: Key, space: Space, identity: _Identity, base: Graph | None, threads: int) -> None:
+        what = f"the vector graph of namespace {identity.namespace!r} ({space.owner}, {space.model})"
+        log.info("%s %s on %d thread(s)", "extending" if base is not None else "building", what, threads)
+        started = time.perf_counter()
         try:
             graph = self._built(space, identity, base, threads)
         except Exception as exc:
             with self._lock:
                 self._failed[key] = time.monotonic()
-            log.warning("building the vector graph of namespace %r failed: %s", identity.namespace, exc)
+            log.warning("building %s failed (retried in %.0f s): %s", what, RETRY_SECONDS, exc)
             return
         if graph is not None:
+            log.info("%s: %d vectors in %.1f s", what, graph.size, time.perf_counter() - started)
             self._publish(key, graph)
             with self._lock:
                 self.built += 1
