@@ -291,16 +291,23 @@ class GraphIndexes:
             self._graphs[key] = graph
 
     # -- builds ------------------------------------------------------------
+    def _busy(self, key: Key) -> bool:
+        """True while a build of ``key`` runs or failed less than RETRY_SECONDS ago (call with the lock held)."""
+        running = self._builds.get(key)
+        if running is not None and running.is_alive():
+            return True
+        return time.monotonic() - self._failed.get(key, -RETRY_SECONDS) < RETRY_SECONDS
+
     def _start(self, conn: Any, space: Space, namespace: str, base: Graph | None) -> None:
         key: Key = (space.owner, space.space_id, namespace)
+        with self._lock:  # every search of the namespace asks while a build runs: answer without a statement
+            if self._busy(key):
+                return
         identity = self._identity(conn, space, namespace)
         if identity is None:
             return
         with self._lock:
-            running = self._builds.get(key)
-            if running is not None and running.is_alive():
-                return
-            if time.monotonic() - self._failed.get(key, -RETRY_SECONDS) < RETRY_SECONDS:
+            if self._busy(key):
                 return
             threads = self.threads if self._eager else self.background_threads
             thread = threading.Thread(
