@@ -373,3 +373,19 @@ def test_a_graph_that_cannot_be_written_leaves_the_search_as_it_was(
     messages = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("building the vector graph of namespace 'default'") for m in messages)
     assert sum("failed (retried in 600 s)" in m for m in messages) == 1
+
+
+def test_a_graph_to_extend_that_is_gone_is_built_again(tmp_path: Path) -> None:
+    path = tmp_path / "gone.db"
+    _fill(path, _vectors(28))
+    with _open(path) as backend:
+        backend.settle()
+        graph = _graph_of(backend)
+        graph.path.unlink()  # type: ignore[attr-defined]  # e.g. another process replaced it and cleaned up
+        more = _vectors(29, 6_000)
+        items = [make_item(f"more {n}") for n in range(len(more))]
+        backend.add([record(i, v) for i, v in zip(items, more, strict=True)])
+        backend.settle()
+        rebuilt = _graph_of(backend)
+        assert rebuilt is not graph and rebuilt.size == COUNT + 6_000  # type: ignore[attr-defined]
+        assert backend.search_vector(flt(), MODEL, more[123], 1)[0].id == items[123].id

@@ -349,10 +349,10 @@ class GraphIndexes:
                     (space.space_id, identity.namespace),
                 ).fetchone()
             deletions = int(row[0]) if row is not None else 0
-            if base is not None:
-                index = self._index_class.restore(str(base.path), view=False)
+            index = self._readable(base.path) if base is not None else None
+            if base is not None and index is not None:  # extend it
                 after, deletions = base.last_seq, base.deletions
-            else:
+            else:  # build from the start (also when the graph to extend is gone: another process replaced it)
                 index = self._index_class(
                     ndim=space.dim, metric="cos", dtype=DTYPE, connectivity=CONNECTIVITY, expansion_add=EXPANSION_ADD
                 )
@@ -374,6 +374,14 @@ class GraphIndexes:
             return self._write(index, space, identity, after, deletions)
         finally:
             own.close()
+
+    def _readable(self, path: Path) -> Any:
+        """The graph in ``path`` loaded to be extended, or None when it cannot be read."""
+        try:
+            return self._index_class.restore(str(path), view=False)
+        except Exception as exc:
+            log.warning("building the vector graph %s again from the start: %s", path, exc)
+            return None
 
     def _write(self, index: Any, space: Space, identity: _Identity, last_seq: int, deletions: int) -> Graph:
         """Save ``index`` under a new name, point the namespace's ``.json`` at it, and map it read-only."""
