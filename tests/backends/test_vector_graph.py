@@ -389,3 +389,26 @@ def test_a_graph_to_extend_that_is_gone_is_built_again(tmp_path: Path) -> None:
         rebuilt = _graph_of(backend)
         assert rebuilt is not graph and rebuilt.size == COUNT + 6_000  # type: ignore[attr-defined]
         assert backend.search_vector(flt(), MODEL, more[123], 1)[0].id == items[123].id
+
+
+@pytest.mark.parametrize("cache_mb", [512, 0], ids=["float-copy", "table"])
+def test_every_filter_and_clearance_holds_on_the_graph_path(tmp_path: Path, cache_mb: int) -> None:
+    from test_sqlite import FILTERS, _fill
+
+    from memory.filters import matches
+
+    rng = np.random.default_rng(30)
+    vectors = rng.standard_normal((COUNT, DIM)).astype(np.float32)
+    with _open(tmp_path / "filters.db", vector_cache_mb=cache_mb) as backend:
+        backend.ensure_vector_space(MODEL, DIM)
+        items = _fill(backend, vectors)
+        backend.settle()
+        assert _graph_of(backend) is not None
+        by_id = {item.id: item for item in items}
+        for fields in FILTERS:
+            f = flt(**fields)
+            for query in rng.standard_normal((3, DIM)).astype(np.float32):
+                hits = backend.search_vector(f, MODEL, query, 10)
+                assert hits and all(matches(f, by_id[h.id]) for h in hits), fields
+                if f.clearance != "secret":
+                    assert all(by_id[h.id].sensitivity != "secret" for h in hits)
