@@ -41,6 +41,7 @@ temporary directory, deleted with it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -99,8 +100,13 @@ def graph_directory(store: Path) -> Path:
     return store.with_name(store.name + ".hnsw")
 
 
+@functools.cache
 def _usearch() -> Any:
-    """The usearch ``Index`` class, or None when the package is missing or does not load."""
+    """The usearch ``Index`` class, or None when the package is missing or does not load.
+
+    Imported when a namespace first reaches a graph's size, not when a store
+    opens: the import takes ~90 ms, which every small store would pay.
+    """
     try:
         from usearch.index import Index
     except Exception as exc:  # pragma: no cover - the dependency is installed with memory
@@ -179,7 +185,7 @@ class GraphIndexes:
         self.background_threads = max(1, min(self.threads, cores - 1))
         self._eager = False
         self._connect = connect
-        self._index_class: Any = _usearch() if min_vectors > 0 else None
+        self._index_class: Any = None  # usearch's Index, imported by the first namespace of the size
         self._lock = threading.Lock()
         self._graphs: dict[Key, Graph] = {}
         self._looked: set[Key] = set()
@@ -191,8 +197,8 @@ class GraphIndexes:
 
     @property
     def enabled(self) -> bool:
-        """True when namespaces may get graphs (a size is set and usearch loads)."""
-        return self._index_class is not None
+        """True when namespaces of the size get graphs (0 turns them off; a failed usearch import is logged)."""
+        return self.min_vectors > 0
 
     def current(
         self, conn: Any, space: Space, namespace: str, size: int, last_seq: int, deletions: int
@@ -205,8 +211,12 @@ class GraphIndexes:
         graph is being built, and when a graph is ahead of the store (a file
         left by a store that was rolled back).
         """
-        if self._index_class is None or size < self.min_vectors or self._closed.is_set():
+        if self.min_vectors <= 0 or size < self.min_vectors or self._closed.is_set():
             return None
+        if self._index_class is None:
+            self._index_class = _usearch()
+            if self._index_class is None:
+                return None
         key: Key = (space.owner, space.space_id, namespace)
         with self._lock:
             graph = self._graphs.get(key)
