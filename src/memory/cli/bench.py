@@ -417,8 +417,10 @@ def speed(
     """Add throughput and recall latency at growing sizes, side by side with a peer store.
 
     Reports storage+indexing overhead as a share of embedding time, recall
-    p50/p95 (query embedding included, and its share), and the same workload
-    on the peer with the same embedder, texts and k. The machine is recorded.
+    p50/p95 (query embedding included, and its share), how much of the exact
+    top k vector-only search returns (against exact cosine search over the
+    same vectors), and the same workload on the peer with the same embedder,
+    texts and k. The machine is recorded.
     """
     import platformdirs
 
