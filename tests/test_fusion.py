@@ -81,3 +81,21 @@ def test_rank_skips_unknown_items_and_applies_min_score() -> None:
     fused = fuse({"vector": [ChannelHit(item.id, 1.0), ChannelHit("gone", 0.5)]}, {}, 60)
     ranked = rank(fused, {item.id: item}, NOW, config)
     assert [entry[1].id for entry in ranked] == [item.id]
+
+
+def test_rank_with_a_limit_returns_the_head_of_the_whole_ranking() -> None:
+    config = RetrievalConfig(recency_weight=0.3, importance_weight=0.1, recency_half_life_days=5)
+    items = {
+        f"i{n}": build_item(content=f"x{n}", namespace="n", now=NOW - timedelta(days=n % 7), importance=(n % 5) / 5)
+        for n in range(30)
+    }
+    hits = [ChannelHit(item_id, 1.0 - n / 40) for n, item_id in enumerate(items)]
+    fused = fuse({"vector": hits, "lexical": list(reversed(hits[:12]))}, {}, 60)
+    whole = rank(fused, items, NOW, config, speakers={"i3": 0.5}, quantities={"i4": 0.9})
+    head = rank(fused, items, NOW, config, speakers={"i3": 0.5}, quantities={"i4": 0.9}, limit=7)
+    assert [(c.id, parts) for c, _, parts in head] == [(c.id, parts) for c, _, parts in whole[:7]]
+    for candidate, item, parts in whole:  # every part is the one score_item gives
+        speaker = 0.5 if candidate.id == "i3" else None
+        quantity = 0.9 if candidate.id == "i4" else None
+        assert parts == score_item(candidate.fusion, item, NOW, config, speaker, quantity)
+    assert rank(fused, items, NOW, config, limit=0) == []

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, TypeVar
 
@@ -19,13 +18,35 @@ from memory.types import ChannelScore, ScoreParts
 __all__ = ["FusedCandidate", "Rankable", "fuse", "recency_factor", "score_item", "rank"]
 
 
-@dataclass(frozen=True, slots=True)
 class FusedCandidate:
-    """An item id with its normalised fused score and per-channel scores."""
+    """An item id with its normalised fused score and per-channel scores.
 
-    id: str
-    fusion: float
-    channels: dict[str, ChannelScore]
+    ``channels`` (a :class:`~memory.types.ChannelScore` per channel that
+    found the item) is built when first read: recall reads it only for the
+    hits it returns, not for every fused candidate.
+    """
+
+    __slots__ = ("id", "fusion", "_seen", "_channels")
+
+    def __init__(self, id: str, fusion: float, seen: dict[str, tuple[int, float, float]]) -> None:
+        """``seen``: channel name -> (rank, raw score, contribution to ``fusion``)."""
+        self.id = id
+        self.fusion = fusion
+        self._seen = seen
+        self._channels: dict[str, ChannelScore] | None = None
+
+    @property
+    def channels(self) -> dict[str, ChannelScore]:
+        """How each channel that found the item saw it."""
+        if self._channels is None:
+            self._channels = {
+                name: ChannelScore(channel=name, rank=rank, raw=raw, contribution=contribution)
+                for name, (rank, raw, contribution) in self._seen.items()
+            }
+        return self._channels
+
+    def __repr__(self) -> str:
+        return f"FusedCandidate(id={self.id!r}, fusion={self.fusion!r}, channels={self._seen!r})"
 
 
 def fuse(
@@ -44,9 +65,11 @@ def fuse(
     active = {name: float(weights.get(name, 1.0)) for name in results}
     best_possible = sum(w / (rrf_k + 1.0) for w in active.values() if w > 0) or 1.0
     totals: dict[str, float] = {}
-    channels: dict[str, dict[str, ChannelScore]] = {}
+    seen_by: dict[str, dict[str, tuple[int, float, float]]] = {}
+    strengths: dict[str, float] = {}
     for name, hits in results.items():
         weight = active[name]
+        best_raw = max((abs(h.score) for h in hits), default=0.0) or 1.0
         seen: set[str] = set()
         position = rank = 0
         previous: float | None = None
@@ -58,17 +81,12 @@ def fuse(
             if hit.score != previous:  # equal channel scores share a rank ("1224" ranking)
                 rank, previous = position, hit.score
             contribution = weight / (rrf_k + rank)
+            raw = float(hit.score)
             totals[hit.id] = totals.get(hit.id, 0.0) + contribution
-            channels.setdefault(hit.id, {})[name] = ChannelScore(
-                channel=name, rank=rank, raw=float(hit.score), contribution=contribution / best_possible
-            )
-    best_raw = {name: max((abs(h.score) for h in hits), default=0.0) or 1.0 for name, hits in results.items()}
-    fused = [FusedCandidate(id=i, fusion=t / best_possible, channels=channels[i]) for i, t in totals.items()]
-
-    def strength(candidate: FusedCandidate) -> float:
-        return sum(ch.raw / best_raw[name] for name, ch in candidate.channels.items())
-
-    fused.sort(key=lambda c: (-round(c.fusion, 12), -strength(c), c.id))
+            strengths[hit.id] = strengths.get(hit.id, 0.0) + raw / best_raw
+            seen_by.setdefault(hit.id, {})[name] = (rank, raw, contribution / best_possible)
+    fused = [FusedCandidate(i, t / best_possible, seen_by[i]) for i, t in totals.items()]
+    fused.sort(key=lambda c: (-round(c.fusion, 12), -strengths[c.id], c.id))
     return fused
 
 
@@ -106,6 +124,21 @@ def score_item(
     ``speaker`` and ``quantity``: factors the blend is multiplied by (see
     :mod:`memory.retrieval.speaker` and :mod:`memory.retrieval.quantity`).
     """
+    final, recency = _blend(fusion, item, now, config, speaker, quantity)
+    return ScoreParts(
+        fusion=fusion, recency=recency, importance=item.importance, final=final, speaker=speaker, quantity=quantity
+    )
+
+
+def _blend(
+    fusion: float,
+    item: Rankable,
+    now: datetime,
+    config: RetrievalConfig,
+    speaker: float | None,
+    quantity: float | None,
+) -> tuple[float, float]:
+    """The final score of :func:`score_item`, and its recency factor."""
     recency = recency_factor(item.created_at, now, config.recency_half_life_days)
     relevance_weight = max(1.0 - config.recency_weight - config.importance_weight, 0.0)
     final = relevance_weight * fusion + config.recency_weight * recency + config.importance_weight * item.importance
@@ -113,9 +146,7 @@ def score_item(
         final *= speaker
     if quantity is not None:
         final *= quantity
-    return ScoreParts(
-        fusion=fusion, recency=recency, importance=item.importance, final=final, speaker=speaker, quantity=quantity
-    )
+    return final, recency
 
 
 def rank(
@@ -125,24 +156,41 @@ def rank(
     config: RetrievalConfig,
     speakers: Mapping[str, float] | None = None,
     quantities: Mapping[str, float] | None = None,
+    limit: int | None = None,
 ) -> list[tuple[FusedCandidate, R, ScoreParts]]:
-    """Score candidates whose items are known; returns them best first.
+    """Score candidates whose items are known; returns them best first (the best ``limit`` when given).
 
     ``speakers`` and ``quantities``: factors for some candidates' final scores, by id (see
     :mod:`memory.retrieval.speaker` and :mod:`memory.retrieval.quantity`). Equal final
-    scores keep the fused order (see :func:`fuse`).
+    scores keep the fused order (see :func:`fuse`). Score parts are built only for
+    the candidates returned.
     """
-    scored = []
+    scored: list[tuple[float, int, FusedCandidate, R, float, float, float | None, float | None]] = []
     factors = speakers or {}
     amounts = quantities or {}
-    for candidate in candidates:
+    for position, candidate in enumerate(candidates):
         item = items.get(candidate.id)
         if item is None:
             continue
-        parts = score_item(candidate.fusion, item, now, config, factors.get(candidate.id), amounts.get(candidate.id))
-        if parts.final < config.min_score:
+        speaker, quantity = factors.get(candidate.id), amounts.get(candidate.id)
+        final, recency = _blend(candidate.fusion, item, now, config, speaker, quantity)
+        if final < config.min_score:
             continue
-        scored.append((candidate, item, parts))
-    order = {candidate.id: position for position, candidate in enumerate(candidates)}
-    scored.sort(key=lambda entry: (-round(entry[2].final, 12), order[entry[0].id]))
-    return scored
+        scored.append((-round(final, 12), position, candidate, item, final, recency, speaker, quantity))
+    scored.sort(key=lambda entry: (entry[0], entry[1]))
+    kept = scored if limit is None else scored[: max(limit, 0)]
+    return [
+        (
+            candidate,
+            item,
+            ScoreParts(
+                fusion=candidate.fusion,
+                recency=recency,
+                importance=item.importance,
+                final=final,
+                speaker=speaker,
+                quantity=quantity,
+            ),  # fmt: skip
+        )
+        for _, _, candidate, item, final, recency, speaker, quantity in kept
+    ]

@@ -153,8 +153,10 @@ class Recall:
             items = {i.id: i for i in self._backend.get(flt.namespace, list(fields))}
             texts = {item_id: item.content for item_id, item in items.items()}
             quantities = quantity_factors(query, texts, config.quantity_penalty)
-        order = rank(fused, fields, flt.now, config, speakers, quantities)
-        head = order[: self._rerank.window(limit) if self._rerank is not None else limit]
+        head = rank(
+            fused, fields, flt.now, config, speakers, quantities,
+            limit=self._rerank.window(limit) if self._rerank is not None else limit,
+        )  # fmt: skip
         missing = [c.id for c, _, _ in head if c.id not in items]
         if missing:
             items.update((i.id, i) for i in self._backend.get(flt.namespace, missing))
@@ -332,8 +334,11 @@ class Recall:
         if space == model:
             return self._backend.search_vector(flt, model, vector, k)
         windowed = self._backend.search_vector(flt, space, vector, k)
+        own = self._backend.search_vector(flt, model, vector, k)
+        if not windowed:  # no memory passing the filter has a window vector: own vectors rank alone
+            return own
         found = {h.id for h in windowed}
-        own = [h for h in self._backend.search_vector(flt, model, vector, k) if h.id not in found]
+        own = [h for h in own if h.id not in found]
         has_window = set(self._backend.get_vectors(flt.namespace, space, [h.id for h in own]))
         merged = windowed + [h for h in own if h.id not in has_window]
         merged.sort(key=lambda h: (-h.score, h.id))
