@@ -92,3 +92,5 @@ LABEL_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 MAX_FEEDBACK_CHARS = 20_000
 #: A prompt version number.
 MAX_VERSION = 2_147_483_647
+#: The largest turn number a message query may name (a turn is a 64-bit integer in every store).
+MAX_TURN = 2**63 - 1

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from server_helpers import Live, ThreadServer, start_rest
 
+from memory.errors import InvalidInputError
 from memory.keys import Caller
 
 NS = "/v1/namespaces/a"
@@ -70,6 +71,17 @@ def test_timeline_pages_and_live_window_hide_secrets(live: Live) -> None:
     with live.client("a_secret") as c:
         page = c.get(f"{NS}/threads/t/timeline", params={"clearance": "secret"}).json()
         assert "message 4" in [m["content"] for m in page["messages"]]
+
+
+def test_a_turn_number_past_64_bits_is_refused_not_a_server_error(live: Live) -> None:
+    live.mem.messages.append("t", "message 1", namespace="a")
+    with live.client("a") as c:
+        for name in ("after_turn", "before_turn"):
+            refused = c.get(f"{NS}/threads/t/timeline", params={name: 2**64})  # found by the schema fuzzer
+            assert refused.status_code == 422, refused.text
+        assert c.get(f"{NS}/threads/t/timeline", params={"after_turn": 2**63 - 1}).json()["messages"] == []
+    with pytest.raises(InvalidInputError, match="after_turn"):
+        live.mem.messages.get_thread("t", namespace="a", after_turn=2**63)
 
 
 def test_archive_needs_a_writable_key(live: Live) -> None:

@@ -309,6 +309,8 @@ class Messages:
         """A validated :class:`MessageQuery` with this store's defaults and clock."""
         if after_turn is not None and (isinstance(after_turn, bool) or not isinstance(after_turn, int)):
             raise InvalidInputError(f"after_turn must be an integer, got {after_turn!r}")
+        if after_turn is not None and abs(after_turn) > limits.MAX_TURN:
+            raise InvalidInputError(f"after_turn must be a turn number (at most {limits.MAX_TURN}), got {after_turn}")
         if roles is not None:
             roles = [roles] if isinstance(roles, str) else list(roles)
             for role in roles:

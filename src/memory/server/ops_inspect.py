@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory import limits as lim
 from memory.backends.graph import Entity, GraphStore, MemoryLink, Relation
 from memory.episodic.types import BlockChange, Message
 from memory.errors import Error, GraphUnavailableError, NotFoundError
@@ -162,8 +163,12 @@ class TimelineIn(_In):
     """A window of a thread's timeline: the latest ``limit`` messages, or those after ``after_turn``."""
 
     thread: str = Field(..., **m.NAME_RULES)
-    after_turn: int | None = Field(None, ge=0, description="Only messages after this turn (for live updates).")
-    before_turn: int | None = Field(None, ge=1, description="Only messages before this turn (older pages).")
+    after_turn: int | None = Field(
+        None, ge=0, le=lim.MAX_TURN, description="Only messages after this turn (for live updates)."
+    )
+    before_turn: int | None = Field(
+        None, ge=1, le=lim.MAX_TURN, description="Only messages before this turn (older pages)."
+    )
     limit: int = Field(100, ge=1, le=500)
     clearance: m.Clearance = _CLEARANCE
 
