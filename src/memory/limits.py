@@ -86,6 +86,8 @@ CURSOR_PATTERN = (
 MAX_CURSOR_CHARS = 240
 #: A message role: a lowercase word (user, assistant, system, tool, …).
 ROLE_PATTERN = r"^[a-z][a-z0-9_\-]{0,31}$"
+#: Text that may hold anything but NUL (a block's value, a change's reason).
+NO_NUL_PATTERN = r"^[^\x00]*$"
 #: A working-memory block label: a lowercase identifier.
 LABEL_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 #: Characters of a feedback text (feedback, example, suggestion).

@@ -44,6 +44,7 @@ __all__ = [
     "content_hash",
     "normalise_content",
     "check_encodable",
+    "check_reason",
     "check_name",
     "check_kind",
     "check_tags",
@@ -71,6 +72,21 @@ def check_encodable(text: str, what: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidInputError(f"{what} is not valid Unicode text (lone surrogate at {exc.start})") from exc
+
+
+def check_reason(reason: object) -> str | None:
+    """A change's reason as recorded in a history: None, or text of at most MAX_REASON_CHARS without NUL.
+
+    Raises InvalidInputError otherwise (PostgreSQL cannot store a NUL in text).
+    """
+    if reason is None:
+        return None
+    if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
+        raise InvalidInputError(f"reason must be a string of at most {MAX_REASON_CHARS} characters")
+    check_encodable(reason, "reason")
+    if "\x00" in reason:
+        raise InvalidInputError("reason contains NUL characters")
+    return reason
 
 
 def normalise_content(content: object, *, max_chars: int = DEFAULT_MAX_CONTENT_CHARS) -> str:
@@ -318,9 +334,8 @@ def ledger_entry(
     after: MemoryItem | None = None,
     reason: str | None = None,
 ) -> LedgerEntry:
-    """Build a ledger entry for a change to one item. Raises InvalidInputError for a reason that is too long."""
-    if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS):
-        raise InvalidInputError(f"reason must be a string of at most {MAX_REASON_CHARS} characters")
+    """Build a ledger entry for a change to one item. Raises InvalidInputError for a reason check_reason refuses."""
+    reason = check_reason(reason)
     return LedgerEntry(
         id=new_id(),
         namespace=namespace,

@@ -219,6 +219,17 @@ def test_blocks_read_replace_append_with_limits_and_history(cmem: Memory) -> Non
     assert cmem.blocks.get("user_info").value == ""  # another scope
 
 
+def test_a_block_reason_is_checked_before_anything_is_written(cmem: Memory) -> None:
+    cmem.blocks.replace("user_info", "Name: Alice", user="alice", reason="told so")
+    for bad, message in (("a\x00b", "NUL"), ("x" * 2001, "at most 2000"), (5, "string")):
+        with pytest.raises(InvalidInputError, match=message):
+            cmem.blocks.append("user_info", "Lives in Berlin", user="alice", reason=bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="NUL"):
+        cmem.blocks.replace("user_info", "Name:\x00Alice", user="alice")
+    assert cmem.blocks.get("user_info", user="alice").value == "Name: Alice"
+    assert [c.reason for c in cmem.blocks.history("user_info", user="alice")] == ["told so"]
+
+
 def test_concurrent_appends_to_a_block_all_land(cmem: Memory) -> None:
     def add(i: int) -> None:
         for j in range(5):

@@ -84,6 +84,14 @@ def test_a_turn_number_past_64_bits_is_refused_not_a_server_error(live: Live) ->
         live.mem.messages.get_thread("t", namespace="a", after_turn=2**63)
 
 
+def test_a_block_value_or_reason_with_nul_is_refused_by_the_schema(live: Live) -> None:
+    with live.client("a") as c:
+        for body in ({"value": "\x00"}, {"value": "ok", "reason": "why\x00"}, {"value": "ok", "reason": "x" * 2001}):
+            refused = c.put(f"{NS}/blocks/user_info", json=body)  # found by the schema fuzzer
+            assert refused.status_code == 422 and "NUL characters" not in refused.text, refused.text
+        assert c.put(f"{NS}/blocks/user_info", json={"value": "ok", "reason": "why"}).status_code == 200
+
+
 def test_archive_needs_a_writable_key(live: Live) -> None:
     for i in range(5):
         live.mem.messages.append("t", f"m{i}", namespace="a")

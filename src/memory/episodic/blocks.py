@@ -16,7 +16,7 @@ from memory import limits
 from memory.backends.episodic import EpisodicStore
 from memory.episodic.types import Block, BlockChange
 from memory.errors import BlockLimitError, InvalidInputError, StorageError
-from memory.records import check_encodable, check_name
+from memory.records import check_encodable, check_name, check_reason
 from memory.services import Core, episodic_store
 
 __all__ = ["Blocks", "STANDARD_LIMITS", "DEFAULT_LIMIT", "MAX_LIMIT", "check_label"]
@@ -112,6 +112,7 @@ class Blocks:
         label = check_label(label)
         if limit is not None:
             limit = _check_limit(limit)
+        reason = check_reason(reason)
         ns, user, agent = self._scope(namespace, user, agent)
         store = self.store
         for _ in range(_RETRIES):

@@ -86,7 +86,7 @@ Term = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_ITEM_CH
 MetadataKey = Annotated[str, StringConstraints(pattern=lim.METADATA_KEY_PATTERN)]
 Text = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_CONTENT_CHARS, pattern=lim.TEXT_PATTERN)]
 Query = Annotated[str, StringConstraints(min_length=1, max_length=lim.MAX_QUERY_CHARS, pattern=lim.VISIBLE)]
-Reason = Annotated[str, StringConstraints(max_length=lim.MAX_REASON_CHARS)]
+Reason = Annotated[str, StringConstraints(max_length=lim.MAX_REASON_CHARS, pattern=lim.NO_NUL_PATTERN)]
 Tags = Annotated[list[Tag], Field(max_length=lim.MAX_TAGS)]
 Role = Annotated[str, StringConstraints(pattern=lim.ROLE_PATTERN)]
 Label = Annotated[str, StringConstraints(pattern=lim.LABEL_PATTERN)]
@@ -488,11 +488,15 @@ class WriteBlockIn(_In):
     """Replace a block's text, or append to it."""
 
     label: Label = Field(..., description="user_info, goals_and_status, important_context, … or your own label.")
-    value: str = Field(..., description="The text (the whole block, or what to add with mode=append).")
+    value: str = Field(
+        ...,
+        pattern=lim.NO_NUL_PATTERN,
+        description="The text (the whole block, or what to add with mode=append).",
+    )
     mode: Literal["replace", "append"] = "replace"
     user: str | None = _USER
     agent: str | None = _AGENT
-    reason: str | None = Field(None, description="Why, recorded in the block's history.")
+    reason: Reason | None = Field(None, description="Why, recorded in the block's history.")
 
 
 # -- context assembly ----------------------------------------------------------
