@@ -119,4 +119,5 @@ SEMANTIC_RULES = [
     r"no (active )?version|unknown prompt",  # stored data
     r"text to append is empty",  # a block's mode and value
     r"prompt_version needs prompt",  # two fields
+    r"nothing to update",  # an update that names no field to change (its description says: at least one)
 ]

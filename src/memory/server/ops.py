@@ -299,8 +299,8 @@ register(Operation(
 register(Operation(
     name="update",
     description=(
-        "Change fields of a memory (e.g. correct its content, add tags, close a fact with valid_to). "
-        "The previous state is kept in its history."
+        "Change fields of a memory (e.g. correct its content, add tags, close a fact with valid_to); "
+        "give at least one field. The previous state is kept in its history."
     ),
     params=m.UpdateIn, result=MemoryItem, run=_update, write=True,
     rest=Rest("PATCH", "/memories/{id}"),
