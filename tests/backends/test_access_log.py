@@ -63,20 +63,3 @@ def test_a_read_item_shows_its_kept_accesses_and_discard_forgets_them() -> None:
     assert log.seen(item.model_copy(update={"namespace": "other"})).access_count == 0
     log.discard("ns", [item.id])
     assert log.seen(item) is item and len(log) == 0
-
-
-def test_accesses_being_written_are_still_counted_until_written_or_given_back() -> None:
-    item = build_item(content="seen", namespace="ns", now=NOW)
-    log = AccessLog()
-    log.add("ns", [item.id], NOW)
-    taken = log.take_for_write()
-    assert len(log) == 0 and log.unwritten
-    log.add("ns", [item.id], NOW + timedelta(minutes=1))
-    assert log.seen(item).access_count == 2  # the batch in flight and the new one
-    log.written(taken)
-    assert log.seen(item).access_count == 1 and log.unwritten
-    again = log.take_for_write()
-    log.give_back(again)  # its write failed: kept, counted once
-    assert log.seen(item).access_count == 1 and len(log) == 1
-    log.written(log.take_for_write())
-    assert not log.unwritten and log.seen(item) is item

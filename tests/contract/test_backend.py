@@ -253,7 +253,6 @@ def test_accesses_are_written_in_batches_and_when_the_store_closes(
         assert _counts(backend, rec) == (1, later)  # this store reads its own kept accesses
         assert _counts(reader, rec) == (0, None)  # not written yet
         backend.record_access("ns", [other.item.id, rec.item.id], later + timedelta(minutes=1))  # due: written
-        backend.access_writes.wait()  # in the background (tests/backends/test_access_writes.py)
         assert _counts(reader, rec) == (2, later + timedelta(minutes=1)) and _counts(reader, other)[0] == 1
         assert _counts(backend, rec) == (2, later + timedelta(minutes=1))  # counted once, not again
         backend.record_access("ns", [other.item.id], later + timedelta(minutes=2))

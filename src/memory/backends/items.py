@@ -112,7 +112,7 @@ class SQLItemStore(SQLItemWrites[S]):
                 value = self._time(value)
             data[column] = value
         item = MemoryItem(**data)
-        return self.access_log.seen(item) if self.access_log.unwritten else item
+        return self.access_log.seen(item) if len(self.access_log) else item
 
     def _ledger(self, row: Sequence[Any]) -> LedgerEntry:
         entry_id, namespace, item_id, op, at, before, after, reason = row

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, closing
+from contextlib import closing
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
-from memory.backends.access_log import AccessLog, BackgroundWrites, Pending
+from memory.backends.access_log import AccessLog, Pending
 from memory.backends.columns import ITEM_COLUMNS, LEDGER_SELECT, TIME_COLUMNS
 from memory.backends.item_vectors import S, SQLVectorStore
 from memory.backends.ledger_refs import item_ref
@@ -382,23 +382,13 @@ class SQLItemWrites(SQLVectorStore[S]):
             assert log is not None
         return log
 
-    @property
-    def access_writes(self) -> BackgroundWrites:
-        """The thread that writes due accesses off the recall's path (created on first use)."""
-        writes: BackgroundWrites | None = self.__dict__.get("_access_writes")
-        if writes is None:
-            writes = self.__dict__.setdefault("_access_writes", BackgroundWrites(self.flush_access_quietly))
-            assert writes is not None
-        return writes
-
     def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
         """Count an access of each listed id (once per listing) and set accessed_at for ``ids`` in ``namespace``.
 
         Kept in :attr:`access_log` and written in batches (see
-        :mod:`memory.backends.access_log`): once enough have gathered, this
-        call has them written in the background (:attr:`access_writes`) and
-        returns. Reads through this store see them at once. A failed write
-        keeps them for the next one: statistics never fail, nor slow, the
+        :mod:`memory.backends.access_log`): this call writes them all once
+        enough have gathered. Reads through this store see them at once. A
+        failed write keeps them for the next one: statistics never fail the
         recall that records them.
         """
         d = self.dialect
@@ -406,11 +396,14 @@ class SQLItemWrites(SQLVectorStore[S]):
         if not wanted or not d.storable(namespace):
             return
         if self.access_log.add(namespace, wanted, at):
-            self.access_writes.request()
+            try:
+                self.flush_access()
+            except StorageError:
+                pass  # kept by flush_access; the next due recall, or close, writes them
 
     def flush_access(self) -> None:
-        """Write the kept accesses now, in one write transaction (kept again if it fails, and the error raised)."""
-        taken = self.access_log.take_for_write()
+        """Write the kept accesses in one write transaction (kept again if it fails, and the error raised)."""
+        taken = self.access_log.take()
         if not taken:
             return
         try:
@@ -418,7 +411,6 @@ class SQLItemWrites(SQLVectorStore[S]):
         except BaseException:
             self.access_log.give_back(taken)
             raise
-        self.access_log.written(taken)
 
     def flush_access_quietly(self) -> None:
         """:meth:`flush_access` where a failure must not stop what follows (closing): those accesses go uncounted."""
@@ -427,23 +419,13 @@ class SQLItemWrites(SQLVectorStore[S]):
         except StorageError:
             pass
 
-    def close_access(self) -> None:
-        """Before the store closes: wait for a background write, then write what is left (quietly)."""
-        if "_access_writes" in self.__dict__:
-            self.access_writes.wait()
-        self.flush_access_quietly()
-
-    def _access_transaction(self) -> AbstractContextManager[Any]:
-        """The write transaction accesses are written in (an engine may give them a connection of their own)."""
-        return self.dialect.write()
-
     def _write_access(self, taken: Pending) -> None:
         d = self.dialect
         rows = [
             (count, d.time_param(at), namespace, item_id)
             for (namespace, item_id), (count, at) in sorted(taken.items())  # one lock order for every writer
         ]
-        with self._access_transaction() as conn:
+        with d.write() as conn:
             d.many(
                 conn,
                 "UPDATE items SET access_count = access_count + ?, accessed_at = ? WHERE namespace = ? AND id = ?",

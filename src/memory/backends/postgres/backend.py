@@ -232,7 +232,7 @@ class PostgresBackend(SQLItemStore[_Space]):
     def close(self) -> None:
         """Write the kept accesses and close the pool. Idempotent; later calls raise StorageError."""
         if self._pool is not None:
-            self.close_access()
+            self.flush_access_quietly()
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:

@@ -140,9 +140,6 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         self._lexical_idle: builtins.list[OwnConnection] = []
         self._lexical_open = 0
         self._lexical_free = threading.Condition()  # not the main lock: a vector search does not hold them up
-        # Recalls' access records are written on a connection of their own (opened on first use).
-        self._access_conn: OwnConnection | None = None
-        self._access_lock = threading.Lock()
         self._added_since_optimize = 0
         #: What the stores written once over SQLite and PostgreSQL ask of this engine.
         self.dialect = sqlite_dialect(self._read, self._write)
@@ -259,29 +256,10 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         """Nothing to build: 0 seconds."""
         return 0.0
 
-    @contextmanager
-    def _access_transaction(self) -> Iterator[Any]:
-        """A write transaction on the connection accesses are written on: searches on the backend's go on meanwhile.
-
-        WAL lets the backend's connection read while this one writes, so the
-        background write of a batch of accesses (:mod:`memory.backends.access_log`)
-        never holds up a search behind the backend's lock.
-        """
-        with self._access_lock:
-            self._open_conn()  # StorageError once closed
-            if self._access_conn is None:
-                self._access_conn = OwnConnection(self.path, self._busy_timeout, self._driver)
-            with self._access_conn.write() as conn:
-                yield conn
-
     def close(self) -> None:
         """Write the kept accesses, stop graph builds, close the connections. Idempotent; later use: StorageError."""
         if self._conn is not None:
-            self.close_access()
-        with self._access_lock:
-            access, self._access_conn = self._access_conn, None
-        if access is not None:
-            access.close()
+            self.flush_access_quietly()
         self._graphs.close()
         with self._lock:
             if self._conn is not None:
