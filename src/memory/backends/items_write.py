@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from contextlib import closing
+from contextlib import AbstractContextManager, closing
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
@@ -387,9 +387,10 @@ class SQLItemWrites(SQLVectorStore[S]):
 
         Kept in :attr:`access_log` and written in batches (see
         :mod:`memory.backends.access_log`): this call writes them all once
-        enough have gathered. Reads through this store see them at once. A
-        failed write keeps them for the next one: statistics never fail the
-        recall that records them.
+        enough have gathered, unless another writer holds the store then (it
+        does not wait for it: they stay kept). Reads through this store see
+        them at once. A failed write keeps them for the next one: statistics
+        never fail the recall that records them.
         """
         d = self.dialect
         wanted = [item_id for item_id in ids if d.storable(item_id)]
@@ -397,17 +398,22 @@ class SQLItemWrites(SQLVectorStore[S]):
             return
         if self.access_log.add(namespace, wanted, at):
             try:
-                self.flush_access()
+                self.flush_access(wait=False)
             except StorageError:
                 pass  # kept by flush_access; the next due recall, or close, writes them
 
-    def flush_access(self) -> None:
-        """Write the kept accesses in one write transaction (kept again if it fails, and the error raised)."""
+    def flush_access(self, *, wait: bool = True) -> None:
+        """Write the kept accesses in one write transaction (kept again if it fails, and the error raised).
+
+        ``wait=False`` (a recall's own write): when another writer holds the
+        store, fail at once (StorageError) instead of waiting for it (up to
+        the busy timeout, 30 s on SQLite, while reads of this store wait too).
+        """
         taken = self.access_log.take()
         if not taken:
             return
         try:
-            self._write_access(taken)
+            self._write_access(taken, wait)
         except BaseException:
             self.access_log.give_back(taken)
             raise
@@ -419,13 +425,17 @@ class SQLItemWrites(SQLVectorStore[S]):
         except StorageError:
             pass
 
-    def _write_access(self, taken: Pending) -> None:
+    def _access_transaction(self, wait: bool) -> AbstractContextManager[Any]:
+        """The write transaction accesses are written in; ``wait=False``: one that fails at once on another's lock."""
+        return self.dialect.write()
+
+    def _write_access(self, taken: Pending, wait: bool = True) -> None:
         d = self.dialect
         rows = [
             (count, d.time_param(at), namespace, item_id)
             for (namespace, item_id), (count, at) in sorted(taken.items())  # one lock order for every writer
         ]
-        with d.write() as conn:
+        with self._access_transaction(wait) as conn:
             d.many(
                 conn,
                 "UPDATE items SET access_count = access_count + ?, accessed_at = ? WHERE namespace = ? AND id = ?",

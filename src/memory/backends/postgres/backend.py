@@ -85,6 +85,8 @@ _UPSERT_VECTOR = (
 )
 #: Seconds a namespace's "more vectors than exact_limit" answer is reused.
 _SIZE_TTL = 5.0
+#: How long a recall's write of access records waits for a row another transaction holds.
+ACCESS_LOCK_TIMEOUT = "50ms"
 
 
 class _Space:
@@ -228,6 +230,15 @@ class PostgresBackend(SQLItemStore[_Space]):
         with self._errors(), pool.connection() as conn:
             with conn.transaction():
                 yield conn
+
+    @contextmanager
+    def _access_transaction(self, wait: bool) -> Iterator[Any]:
+        """A write transaction for recalls' access records; ``wait=False``: a row another transaction holds
+        fails it after ACCESS_LOCK_TIMEOUT (StorageError) instead of waiting without end."""
+        with self._tx() as conn:
+            if not wait:
+                conn.execute(f"SET LOCAL lock_timeout = '{ACCESS_LOCK_TIMEOUT}'")
+            yield conn
 
     def close(self) -> None:
         """Write the kept accesses and close the pool. Idempotent; later calls raise StorageError."""

@@ -203,6 +203,34 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
                             pass
                     raise
 
+    @contextmanager
+    def _access_transaction(self, wait: bool) -> Iterator[Any]:
+        """A write transaction for recalls' access records; ``wait=False``: StorageError at once if another
+        connection holds the write lock (busy timeout 0 while it begins), instead of waiting up to the busy
+        timeout with this backend's lock held."""
+        if wait:
+            with self._write() as conn:
+                yield conn
+            return
+        with self._lock:
+            conn = self._open_conn()
+            with self._errors():
+                conn.execute("PRAGMA busy_timeout = 0")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                finally:
+                    conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        try:
+                            conn.execute("ROLLBACK")
+                        except self._driver.Error:  # pragma: no cover - keep the original error
+                            pass
+                    raise
+
     def settle(self) -> float:
         """Bring the store to rest after a bulk load; returns the seconds it took.
 

@@ -1,0 +1,123 @@
+"""A recall's write of access records never waits for another writer: the accesses stay kept instead.
+
+Before, the recall that made a batch due waited for another process's write
+lock up to the busy timeout (30 s on SQLite, holding the backend's lock so
+that the store's other reads waited too; on PostgreSQL without end behind a
+locked row). Now it gives up at once and a later due recall, or close, writes
+them (``flush_access(wait=False)``).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memory.backends.access_log import AccessLog
+from memory.backends.sqlite.backend import SQLiteBackend
+from memory.backends.sqlite.connection import load_driver
+from memory.backends.values import NewRecord
+from memory.records import build_item, ledger_entry
+from memory.registry import create
+from pg_support import postgres_dsn, schema_for
+
+NOW = datetime(2026, 5, 1, tzinfo=UTC)
+
+
+def _record(content: str) -> NewRecord:
+    item = build_item(content=content, namespace="ns", now=NOW)
+    return NewRecord(item=item, vector=None, ledger=ledger_entry("add", item.id, "ns", NOW, after=item))
+
+
+def _count(backend: object, item_id: str) -> int:
+    return backend.get("ns", [item_id])[0].access_count  # type: ignore[attr-defined, no-any-return]
+
+
+def test_sqlite_a_due_write_gives_way_to_another_writer(tmp_path: Path) -> None:
+    driver = load_driver()  # the store's own SQLite: two copies in one process do not see each other's locks
+    backend = SQLiteBackend(tmp_path / "store.db")
+    reader = SQLiteBackend(tmp_path / "store.db")
+    try:
+        first, second = _record("tea in the morning"), _record("coffee after lunch")
+        backend.add([first, second])
+        backend.__dict__["_access_log"] = AccessLog(batch=2, delay=3600.0)  # due at two memories
+        blocker = driver.connect(str(tmp_path / "store.db"), isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # another process writes
+        try:
+            started = time.monotonic()
+            backend.record_access("ns", [first.item.id, second.item.id], NOW)  # due
+            assert time.monotonic() - started < 1.0  # the busy timeout is 30 s
+            assert _count(backend, first.item.id) == 1  # kept: this store counts them
+            assert _count(reader, first.item.id) == 0  # not written
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        backend.record_access("ns", [first.item.id], NOW + timedelta(minutes=1))  # due again: all written
+        assert _count(reader, first.item.id) == 2 and _count(reader, second.item.id) == 1
+        assert _count(backend, first.item.id) == 2  # counted once
+    finally:
+        backend.close()
+        reader.close()
+
+
+def test_postgres_a_due_write_gives_way_to_a_locked_row(tmp_path: Path) -> None:
+    import psycopg
+
+    dsn = postgres_dsn()
+    schema = schema_for(tmp_path)
+    backend = create("backend", "postgres", {"dsn": dsn, "schema": schema})
+    reader = create("backend", "postgres", {"dsn": dsn, "schema": schema})
+    try:
+        first, second = _record("tea in the morning"), _record("coffee after lunch")
+        backend.add([first, second])
+        backend.__dict__["_access_log"] = AccessLog(batch=2, delay=3600.0)
+        with psycopg.connect(dsn) as blocker:  # another transaction holds the first row
+            blocker.execute(f'SET search_path TO "{schema}"')
+            blocker.execute("SELECT 1 FROM items WHERE id = %s FOR UPDATE", (first.item.id,))
+            started = time.monotonic()
+            backend.record_access("ns", [first.item.id, second.item.id], NOW)  # due
+            assert time.monotonic() - started < 5.0  # it waited its lock timeout (50 ms), not without end
+            assert _count(backend, first.item.id) == 1 and _count(reader, second.item.id) == 0  # all kept
+            blocker.rollback()
+        backend.record_access("ns", [second.item.id], NOW + timedelta(minutes=1))
+        assert _count(reader, first.item.id) == 1 and _count(reader, second.item.id) == 2
+    finally:
+        backend.close()
+        reader.close()
+
+
+def test_closing_waits_for_the_lock_and_writes_what_is_kept(tmp_path: Path) -> None:
+    backend = SQLiteBackend(tmp_path / "store.db")
+    item = _record("a walk by the river")
+    backend.add([item])
+    backend.__dict__["_access_log"] = AccessLog(batch=100, delay=3600.0)
+    backend.record_access("ns", [item.item.id], NOW)
+    backend.close()  # close writes with the busy timeout, as before
+    reader = SQLiteBackend(tmp_path / "store.db")
+    try:
+        assert _count(reader, item.item.id) == 1
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("wait", [True, False])
+def test_flush_access_writes_when_nothing_holds_the_store(tmp_path: Path, wait: bool) -> None:
+    backend = SQLiteBackend(tmp_path / "store.db")
+    try:
+        item = _record("a quiet store")
+        backend.add([item])
+        backend.record_access("ns", [item.item.id], NOW)
+        backend.flush_access(wait=wait)
+        assert len(backend.access_log) == 0
+        conn = load_driver().connect(str(tmp_path / "store.db"))
+        try:
+            row = conn.execute("SELECT access_count FROM items WHERE id = ?", (item.item.id,)).fetchone()
+            busy = conn.execute("PRAGMA busy_timeout").fetchone()
+        finally:
+            conn.close()
+        assert row[0] == 1 and busy is not None
+        assert backend._conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30_000  # restored
+    finally:
+        backend.close()
