@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -186,12 +186,17 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
                 yield conn
 
     @contextmanager
-    def _write(self) -> Iterator[Any]:
-        """One immediate transaction: committed when the block succeeds, rolled back otherwise."""
+    def _write(self, *, wait: bool = True) -> Iterator[Any]:
+        """One immediate transaction: committed when the block succeeds, rolled back otherwise.
+
+        ``wait=False``: StorageError at once when another connection holds the
+        write lock (busy timeout 0 while it begins), instead of waiting up to
+        the busy timeout with this backend's lock held.
+        """
         with self._lock:
             conn = self._open_conn()
             with self._errors():
-                conn.execute("BEGIN IMMEDIATE")
+                self._begin(conn, wait)
                 try:
                     yield conn
                     conn.execute("COMMIT")
@@ -203,33 +208,19 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
                             pass
                     raise
 
-    @contextmanager
-    def _access_transaction(self, wait: bool) -> Iterator[Any]:
-        """A write transaction for recalls' access records; ``wait=False``: StorageError at once if another
-        connection holds the write lock (busy timeout 0 while it begins), instead of waiting up to the busy
-        timeout with this backend's lock held."""
+    def _begin(self, conn: Any, wait: bool) -> None:
         if wait:
-            with self._write() as conn:
-                yield conn
+            conn.execute("BEGIN IMMEDIATE")
             return
-        with self._lock:
-            conn = self._open_conn()
-            with self._errors():
-                conn.execute("PRAGMA busy_timeout = 0")
-                try:
-                    conn.execute("BEGIN IMMEDIATE")
-                finally:
-                    conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
-                try:
-                    yield conn
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        try:
-                            conn.execute("ROLLBACK")
-                        except self._driver.Error:  # pragma: no cover - keep the original error
-                            pass
-                    raise
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+
+    def _access_transaction(self, wait: bool) -> AbstractContextManager[Any]:
+        """A write transaction for recalls' access records (``wait=False``: see :meth:`_write`)."""
+        return self._write(wait=wait)
 
     def settle(self) -> float:
         """Bring the store to rest after a bulk load; returns the seconds it took.
