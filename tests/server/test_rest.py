@@ -112,6 +112,17 @@ def test_problem_json_errors(live: Live) -> None:
     assert live.mem.stats(namespace="a").total == 0  # nothing was written by a bad request
 
 
+def test_update_refuses_null_for_fields_that_always_have_a_value(live: Live) -> None:
+    mid = live.mem.remember("Bob rides a tram", context="work", namespace="a")
+    with live.client("a") as c:
+        for field in ("content", "kind", "importance", "sensitivity"):  # null refused by the schema (fuzzing)
+            detail = str(_problem(c.patch(f"/v1/namespaces/a/memories/{mid}", json={field: None}), 422)["detail"])
+            assert "must be" not in detail and field in detail  # the schema's refusal, not the library's
+        cleared = c.patch(f"/v1/namespaces/a/memories/{mid}", json={"context": None, "valid_to": None})
+        assert cleared.status_code == 200 and cleared.json()["context"] is None  # optional fields clear
+    assert live.mem.get(mid, namespace="a").content == "Bob rides a tram"
+
+
 def test_request_size_limit(live: Live) -> None:
     with live.client("a") as c:
         body = _problem(c.post("/v1/namespaces/a/memories", json={"content": "x" * 70_000}), 413)

@@ -237,11 +237,15 @@ class GetIn(_In):
 
 
 class UpdateIn(_In):
-    """Fields to change; only the fields given are changed (null clears an optional field)."""
+    """Fields to change; only the fields given are changed (null clears an optional field).
+
+    ``content``, ``kind``, ``importance`` and ``sensitivity`` always have a
+    value: they take no null (leave them out to keep them).
+    """
 
     id: str = _ID
-    content: Text | None = Field(None, description="New text (re-embedded).")
-    kind: Kind | None = None
+    content: Text = Field(None, description="New text (re-embedded); not null.")  # type: ignore[assignment]
+    kind: Kind = Field(None, description="Not null.")  # type: ignore[assignment]
     context: Text | None = None
     tags: Tags | None = None
     keywords: Terms | None = None
@@ -249,8 +253,8 @@ class UpdateIn(_In):
     metadata: dict[MetadataKey, Any] | None = Field(
         None, description="Replaces the whole metadata object.", json_schema_extra=_KEYS_ONLY
     )
-    importance: float | None = None
-    sensitivity: Clearance | None = None
+    importance: float = Field(None, description="Not null.")  # type: ignore[assignment]
+    sensitivity: Clearance = Field(None, description="Not null.")  # type: ignore[arg-type]
     expires_at: datetime | None = None
     valid_from: datetime | None = None
     valid_to: datetime | None = Field(None, description="Close a fact that stopped being true (kept in history).")
