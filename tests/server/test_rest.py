@@ -118,6 +118,9 @@ def test_update_refuses_null_for_fields_that_always_have_a_value(live: Live) -> 
         for field in ("content", "kind", "importance", "sensitivity"):  # null refused by the schema (fuzzing)
             detail = str(_problem(c.patch(f"/v1/namespaces/a/memories/{mid}", json={field: None}), 422)["detail"])
             assert "must be" not in detail and field in detail  # the schema's refusal, not the library's
+        for bad in (-0.1, 2.0):  # the schema's bounds, as remember's
+            detail = str(_problem(c.patch(f"/v1/namespaces/a/memories/{mid}", json={"importance": bad}), 422)["detail"])
+            assert "must be between" not in detail and "importance" in detail
         cleared = c.patch(f"/v1/namespaces/a/memories/{mid}", json={"context": None, "valid_to": None})
         assert cleared.status_code == 200 and cleared.json()["context"] is None  # optional fields clear
     assert live.mem.get(mid, namespace="a").content == "Bob rides a tram"

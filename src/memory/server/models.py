@@ -253,7 +253,7 @@ class UpdateIn(_In):
     metadata: dict[MetadataKey, Any] | None = Field(
         None, description="Replaces the whole metadata object.", json_schema_extra=_KEYS_ONLY
     )
-    importance: float = Field(None, description="Not null.")  # type: ignore[assignment]
+    importance: float = Field(None, ge=0, le=1, description="0 .. 1; not null.")  # type: ignore[assignment]
     sensitivity: Clearance = Field(None, description="Not null.")  # type: ignore[arg-type]
     expires_at: datetime | None = None
     valid_from: datetime | None = None
