@@ -39,6 +39,13 @@ def _fill(path: Path, vectors: np.ndarray, **fields: object) -> list[str]:
     return [item.id for item in items]
 
 
+def _add(backend: SQLiteBackend, vectors: np.ndarray, label: str) -> list[str]:
+    """Add one memory a vector ("label n") through ``backend``; their ids in order."""
+    items = [make_item(f"{label} {n}") for n in range(len(vectors))]
+    backend.add([record(i, v) for i, v in zip(items, vectors, strict=True)])
+    return [item.id for item in items]
+
+
 def _open(path: Path, **options: object) -> SQLiteBackend:
     return SQLiteBackend(path, exact_limit=0, vector_graph_min=GRAPH_MIN, **options)  # type: ignore[arg-type]
 
@@ -96,15 +103,14 @@ def test_vectors_written_after_the_graph_are_found_and_then_added_to_it(tmp_path
         backend.settle()
         built = _graph_of(backend)
         fresh = _vectors(4, 200)
-        items = [make_item(f"new {n}") for n in range(len(fresh))]
-        backend.add([record(i, v) for i, v in zip(items, fresh, strict=True)])
+        ids = _add(backend, fresh, "new")
         for n in (0, 77, 199):  # each new vector is its own nearest neighbour
             hits = backend.search_vector(flt(), MODEL, fresh[n], 3)
-            assert hits[0].id == items[n].id
+            assert hits[0].id == ids[n]
             assert hits[0].score == pytest.approx(float(_cosines(fresh[n : n + 1], fresh[n])[0]), abs=1e-5)
         assert _graph_of(backend) is built  # a small tail is searched by its sign bits
         more = _vectors(5, 6_000)  # a tail past its share: the graph is extended in the background
-        backend.add([record(make_item(f"more {n}"), v) for n, v in enumerate(more)])
+        _add(backend, more, "more")
         backend.settle()
         extended = _graph_of(backend)
         assert extended is not built and extended.size == COUNT + 200 + 6_000  # type: ignore[attr-defined]
@@ -231,7 +237,7 @@ def test_a_throwaway_store_deletes_its_graphs_with_it() -> None:
     directory = graph_directory(backend.path)
     vectors = _vectors(19)
     backend.ensure_vector_space(MODEL, DIM)
-    backend.add([record(make_item(f"t {n}"), v) for n, v in enumerate(vectors)])
+    _add(backend, vectors, "t")
     backend.settle()
     assert directory.is_dir() and _graph_of(backend) is not None
     backend.close()
@@ -383,12 +389,11 @@ def test_a_graph_to_extend_that_is_gone_is_built_again(tmp_path: Path) -> None:
         graph = _graph_of(backend)
         graph.path.unlink()  # type: ignore[attr-defined]  # e.g. another process replaced it and cleaned up
         more = _vectors(29, 6_000)
-        items = [make_item(f"more {n}") for n in range(len(more))]
-        backend.add([record(i, v) for i, v in zip(items, more, strict=True)])
+        ids = _add(backend, more, "more")
         backend.settle()
         rebuilt = _graph_of(backend)
         assert rebuilt is not graph and rebuilt.size == COUNT + 6_000  # type: ignore[attr-defined]
-        assert backend.search_vector(flt(), MODEL, more[123], 1)[0].id == items[123].id
+        assert backend.search_vector(flt(), MODEL, more[123], 1)[0].id == ids[123]
 
 
 @pytest.mark.parametrize("cache_mb", [512, 0], ids=["float-copy", "table"])
