@@ -263,7 +263,7 @@ class Windows:
             return
         if core.ensure_space(strict=False):
             space = window_model(core.embedder.model_name)
-            if all(s.model != space for s in core.backend.vector_spaces()):
+            if not core.backend.has_vector_space(space):
                 # First windows in this store (new, or written before windows existed): index
                 # every memory, so the vector channel never searches a partial window space.
                 core.backend.ensure_vector_space(space, core.embedder.dimension)
@@ -381,7 +381,7 @@ class Windows:
         upgrade = False
         if core.ensure_space(strict=False):
             model, space = core.embedder.model_name, window_model(core.embedder.model_name)
-            if all(s.model != space for s in core.backend.vector_spaces()):
+            if not core.backend.has_vector_space(space):
                 # First windows in this store: index every stored memory first (see refresh), so the
                 # vector channel never searches a partial window space; the new ones follow below.
                 core.backend.ensure_vector_space(space, core.embedder.dimension)

@@ -46,6 +46,22 @@ def test_vector_space_registration(backend: Backend) -> None:
     assert [s.model for s in backend.vector_spaces()] == [MODEL]
 
 
+def test_has_vector_space_sees_a_space_another_connection_registers(
+    backend: Backend, open_backend: Callable[[], Backend]
+) -> None:
+    """A no is asked again (another process may register the space); a yes stays (spaces are never removed)."""
+    assert not backend.has_vector_space(MODEL)
+    other = open_backend()
+    try:
+        other.ensure_vector_space(MODEL, DIM)
+        assert other.has_vector_space(MODEL)
+    finally:
+        other.close()
+    assert backend.has_vector_space(MODEL)
+    assert not backend.has_vector_space(MODEL + "-other")
+    assert [s.model for s in backend.vector_spaces()] == [MODEL]
+
+
 def test_as_stored_is_what_get_vectors_returns(backend: Backend) -> None:
     """``as_stored`` gives, before a write, exactly the vector ``get_vectors`` reads back after it."""
     backend.ensure_vector_space(MODEL, DIM)

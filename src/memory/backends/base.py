@@ -152,6 +152,10 @@ class Backend(Protocol):
         """The embedding models this store holds vectors for."""
         ...
 
+    def has_vector_space(self, model: str) -> bool:
+        """True when the store holds ``model``'s space (spaces are never removed: a yes is remembered)."""
+        ...
+
     def ensure_vector_space(self, model: str, dim: int) -> VectorSpace:
         """Register ``model`` with ``dim`` (creating its index) or check it.
 

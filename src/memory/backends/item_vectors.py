@@ -142,6 +142,13 @@ class SQLVectorStore(Generic[S]):
             rows = self.dialect.rows(conn, "SELECT model, dim FROM vector_spaces ORDER BY model")
         return [VectorSpace(str(model), int(dim)) for model, dim in rows]
 
+    def has_vector_space(self, model: str) -> bool:
+        """True when the store holds ``model``'s space; read once it exists (no statement per recall)."""
+        if model in self._spaces:
+            return True
+        with self.dialect.read() as conn:
+            return self._space(conn, model) is not None
+
     def ensure_vector_space(self, model: str, dim: int) -> VectorSpace:
         """Register ``model`` with ``dim`` (creating its tables and indexes) or check it.
 

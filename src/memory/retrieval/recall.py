@@ -302,7 +302,7 @@ class Recall:
         if "context" not in config.channels or not self._core.windows_on():
             return None
         space = window_model(self._embedder.model_name)
-        if all(s.model != space for s in self._backend.vector_spaces()):
+        if not self._backend.has_vector_space(space):
             return None
         return self._backend.search_vector(flt, space, vector, k)
 
@@ -315,7 +315,7 @@ class Recall:
         model = self._embedder.model_name
         if config.window_vectors and "context" not in config.channels and self._core.windows_on():
             space = window_model(model)
-            if any(s.model == space for s in self._backend.vector_spaces()):
+            if self._backend.has_vector_space(space):
                 return space
         return model
 
