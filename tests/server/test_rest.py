@@ -126,6 +126,27 @@ def test_update_refuses_null_for_fields_that_always_have_a_value(live: Live) -> 
     assert live.mem.get(mid, namespace="a").content == "Bob rides a tram"
 
 
+def test_booleans_are_json_booleans_in_a_body_and_true_or_false_in_a_query(live: Live) -> None:
+    """A body's boolean is true or false, as the schema says (0.0 was read as false; found by the schema fuzzer);
+    a query string's is its text."""
+    live.mem.remember("Bob rides a tram", namespace="a")
+    with live.client("a") as c:
+        for bad in (0, 0.0, 1, "true", "0", "yes"):
+            detail = str(
+                _problem(c.post("/v1/namespaces/a/search", json={"query": "tram", "include_invalid": bad}), 422)[
+                    "detail"
+                ]
+            )
+            assert "include_invalid" in detail
+            _problem(c.post("/v1/namespaces/a/threads/t/feedback", json={"task_completed": bad}), 422)
+        assert c.post("/v1/namespaces/a/search", json={"query": "tram", "include_invalid": True}).status_code == 200
+        for text in ("true", "false"):
+            listed = c.get("/v1/namespaces/a/memories", params={"oldest_first": text, "include_expired": text})
+            assert listed.status_code == 200 and len(listed.json()["items"]) == 1
+        _problem(c.get("/v1/namespaces/a/memories", params={"oldest_first": "maybe"}), 422)
+    assert live.mem.feedback.list(namespace="a") == []  # nothing was recorded by a refused feedback
+
+
 def test_request_size_limit(live: Live) -> None:
     with live.client("a") as c:
         body = _problem(c.post("/v1/namespaces/a/memories", json={"content": "x" * 70_000}), 413)

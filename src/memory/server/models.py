@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
 
@@ -99,6 +99,11 @@ def _numeric(annotation: object) -> bool:
     return annotation in (int, float) or any(arg in (int, float) for arg in get_args(annotation))
 
 
+def _boolean(annotation: object) -> bool:
+    """A yes-or-no field: ``bool`` or ``bool | None``."""
+    return annotation is bool or set(get_args(annotation)) == {bool, type(None)}
+
+
 def _dated(annotation: object) -> bool:
     return annotation is datetime or datetime in get_args(annotation)
 
@@ -108,16 +113,22 @@ _NUMBER = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
 
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    #: True where the values arrive as text (a REST query string): there ``"true"`` and ``"false"`` are booleans.
+    from_text: ClassVar[bool] = False
 
     @field_validator("*", mode="before")
     @classmethod
     def _no_booleans_for_numbers(cls, value: object, info: ValidationInfo) -> object:
-        """``true`` is not the number 1 here: the schemas say integer or number, and so does the check."""
+        """``true`` is not the number 1 here, nor 0 or ``"no"`` false: the schemas say boolean, integer or number,
+        and so does the check (a query string's text is read as its type says)."""
         if info.field_name is None:
             return value
         annotation = cls.model_fields[info.field_name].annotation
         if isinstance(value, bool) and _numeric(annotation):
             raise ValueError("a boolean is not a number")
+        if _boolean(annotation) and value is not None and not isinstance(value, bool):
+            if not (cls.from_text and isinstance(value, str)):
+                raise ValueError("give true or false")
         if _dated(annotation) and (
             isinstance(value, (int, float)) or (isinstance(value, str) and _NUMBER.match(value))
         ):
@@ -126,6 +137,12 @@ class _In(BaseModel):
 
 
 InputModel = _In  # the base of every input model (the REST layer derives body and query models from it)
+
+
+def text_input(model: type[BaseModel]) -> type[BaseModel]:
+    """``model`` for values that arrive as text (a REST query string): ``"true"`` and ``"false"`` read as booleans."""
+    namespace = {"__annotations__": {"from_text": ClassVar[bool]}, "from_text": True, "__doc__": model.__doc__}
+    return type(f"{model.__name__}Text", (model,), namespace)
 
 
 class _Out(BaseModel):

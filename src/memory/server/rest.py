@@ -35,7 +35,7 @@ from memory.errors import Error, InvalidInputError
 from memory.memory import Memory
 from memory.server.auth import Authenticator
 from memory.server.cache import AnswerCache
-from memory.server.models import InputModel
+from memory.server.models import InputModel, text_input
 from memory.server.ops import OPERATIONS, Operation, invoke
 from memory.server.problems import PROBLEM_TYPE, Problem, problem_body, problem_for
 from memory.server.warm import WarmUp
@@ -157,6 +157,8 @@ def _route(app: FastAPI, mem: Memory, auth: Authenticator, op: Operation, answer
                 **{n: (f.annotation, f) for n, f in rest_fields.items()},
             )
         )
+        if in_query:  # a query string's values are text: "true" is a boolean there (a JSON body's must be true)
+            payload_model = text_input(payload_model)
     repeatable = {n for n, f in rest_fields.items() if "list[" in str(f.annotation)}
     P = inspect.Parameter
     parameters = [
