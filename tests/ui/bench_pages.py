@@ -9,7 +9,8 @@ until it has rendered (HTML, JS modules, every API call, drawing), by the page's
 its navigation start to the moment the app marks it ready), with ``wall`` = the same seen from
 this script (adds the tab's creation and the driver's round trips); ``nav`` = moving to it from
 another page inside the app; ``server`` = the slowest operation behind the page, as the server
-timed it (its Server-Timing header), per load. The first search and context loads after the
+timed it (its Server-Timing header), per load. The script waits for the page by a MutationObserver in it
+(:func:`wait_ready`), not by polling it. The first search and context loads after the
 server said it was listening are measured first (``cold``), with the seconds since then. Prints a
 table (median and max in ms) and
 writes it to docs/ui/timings.json.
@@ -78,6 +79,25 @@ SERVER_TIMES = """() => performance.getEntriesByType("resource").filter((e) => e
   .flatMap((e) => e.serverTiming.filter((t) => t.name === "op").map((t) => [t.description, t.duration]))"""
 
 
+#: Resolves once an element matches ``selector`` (the app marking its page ready), from a MutationObserver in
+#: the page: waiting does not poll the page. Playwright's default wait checks the element's visibility on every
+#: animation frame, which makes the page lay itself out while it is still loading: work on the measured page's
+#: main thread that a user's browser does not do.
+_READY = """(selector) => new Promise((done) => {
+  if (document.querySelector(selector)) return done(true);
+  const seen = new MutationObserver(() => {
+    if (document.querySelector(selector)) { seen.disconnect(); clearTimeout(late); done(true); }
+  });
+  const late = setTimeout(() => { seen.disconnect(); done(false); }, 30000);
+  seen.observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-ready"] });
+})"""
+
+
+def wait_ready(tab: Any, selector: str = "main[data-ready]") -> None:
+    """Wait until the page marks itself ready (see :data:`_READY`); AssertionError after 30 s."""
+    assert tab.evaluate(_READY, selector), f"{selector} did not appear within 30 s"
+
+
 def ready_at(tab: Any) -> float:
     """Milliseconds from the tab's navigation start to the app marking the page ready (the page's clock)."""
     return float(tab.eval_on_selector("main", "m => Number(m.dataset.readyAt)"))
@@ -102,7 +122,7 @@ def cold_loads(context: Any, errors: list[str], only: str | None) -> dict[str, d
         since = time.perf_counter() - served_at
         t0 = time.perf_counter()
         tab.goto(f"/ui/{ROUTES[name]}")
-        tab.wait_for_selector("main[data-ready]")
+        wait_ready(tab)
         wall = (time.perf_counter() - t0) * 1000
         ms = ready_at(tab)
         server = max((d for _, d in tab.evaluate(SERVER_TIMES)), default=0.0)
@@ -168,7 +188,7 @@ def main() -> None:
                     tab.on("console", lambda m: m.type == "error" and errors.append(m.text))
                     t0 = time.perf_counter()
                     tab.goto(f"/ui/{route}")
-                    tab.wait_for_selector("main[data-ready]")
+                    wait_ready(tab)
                     walls.append((time.perf_counter() - t0) * 1000)
                     loads.append(ready_at(tab))
                     timed = tab.evaluate(SERVER_TIMES)
@@ -177,11 +197,11 @@ def main() -> None:
                         ops.setdefault(op, []).append(d)
                     other = "#/tiers" if name == "jobs" else "#/jobs"
                     tab.evaluate(f"location.hash = {other!r}")
-                    tab.wait_for_selector(f"main[data-ready={other[2:]}]")
+                    wait_ready(tab, f"main[data-ready={other[2:]}]")
                     tab.evaluate("document.getElementById('main').removeAttribute('data-ready')")
                     t0 = time.perf_counter()
                     tab.evaluate(f"location.hash = {route!r}")
-                    tab.wait_for_selector("main[data-ready]")
+                    wait_ready(tab)
                     navs.append((time.perf_counter() - t0) * 1000)
                     tab.close()
                 results[name] = {"load": loads, "wall": walls, "nav": navs, "server": server}
