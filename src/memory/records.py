@@ -30,6 +30,7 @@ from memory.limits import (
     MAX_METADATA_BYTES,
     MAX_METADATA_DEPTH,
     MAX_NAME_CHARS,
+    MAX_QUERY_CHARS,
     MAX_REASON_CHARS,
     MAX_TAG_CHARS,
     MAX_TAGS,
@@ -44,6 +45,7 @@ __all__ = [
     "content_hash",
     "normalise_content",
     "check_encodable",
+    "check_query",
     "check_reason",
     "check_name",
     "check_kind",
@@ -72,6 +74,23 @@ def check_encodable(text: str, what: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidInputError(f"{what} is not valid Unicode text (lone surrogate at {exc.start})") from exc
+
+
+def check_query(query: object) -> str:
+    """A search's query, stripped: text of at most MAX_QUERY_CHARS with a visible character, valid Unicode.
+
+    What every search's schema says of its query (the servers' ``Query``); raises InvalidInputError otherwise,
+    before any work.
+    """
+    if not isinstance(query, str):
+        raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInputError(f"query is longer than {MAX_QUERY_CHARS} characters")
+    text = query.strip()
+    if not _VISIBLE.search(text):
+        raise InvalidInputError("query is empty: give the text to search for")
+    check_encodable(text, "query")
+    return text
 
 
 def check_reason(reason: object) -> str | None:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from server_helpers import Live
+
+from memory import limits
+from memory.errors import InvalidInputError
 
 
 def test_pages_from_messages_and_system_memory_over_rest(live: Live) -> None:
@@ -33,3 +37,22 @@ def test_pages_from_messages_and_system_memory_over_rest(live: Live) -> None:
         assert len(c.get("/v1/namespaces/a/tiers/system").json()["entries"]) == len(entries) - 1
     with live.client("b") as c:  # another namespace's key sees nothing of a
         assert c.get("/v1/namespaces/a/tiers/system").status_code in (403, 404)
+
+
+def test_tiers_retrieve_takes_the_query_every_search_takes(live: Live) -> None:
+    """Blank, invisible or over-long queries are refused by the schema and by the library, as recall's
+    (an invisible one passed the schema and was refused by the library; found by the schema fuzzer)."""
+    mem = live.mem
+    mem.tiers.add_page("I moved to Berlin", "Welcome!", agent="guide", user="al", namespace="a")
+    bad = ["", " ", "\x85", "\x1f", "q" * (limits.MAX_QUERY_CHARS + 1)]
+    with live.client("a") as c:
+        for query in bad:
+            got = c.post("/v1/namespaces/a/tiers/retrieve", json={"query": query, "agent": "guide", "user": "al"})
+            assert got.status_code == 422, (query[:5], got.text)
+        ok = c.post("/v1/namespaces/a/tiers/retrieve", json={"query": " Berlin ", "agent": "guide", "user": "al"})
+        assert ok.status_code == 200 and ok.json()["stm"], ok.text
+    for query in [*bad, "\ufeff", 7]:
+        with pytest.raises(InvalidInputError, match="query"):
+            mem.tiers.retrieve(query, agent="guide", user="al", namespace="a")  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="query"):
+            mem.messages.search(query, namespace="a")  # type: ignore[arg-type]

@@ -36,6 +36,7 @@ from memory.records import (
     check_encodable,
     check_metadata,
     check_name,
+    check_query,
     check_seconds,
     check_sensitivity,
     check_tags,
@@ -408,12 +409,7 @@ class Messages:
         Only embedded messages take part in the vector channel; an embedder
         failure leaves the lexical results. Raises InvalidInputError.
         """
-        if isinstance(query, str) and len(query) > limits.MAX_QUERY_CHARS:
-            raise InvalidInputError(f"query is longer than {limits.MAX_QUERY_CHARS} characters")
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("query is empty: give the text to search for")
-        text = query.strip()
-        check_encodable(text, "query")
+        text = check_query(query)
         limit = _positive(limit, "limit", 1000)
         if retrieval is None:
             config = self._core.retrieval

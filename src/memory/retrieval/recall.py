@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import builtins
 import logging
-import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,8 +22,7 @@ from memory.backends.graph import GraphStore
 from memory.embedders.base import Embedder, embed_query
 from memory.errors import InvalidInputError, ProviderError
 from memory.filters import Filter
-from memory.limits import MAX_QUERY_CHARS, VISIBLE
-from memory.records import check_encodable, check_limit
+from memory.records import check_limit, check_query
 from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.contextual import contextual_query
 from memory.retrieval.fusion import FusedCandidate, fuse, rank
@@ -41,7 +39,6 @@ log = logging.getLogger(__name__)
 
 #: Worker threads for the lexical channels of concurrent recalls (a backend with concurrent reads).
 CHANNEL_WORKERS = 4
-_VISIBLE = re.compile(VISIBLE)
 
 
 class RecallContext(Protocol):
@@ -117,14 +114,7 @@ class Recall:
         ``recent`` (the conversation's last turns, oldest first, ``"Speaker: text"``) resolves a
         query that points back to them (see :func:`memory.retrieval.contextual.contextual_query`).
         """
-        if not isinstance(query, str):
-            raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
-        if len(query) > MAX_QUERY_CHARS:
-            raise InvalidInputError(f"query is longer than {MAX_QUERY_CHARS} characters")
-        text = query.strip()
-        if not _VISIBLE.search(text):
-            raise InvalidInputError("query is empty: give the text to search for")
-        check_encodable(text, "query")
+        text = check_query(query)
         if recent is not None:
             if isinstance(recent, str) or not all(isinstance(t, str) for t in recent):
                 raise InvalidInputError("recent must be a list of strings (the conversation's last turns)")

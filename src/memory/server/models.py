@@ -648,7 +648,7 @@ class EndConversationOut(_Out):
 class TiersRetrieveIn(_In):
     """A query across the memory tiers (short-, mid- and long-term) of one agent and user."""
 
-    query: str = Field(..., description="What to look for.", min_length=1)
+    query: Query = Field(..., description="What to look for.")
     agent: str = Field(..., description="The agent whose tiers to search.", **_NAME_RULES)
     user: str = Field(..., description="The user the conversation is with.", **_NAME_RULES)
     top_m: int | None = Field(None, ge=1, le=100, description="Mid-term segments to visit (default: configured).")

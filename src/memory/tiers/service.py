@@ -36,7 +36,7 @@ from memory.backends.tiers import TierChanges, TierStore
 from memory.errors import EmbedderError, InvalidInputError, StoreUnavailableError
 from memory.extraction.heuristic import keywords, normalise_name
 from memory.ids import new_id
-from memory.records import check_name
+from memory.records import check_name, check_query
 from memory.tiers import analysis
 from memory.tiers.config import agent_type_of, resolve_config, store_config
 from memory.tiers.privacy import likely_person, personal_reason
@@ -529,8 +529,7 @@ class Tiers:
         agent_name = check_name(agent, "agent", optional=False)
         user_name = check_name(user, "user", optional=False)
         assert agent_name is not None and user_name is not None
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("query must be a non-empty string")
+        query = check_query(query)
         if clearance not in SENSITIVITY_LEVELS:
             raise InvalidInputError(f"clearance must be one of {', '.join(SENSITIVITY_LEVELS)}, got {clearance!r}")
         allowed = SENSITIVITY_LEVELS[clearance]
