@@ -181,6 +181,20 @@ def test_a_namespace_wide_search_of_a_large_namespace_counts_nothing(tmp_path: P
         assert [h.id for h in backend.search_vector(flt(), MODEL, query, 5)] == [h.id for h in wide]
 
 
+def test_a_search_reads_its_namespace_counters_once(tmp_path: Path) -> None:
+    """How many vectors the namespace holds and whether its copy is current come from one read of its counters."""
+    db_path = tmp_path / "counters.db"
+    _namespaces_store(db_path, 16, 300, ("default",))
+    query = np.random.default_rng(19).standard_normal(16).astype(np.float32)
+    with SQLiteBackend(db_path, exact_limit=100) as backend:
+        backend.concurrent_reads = False  # type: ignore[misc]  # on the main connection, to trace it
+        first = backend.search_vector(flt(), MODEL, query, 5)
+        statements: list[str] = []
+        backend._conn.set_trace_callback(statements.append)
+        assert backend.search_vector(flt(), MODEL, query, 5) == first
+        assert len([s for s in statements if "vector_counters" in s]) == 1
+
+
 def test_a_live_copy_checks_row_ids_and_a_stale_one_sequence_numbers(tmp_path: Path) -> None:
     """No deletion since the copy was read: candidates are checked against the items alone (one lookup each).
     After a vector is replaced the copy holds its old entry: candidates are named by sequence number, so the

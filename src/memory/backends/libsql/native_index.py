@@ -106,6 +106,8 @@ class NativeCandidates:
 class NativeIndexCache:
     """The :class:`~memory.backends.sqlite.vectors.CandidateCache` of a store with the native index."""
 
-    def refresh(self, conn: Any, space: vectors.Space, namespace: str) -> NativeCandidates:
-        """The namespace's candidates (nothing is held in process)."""
+    def refresh(
+        self, conn: Any, space: vectors.Space, namespace: str, counters: tuple[int, int] | None = None
+    ) -> NativeCandidates:
+        """The namespace's candidates (nothing is held in process; ``counters`` are not needed)."""
         return NativeCandidates(conn, space, namespace)

@@ -107,6 +107,7 @@ __all__ = [
     "delete_vectors",
     "search",
     "stored_vectors",
+    "read_counters",
 ]
 
 #: Storage types of a space's vectors (``vector_spaces.dtype``): new spaces, and spaces made before float16.
@@ -655,13 +656,11 @@ class CodeCache:
         """Forget every copy."""
         self._indexes.clear()
 
-    def refresh(self, conn: Any, space: Space, namespace: str) -> CodeIndex:
-        """Bring the copy of ``namespace`` in ``space`` up to date and return it."""
+    def refresh(self, conn: Any, space: Space, namespace: str, counters: tuple[int, int] | None = None) -> CodeIndex:
+        """Bring the copy of ``namespace`` in ``space`` up to date and return it (``counters``: its
+        :func:`read_counters`, when the caller read them in this transaction; read here otherwise)."""
         key = (space.owner, space.space_id, namespace)
-        row = conn.execute(
-            f"SELECT last_seq, deletions FROM {space.counters_table} WHERE space_id = ? AND namespace = ?",
-            (space.space_id, namespace),
-        ).fetchone()
+        row = counters if counters is not None else read_counters(conn, space, namespace)
         index = self._indexes.get(key)
         if row is None:
             self._indexes.pop(key, None)
@@ -703,13 +702,22 @@ class CodeCache:
         return index
 
 
-def stored_vectors(conn: Any, space: Space, namespace: str) -> int:
-    """How many vectors ``namespace`` holds in ``space`` (from its counters: one primary-key read)."""
+def read_counters(conn: Any, space: Space, namespace: str) -> tuple[int, int] | None:
+    """``namespace``'s last sequence number and deletion count in ``space`` (one primary-key read); None: no vector."""
     row = conn.execute(
-        f"SELECT last_seq - deletions FROM {space.counters_table} WHERE space_id = ? AND namespace = ?",
+        f"SELECT last_seq, deletions FROM {space.counters_table} WHERE space_id = ? AND namespace = ?",
         (space.space_id, namespace),
     ).fetchone()
-    return 0 if row is None else max(int(row[0]), 0)
+    return None if row is None else (int(row[0]), int(row[1]))
+
+
+def _stored(counters: tuple[int, int] | None) -> int:
+    return 0 if counters is None else max(counters[0] - counters[1], 0)
+
+
+def stored_vectors(conn: Any, space: Space, namespace: str) -> int:
+    """How many vectors ``namespace`` holds in ``space`` (from its counters: one primary-key read)."""
+    return _stored(read_counters(conn, space, namespace))
 
 
 def _counter(conn: Any, space: Space, namespace: str, seq: int, deletions: int) -> int:
@@ -907,8 +915,8 @@ class Candidates(Protocol):
 class CandidateCache(Protocol):
     """Gives the current :class:`Candidates` of a namespace in a space (a :class:`CodeCache`, or a native index)."""
 
-    def refresh(self, conn: Any, space: Space, namespace: str) -> Candidates:
-        """The namespace's candidates, up to date."""
+    def refresh(self, conn: Any, space: Space, namespace: str, counters: tuple[int, int] | None = None) -> Candidates:
+        """The namespace's candidates, up to date (``counters``: its :func:`read_counters`, if already read)."""
         ...
 
 
@@ -941,7 +949,8 @@ def search(
         return []
     where, params = predicate
     query = np.ascontiguousarray(vector, dtype=np.float32)
-    stored = stored_vectors(conn, space, namespace)
+    counters = read_counters(conn, space, namespace)
+    stored = _stored(counters)
     if stored == 0:  # e.g. a window space no memory of this namespace uses
         return []
     if scope is None and stored > exact_limit:  # the namespace holds at least as many items as vectors
@@ -954,7 +963,7 @@ def search(
         ).fetchone()[0]
     if in_scope <= exact_limit:
         return _exact(conn, space, where, params, query, k)
-    index = cache.refresh(conn, space, namespace)
+    index = cache.refresh(conn, space, namespace, counters)
     if index.size <= exact_limit:  # many matching items, few vectors: rescore them all
         return _rescore(conn, space, index.all_rids(), *probe, query, k)[0]
     # Candidates refined by exact cosine, or from a graph, need far less oversampling than raw sign bits.
