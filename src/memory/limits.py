@@ -57,6 +57,8 @@ MAX_METADATA_FILTERS = 64
 MAX_REASON_CHARS = 2_000
 #: Characters of a kind (a lowercase identifier).
 MAX_KIND_CHARS = 32
+#: Characters of a link type (relates_to, follows, …): a name's characters, fewer of them.
+MAX_LINK_TYPE_CHARS = 64
 
 #: Seconds of a time to live (about 100 years: later expiry times leave the calendar's safe range).
 MAX_TTL_SECONDS = 3_153_600_000.0

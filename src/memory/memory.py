@@ -22,7 +22,7 @@ from memory.graph import GraphView
 from memory.ids import utcnow
 from memory.items import Items
 from memory.llms import LLM
-from memory.records import check_name
+from memory.records import check_link_type, check_name
 from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.recall import Recall
 from memory.retrieval.rerank import RerankStage
@@ -253,8 +253,7 @@ class Memory:
         Both memories must be visible at ``clearance``: linking a secret without
         secret clearance raises NotFoundError, as if it did not exist.
         """
-        if not isinstance(type, str) or not type.strip() or len(type) > 64:
-            raise InvalidInputError("link type must be a non-empty string of at most 64 characters")
+        type = check_link_type(type)
         ns = self._core.ns(namespace)
         for memory_id in (source_id, target_id):
             self.get(memory_id, namespace=ns, clearance=clearance)

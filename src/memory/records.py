@@ -26,6 +26,7 @@ from memory.limits import (
     MAX_CONTENT_CHARS,
     MAX_ITEM_CHARS,
     MAX_LIMIT,
+    MAX_LINK_TYPE_CHARS,
     MAX_LIST_ITEMS,
     MAX_METADATA_BYTES,
     MAX_METADATA_DEPTH,
@@ -49,6 +50,7 @@ __all__ = [
     "check_reason",
     "check_name",
     "check_kind",
+    "check_link_type",
     "check_tags",
     "check_metadata",
     "check_importance",
@@ -152,6 +154,15 @@ def check_name(value: object, what: str, *, optional: bool = True) -> str | None
     if _CONTROL.search(value) or "\n" in value or "\r" in value:
         raise InvalidInputError(f"{what} contains control characters")
     return value
+
+
+def check_link_type(value: object) -> str:
+    """A link's type: a name's characters (not blank, no control character or line break), at most 64 of them."""
+    if isinstance(value, str) and len(value) > MAX_LINK_TYPE_CHARS:
+        raise InvalidInputError(f"link type is longer than {MAX_LINK_TYPE_CHARS} characters")
+    checked = check_name(value, "link type", optional=False)
+    assert checked is not None  # required
+    return checked
 
 
 def check_kind(value: object) -> str:

@@ -140,8 +140,9 @@ def test_link_validates_its_input(graph_mem: Memory) -> None:
     assert mem.link(a, b, "relates_to") == link  # idempotent
     with pytest.raises(NotFoundError):
         mem.link(a, "missing")
-    with pytest.raises(InvalidInputError):
-        mem.link(a, b, "")
+    for bad in ("", " ", "\x85", "a\x00b", "a\nb", "x" * 65, 5):  # blank, control characters (PostgreSQL: NUL), long
+        with pytest.raises(InvalidInputError, match="link type"):
+            mem.link(a, b, bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError):
         mem.link(a, a)
     assert [link.type for link in mem.graph.links(b)] == ["relates_to"]

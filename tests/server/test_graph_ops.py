@@ -36,6 +36,13 @@ def test_link_graph_and_facts_over_http(live: Live) -> None:
         assert len(live.mem.graph.links(moved, namespace="a")) == 1
         _problem(c.post(f"/v1/namespaces/a/memories/{moved}/links", json={"target": hidden}), 404)  # secret: invisible
         _problem(c.post(f"/v1/namespaces/a/memories/{moved}/links", json={"target": moved}), 422)
+        for bad in (" ", "\x85", "a\nb"):  # refused by the schema, as by the library (found by the schema fuzzer)
+            detail = str(
+                _problem(c.post(f"/v1/namespaces/a/memories/{moved}/links", json={"target": works, "type": bad}), 422)[
+                    "detail"
+                ]
+            )
+            assert "link type" not in detail and "type" in detail
 
         facts = c.get("/v1/namespaces/a/graph/entities/Alice/facts").json()
         assert "Alice moved to Berlin" in facts["facts"] and facts["entity"] == "Alice"

@@ -557,7 +557,7 @@ class LinkIn(_In):
     id: str = Field(..., description="The source memory id.", **_NAME_RULES)
     target: str = Field(..., description="The target memory id.", **_NAME_RULES)
     type: str = Field("relates_to", description="The link type, e.g. relates_to, follows, contradicts.",
-                      min_length=1, max_length=64)  # fmt: skip
+                      min_length=1, max_length=lim.MAX_LINK_TYPE_CHARS, pattern=lim.NAME_PATTERN)  # fmt: skip
 
 
 class QueryGraphIn(_In):
