@@ -163,6 +163,7 @@ def test_writes_between_searches_do_not_copy_the_whole_copy_each_time(tmp_path: 
 
 
 def test_a_namespace_wide_search_of_a_large_namespace_counts_nothing(tmp_path: Path) -> None:
+    """No count of the scope; one read of the namespace's counters (how many vectors, is the copy current)."""
     db_path = tmp_path / "count.db"
     _namespaces_store(db_path, 16, 300, ("default",))
     query = np.random.default_rng(17).standard_normal(16).astype(np.float32)
@@ -173,26 +174,13 @@ def test_a_namespace_wide_search_of_a_large_namespace_counts_nothing(tmp_path: P
         wide = backend.search_vector(flt(), MODEL, query, 5)
         counts = [s for s in statements if "count(*)" in s]
         assert len(wide) == 5 and counts == []  # 300 vectors > exact_limit: more items than 100, no count
+        assert len([s for s in statements if "vector_counters" in s]) == 1
         statements.clear()
         assert backend.search_vector(flt(user="nobody"), MODEL, query, 5) == []
         assert len([s for s in statements if "count(*)" in s]) == 1  # a narrowed scope is counted
     with SQLiteBackend(db_path, exact_limit=1000) as backend:  # 300 vectors <= exact_limit: counted, exact
         backend.concurrent_reads = False  # type: ignore[misc]
         assert [h.id for h in backend.search_vector(flt(), MODEL, query, 5)] == [h.id for h in wide]
-
-
-def test_a_search_reads_its_namespace_counters_once(tmp_path: Path) -> None:
-    """How many vectors the namespace holds and whether its copy is current come from one read of its counters."""
-    db_path = tmp_path / "counters.db"
-    _namespaces_store(db_path, 16, 300, ("default",))
-    query = np.random.default_rng(19).standard_normal(16).astype(np.float32)
-    with SQLiteBackend(db_path, exact_limit=100) as backend:
-        backend.concurrent_reads = False  # type: ignore[misc]  # on the main connection, to trace it
-        first = backend.search_vector(flt(), MODEL, query, 5)
-        statements: list[str] = []
-        backend._conn.set_trace_callback(statements.append)
-        assert backend.search_vector(flt(), MODEL, query, 5) == first
-        assert len([s for s in statements if "vector_counters" in s]) == 1
 
 
 def test_a_live_copy_checks_row_ids_and_a_stale_one_sequence_numbers(tmp_path: Path) -> None:
