@@ -118,7 +118,7 @@ class _In(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _no_booleans_for_numbers(cls, value: object, info: ValidationInfo) -> object:
+    def _json_types_as_the_schema_says(cls, value: object, info: ValidationInfo) -> object:
         """``true`` is not the number 1 here, nor 0 or ``"no"`` false: the schemas say boolean, integer or number,
         and so does the check (a query string's text is read as its type says)."""
         if info.field_name is None:
