@@ -2,8 +2,9 @@
 import { ApiError, forgetKey, loadConfig, rememberNamespace, session, signIn, storedKey, storeKey } from "./api.js";
 import { failure, h } from "./dom.js";
 
-// Page modules load when first shown (the first visit compiles only the page it opens); the rest
-// are fetched and compiled once the browser is idle, so moving between pages never waits for them.
+// Page modules load when first shown (the first visit fetches and compiles only the page it opens,
+// from the start, beside the sign-in call); the rest are fetched and compiled once the browser is
+// idle, so moving between pages never waits for them.
 const PAGES = {
   memories: () => import("./pages/memories.js"),
   memory: () => import("./pages/memory.js"),
@@ -141,6 +142,8 @@ function setUp() {
 }
 
 setUp();
+// The page the address names starts loading now, beside the sign-in call, not after it.
+PAGES[(ROUTES[parseHash().name] || ROUTES.memories)[0]]().catch(() => {});
 session.key = storedKey();
 if (session.key) start();
 else loadConfig().then(() => (session.keysRequired ? askForKey("") : start()));
