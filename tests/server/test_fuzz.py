@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 
@@ -83,9 +84,18 @@ def _validate(response: Any, case: Any) -> None:
     case.validate_response(response, excluded_checks=_excluded(case))
 
 
+def _sent_as_generated(case: Any) -> bool:
+    """False when a path parameter holds a percent escape: schemathesis puts path parameters in the URL without
+    quoting ``%``, so a generated thread ``%10`` arrives as the control character U+0010, which the schema refuses
+    (quoted, ``%2510``, it is accepted: ``test_rest.py::test_path_parameters_are_percent_decoded_once``)."""
+    return all(unquote(str(value)) == str(value) for value in (case.path_parameters or {}).values())
+
+
 def _accepts_valid_data(response: Any, case: Any, refused: Counter[str]) -> None:
     """schemathesis' positive_data_acceptance, except refusals that name a documented semantic rule."""
     if case.meta is None or case.meta.generation.mode is not GenerationMode.POSITIVE:
+        return
+    if not _sent_as_generated(case):
         return
     if response.status_code in (400, 422):
         detail = str(response.json().get("detail", ""))

@@ -112,6 +112,18 @@ def test_problem_json_errors(live: Live) -> None:
     assert live.mem.stats(namespace="a").total == 0  # nothing was written by a bad request
 
 
+def test_path_parameters_are_percent_decoded_once(live: Live) -> None:
+    """A thread named ``%10`` travels as ``%2510`` and is stored under that name; ``%10`` on the wire is the
+    control character U+0010, refused as a name (nothing decoded twice, nothing stored)."""
+    with live.client("a") as c:
+        sent = c.post("/v1/namespaces/a/threads/%2510/messages", json={"content": "percent in a name"})
+        assert sent.status_code == 201, sent.text
+        assert c.get("/v1/namespaces/a/threads/%2510/messages").json()["messages"][0]["thread"] == "%10"
+        assert c.post("/v1/namespaces/a/threads/%2510/end", json={}).json()["thread"] == "%10"
+        _problem(c.post("/v1/namespaces/a/threads/%10/messages", json={"content": "x"}), 422)
+    assert [t.thread for t in live.mem.messages.threads(namespace="a")] == ["%10"]
+
+
 def test_update_refuses_null_for_fields_that_always_have_a_value(live: Live) -> None:
     mid = live.mem.remember("Bob rides a tram", context="work", namespace="a")
     with live.client("a") as c:
