@@ -56,6 +56,7 @@ def test_search_validity_filter_includes_closed_facts(tab: Page) -> None:
     page = tab.go("#/memories?q=where+does+alice+work")
     page.wait_for_selector("ol.hits li")
     assert "Alice works at Globex." in page.inner_text("ol.hits") and "Acme" not in page.inner_text("ol.hits")
+    assert page.locator("details.filters input").count() == 0, "folded filters make their inputs when first shown"
     page.click("details.filters summary")
     page.select_option("select[name=validity]", "all")
     page.evaluate("document.getElementById('main').removeAttribute('data-ready')")
@@ -69,6 +70,7 @@ def test_search_validity_filter_includes_closed_facts(tab: Page) -> None:
 
 def test_filters_and_pagination(tab: Page) -> None:
     page = tab.go("#/memories?user=bob")
+    assert page.locator("details.filters[open] input[name=user]").input_value() == "bob", "a set filter is shown"
     items = page.locator("ul.list li").all_inner_texts()
     assert items and all("user bob" in i for i in items)
     page = tab.go("#/memories?tags=meeting")
