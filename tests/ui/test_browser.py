@@ -246,7 +246,7 @@ def test_jobs_and_health(tab: Page, served: Served) -> None:
     assert "Server: ok" in main and "pending" in main and "Workers" in main
     row = page.locator("table.data tbody tr", has_text="support").first.inner_text()
     assert "v1" in row and "active" in row and "0." in row
-    assert re.search(r"Counts as of .+ \((just now|\d+ s ago)\)", page.inner_text("p.as-of"))
+    assert re.search(r"Counts as of \d\d:\d\d:\d\d \((just now|\d+ s ago)\)", page.inner_text("p.as-of"))
     tab.shot("jobs")
     before = _total(page)
     with served.memory() as mem:

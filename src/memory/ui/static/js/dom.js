@@ -26,6 +26,12 @@ function append(el, children) {
   }
 }
 
+/** "17:56:47", local time, 24 hours (not toLocaleTimeString: its first call loads ICU's date formats, ~15 ms). */
+export function fmtTime(date) {
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
+}
+
 export function fmtDate(iso) {
   if (!iso) return "—";
   const d = new Date(iso);

@@ -1,7 +1,7 @@
 // Jobs and health: sync job status (pending, cursor, last error, workers), store stats, prompt versions with rewards.
 // Each part is drawn as soon as its own request answers (the counts of a large store take longest).
 import { api, canWrite, session } from "../api.js";
-import { confirmAction, emptyNote, failure, fields, fmtDate, h, num, toast } from "../dom.js";
+import { confirmAction, emptyNote, failure, fields, fmtDate, fmtTime, h, num, toast } from "../dom.js";
 
 function counts(title, map) {
   const entries = Object.entries(map || {});
@@ -77,7 +77,7 @@ function ageNote(metas) {
   if (!known.length) return "";
   const oldest = known.reduce((a, b) => (a.computedAt <= b.computedAt ? a : b));
   const age = oldest.age; // the server's own count of seconds (no clock skew)
-  return `Counts as of ${oldest.computedAt.toLocaleTimeString()} (${age ? `${age} s ago` : "just now"}) · `;
+  return `Counts as of ${fmtTime(oldest.computedAt)} (${age ? `${age} s ago` : "just now"}) · `;
 }
 
 export async function render(main, { params }) {
