@@ -108,6 +108,21 @@ def test_migrations_are_recorded_and_reopening_is_idempotent(db_path: Path) -> N
         conn.close()
 
 
+def test_item_counts_are_read_from_an_index_alone(backend: SQLiteBackend) -> None:
+    """stats' counts (one GROUP BY over kind, sensitivity and embedding status in a namespace) read the
+    ``items_ns_counts`` index alone, not every row (migration 0018; 55-79 ms -> ~10 ms at 100k memories)."""
+    backend.concurrent_reads = False  # type: ignore[misc]  # on the main connection, to trace it
+    statements: list[str] = []
+    backend._conn.set_trace_callback(statements.append)
+    for clearance in ("private", "secret"):  # as stats asks: expired and closed memories counted too
+        filter_ = flt(include_expired=True, include_invalid=True, clearance=clearance)
+        statements.clear()
+        backend.item_counts(filter_)
+        (counts,) = [s for s in statements if "GROUP BY" in s]
+        plan = " ".join(str(row[3]) for row in backend._conn.execute("EXPLAIN QUERY PLAN " + counts))
+        assert "COVERING INDEX items_ns_counts" in plan, plan
+
+
 def test_opening_an_old_database_applies_the_missing_migrations(db_path: Path) -> None:
     conn = raw_connect(db_path)
     try:
