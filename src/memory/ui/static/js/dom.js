@@ -26,9 +26,10 @@ function append(el, children) {
   }
 }
 
+const pad = (n) => String(n).padStart(2, "0");
+
 /** "17:56:47", local time, 24 hours (not toLocaleTimeString: its first call loads ICU's date formats, ~15 ms). */
 export function fmtTime(date) {
-  const pad = (n) => String(n).padStart(2, "0");
   return `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
 }
 
@@ -36,7 +37,6 @@ export function fmtDate(iso) {
   if (!iso) return "—";
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return String(iso);
-  const pad = (n) => String(n).padStart(2, "0");
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
