@@ -74,16 +74,23 @@ STEPS: tuple[Step, ...] = (
     ),  # fmt: skip
     Step("thread = whole conversation", _BALANCED, "dropped", threads="conversation"),
     Step("rrf_k 60 (customary)", _BALANCED.model_copy(update={"rrf_k": 60.0}), "dropped"),
+    # What each later idea of the default adds: the default without it.
     Step(
-        "+ pseudo-relevance feedback (w=0.5)",
+        "default without feedback (where the turns are short)",
         _BALANCED.model_copy(
-            update={"channels": ("vector", "lexical", "feedback"), "weights": PRESETS["best"].weights}
+            update={
+                "channels": ("vector", "lexical", "graph"),
+                "weights": {"vector": 1.0, "lexical": 1.0, "graph": 0.5},
+            }
         ),
-        "in best",
+        "kept",
     ),  # fmt: skip
+    Step("default without speaker-aware ranking", _BALANCED.model_copy(update={"speaker_penalty": 0.0}), "kept"),
+    Step("default without named speakers", _BALANCED.model_copy(update={"named_speaker_penalty": 0.0}), "kept"),
+    Step("default without amounts", _BALANCED.model_copy(update={"quantity_penalty": 0.0}), "kept"),
     Step("100 candidates per channel", _BALANCED.model_copy(update={"candidates": 100}), "in best"),
-    Step("preset fast (20 candidates)", PRESETS["fast"], "preset"),
-    Step("preset best (feedback + 100 candidates)", PRESETS["best"], "preset"),
+    Step("preset fast (no feedback, 20 candidates)", PRESETS["fast"], "preset"),
+    Step("preset best (100 candidates)", PRESETS["best"], "preset"),
     Step("lexical channel only", PRESETS["lexical"], "reference"),
     Step("vector channel only", PRESETS["vector"], "reference"),
     Step(
