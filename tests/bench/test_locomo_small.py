@@ -178,6 +178,28 @@ def test_ablation_runs_each_step_off_shared_stores(tiny_file: Path) -> None:
     assert table.count("\n") == 1 + len(rows) and steps[1].name in table
 
 
+def test_ablation_without_rows_take_one_idea_from_the_default() -> None:
+    """Each "default without X" row is the default preset with X alone taken away, on the default's store."""
+    from memory.bench.ablation import STEPS
+    from memory.retrieval.config import PRESETS
+
+    default = PRESETS["balanced"].model_dump()
+    changed = {
+        s.name: {k for k, v in s.config.model_dump().items() if v != default[k]}
+        for s in STEPS
+        if s.name.startswith("default without")
+    }
+    assert changed == {
+        "default without feedback (where the turns are short)": {"channels", "weights"},
+        "default without speaker-aware ranking": {"speaker_penalty"},
+        "default without named speakers": {"named_speaker_penalty"},
+        "default without amounts": {"quantity_penalty"},
+    }
+    without_feedback = next(s for s in STEPS if s.name.startswith("default without feedback"))
+    assert "feedback" in PRESETS["balanced"].channels and "feedback" not in without_feedback.config.channels
+    assert all(s.context_window == 2 and s.fact_keys == "extracted" for s in STEPS if s.name in changed)
+
+
 def test_cli_ablation_table(tiny_file: Path) -> None:
     args = ["locomo", "--data", str(tiny_file), "--embedder", "hashing", "--backend", "inmemory", "--ablation"]
     result = CliRunner().invoke(bench, args)

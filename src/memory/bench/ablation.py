@@ -79,12 +79,12 @@ STEPS: tuple[Step, ...] = (
         "default without feedback (where the turns are short)",
         _BALANCED.model_copy(
             update={
-                "channels": ("vector", "lexical", "graph"),
-                "weights": {"vector": 1.0, "lexical": 1.0, "graph": 0.5},
+                "channels": tuple(c for c in _BALANCED.channels if c != "feedback"),
+                "weights": {c: w for c, w in _BALANCED.weights.items() if c != "feedback"},
             }
         ),
         "kept",
-    ),  # fmt: skip
+    ),
     Step("default without speaker-aware ranking", _BALANCED.model_copy(update={"speaker_penalty": 0.0}), "kept"),
     Step("default without named speakers", _BALANCED.model_copy(update={"named_speaker_penalty": 0.0}), "kept"),
     Step("default without amounts", _BALANCED.model_copy(update={"quantity_penalty": 0.0}), "kept"),
