@@ -215,6 +215,8 @@ def test_keyword_ranges_find_what_a_full_scan_finds() -> None:
         "March 16, 2022", "16th of March 2022", "2022-03-16", "May 2023", "in 2021", "mid-March", "next May",
         "a few days ago", "this past weekend", "I will call on Monday.", "you may 5 times", "a budget of 2000",
         "Fridays are quiet", "the weather", "coding in Python", "week after week", "yearly", "Mayday",
+        "last  night", "midMarch", "mid2021", "in mid-2019", "1999/12/31", "this\nmorning", "16 Sept. 2021",
+        "the day before yesterday", "in two weeks' time", "weekends", "Tuesday's", "a March 3 meeting",
     ]  # fmt: skip
     rng = random.Random(7)
     filler = ["lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "days", "month", "in", "before"]
@@ -223,14 +225,14 @@ def test_keyword_ranges_find_what_a_full_scan_finds() -> None:
         words.append(rng.choice(pieces) if rng.random() < 0.08 else rng.choice(filler))
     text = " ".join(words)
     fast = resolve_time_expressions(text, ANCHOR)
-    everywhere = tuple(() for _ in temporal._NEEDLES)
-    original, required = temporal._NEEDLES, temporal._REQUIRED
+    everywhere = tuple(temporal._Finder(()) for _ in temporal._FINDERS)
+    original, required = temporal._FINDERS, temporal._REQUIRED
     try:
-        temporal._NEEDLES = everywhere  # no keyword: every rule scans the whole text
+        temporal._FINDERS = everywhere  # no keyword: every rule scans the whole text
         temporal._REQUIRED = tuple(None for _ in required)  # and no range is skipped
         slow = resolve_time_expressions(text, ANCHOR)
     finally:
-        temporal._NEEDLES, temporal._REQUIRED = original, required
+        temporal._FINDERS, temporal._REQUIRED = original, required
     assert len(fast) > 100
     assert fast == slow
 

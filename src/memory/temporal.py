@@ -42,6 +42,8 @@ starting first wins, then the longer one.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -117,15 +119,14 @@ def resolve_time_expressions(text: str, anchor: datetime) -> list[TimeMention]:
     lowered = text.lower()
     # The rules' IGNORECASE reads a long s as s ("laſt week"); the handlers' word tables then must too.
     source = text.replace("ſ", "s") if "ſ" in text else text
-    spans: dict[tuple[str, ...], list[tuple[int, int]]] = {}  # rules sharing needles search once
-    for (pattern, handler), needles, required in zip(_RULES, _NEEDLES, _REQUIRED, strict=True):
-        if needles not in spans:
-            spans[needles] = _spans(lowered, needles)
-        for pos, endpos in spans[needles]:
+    hits: dict[_Finder, list[tuple[int, int]]] = {}  # rules sharing a finder search once
+    sentences = _Sentences(source)
+    for (pattern, handler), finder, required in zip(_RULES, _FINDERS, _REQUIRED, strict=True):
+        for pos, endpos in _spans(finder.hits(lowered, hits), len(lowered)):
             if required is not None and required.search(source, pos, endpos) is None:
                 continue  # no match of the rule can be in this range
             for match in pattern.finditer(source, pos, endpos):
-                interval = handler(match, today, _future_sentence(source, match.start(), match.end()))
+                interval = handler(match, today, sentences.future(match.start(), match.end()))
                 if interval is not None:
                     found.append((match.start(), match.end(), interval))
     found.sort(key=lambda item: (item[0], -(item[1] - item[0])))
@@ -150,28 +151,60 @@ def resolve_time_expressions(text: str, anchor: datetime) -> list[TimeMention]:
 
 #: Characters searched on each side of a rule's keyword; longer than any expression recognised.
 _REACH = 80
-_FINDERS: dict[tuple[str, ...], re.Pattern[str]] = {}
 
 
-def _spans(lowered: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
-    """Merged ranges of ``lowered`` within :data:`_REACH` of a needle: where a rule's matches can be.
+@dataclass(frozen=True, eq=False)
+class _Finder:
+    """Where the matches of a rule can be: every match holds one of ``needles`` (lowercase; none: anywhere).
 
-    Every match of a rule contains one of its needles and is shorter than
-    ``_REACH``, so searching these ranges finds exactly the matches of the
-    whole text (``\\b`` looks at the characters outside a range) at a
+    The needles are looked for with ``in`` first (far faster than a regular
+    expression when none is there), then found with ``pattern`` (by default
+    the needles themselves). A finder ``within`` another keeps the other's
+    hits that start one of its needles (every needle starting with one of
+    the other's), so the text is searched once for both. Hits do not overlap
+    (a needle that starts inside an earlier hit is not one): exact because
+    every keyword of the rules starts a word, after a space or ``\\b``.
+    """
+
+    needles: tuple[str, ...]
+    pattern: re.Pattern[str] | None = None
+    within: _Finder | None = None
+
+    def hits(self, lowered: str, found: dict[_Finder, list[tuple[int, int]]]) -> list[tuple[int, int]]:
+        """``(start, end)`` of the needles in ``lowered``, kept in ``found`` for the other rules of the text."""
+        known = found.get(self)
+        if known is not None:
+            return known
+        if not self.needles:  # no needle: the rule runs on the whole text
+            known = [(0, len(lowered))]
+        elif self.within is not None:
+            outer = self.within.hits(lowered, found)
+            known = [(at, at + len(n)) for at, _ in outer for n in self.needles if lowered.startswith(n, at)]
+        elif not any(n in lowered for n in self.needles):
+            known = []
+        else:
+            pattern = self.pattern or _alternatives(self.needles)
+            known = [match.span() for match in pattern.finditer(lowered)]
+        found[self] = known
+        return known
+
+
+@functools.cache
+def _alternatives(needles: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(n) for n in needles))
+
+
+def _spans(hits: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
+    """Merged ranges within :data:`_REACH` of each hit: where a rule's matches can be.
+
+    Every match of a rule contains one of its finder's hits and is shorter
+    than ``_REACH``, so searching these ranges finds exactly the matches of
+    the whole text (``\\b`` looks at the characters outside a range) at a
     fraction of the cost on long texts.
     """
-    if not needles:
-        return [(0, len(lowered))]
-    if not any(n in lowered for n in needles):
-        return []
-    finder = _FINDERS.get(needles)
-    if finder is None:
-        finder = _FINDERS[needles] = re.compile("|".join(re.escape(n) for n in needles))
-    hits = [m.start() for m in finder.finditer(lowered)]
     spans: list[tuple[int, int]] = []
-    for at in hits:
-        start, end = max(at - _REACH, 0), min(at + _REACH, len(lowered))
+    for first, last in hits:
+        start, end = max(first - _REACH, 0), min(last + _REACH, size)
         if spans and start <= spans[-1][1]:
             spans[-1] = (spans[-1][0], max(spans[-1][1], end))
         else:
@@ -183,11 +216,23 @@ def _at_midnight(day: date, anchor: datetime) -> datetime:
     return datetime.combine(day, time(), tzinfo=anchor.tzinfo)
 
 
-def _future_sentence(text: str, begin: int, finish: int) -> bool:
-    left = max((m.end() for m in _SENTENCE_END.finditer(text, 0, begin)), default=0)
-    right_match = _SENTENCE_END.search(text, finish)
-    right = right_match.start() if right_match else len(text)
-    return _FUTURE.search(text, left, right) is not None
+class _Sentences:
+    """Whether the sentence around a span of ``text`` speaks of the future (sentence ends found once, on demand)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._ends: list[int] | None = None
+
+    def future(self, begin: int, finish: int) -> bool:
+        """True when the sentence(s) holding ``text[begin:finish]`` have a future word (:data:`_FUTURE`)."""
+        if self._ends is None:
+            self._ends = [m.start() for m in _SENTENCE_END.finditer(self.text)]
+        ends = self._ends
+        before = bisect.bisect_left(ends, begin)  # sentence ends before ``begin``: the last one bounds the left
+        left = ends[before - 1] + 1 if before else 0
+        after = bisect.bisect_left(ends, finish)
+        right = ends[after] if after < len(ends) else len(self.text)
+        return _FUTURE.search(self.text, left, right) is not None
 
 
 # ---- calendar arithmetic -------------------------------------------------------------------
@@ -405,23 +450,24 @@ _RULES: tuple[tuple[re.Pattern[str], _Handler], ...] = tuple(
     )
 )
 
-_MONTH_NEEDLES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_DIGITS = tuple("0123456789")
-#: Per rule of :data:`_RULES`: substrings (lowercase) of which every match holds one; empty = always run.
-_NEEDLES: tuple[tuple[str, ...], ...] = (
-    ("yesterday", "today", "tonight", "tomorrow", "last night", "this morning", "this afternoon", "this evening"),
-    ("week", "month", "year"),
-    ("weekend",),
-    ("ago",),
-    ("day", "week", "month", "year"),
-    ("before", "after"),
-    _WEEKDAYS,
-    _MONTH_NEEDLES,
-    _MONTH_NEEDLES,
-    _DIGITS,
-    _MONTH_NEEDLES,
-    _MONTH_NEEDLES,
-    _DIGITS,
+
+_MONTH_WORDS = _Finder(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))
+_UNITS = _Finder(("day", "week", "month", "year"))
+#: Per rule of :data:`_RULES`: where its matches can be (see :func:`_spans`).
+_FINDERS: tuple[_Finder, ...] = (
+    _Finder(("yesterday", "today", "tonight", "tomorrow", "night", "morning", "afternoon", "evening")),
+    _Finder(("week", "month", "year"), within=_UNITS),
+    _Finder(("weekend",), within=_UNITS),
+    _Finder(("ago",)),
+    _UNITS,
+    _Finder(("before", "after")),
+    _Finder(_WEEKDAYS),
+    _MONTH_WORDS,
+    _MONTH_WORDS,
+    _Finder(("-", "/"), re.compile(r"\d{4}[-/]")),  # a numeric date: its year and separator
+    _Finder(_MONTHS, within=_MONTH_WORDS),
+    _Finder(_MONTHS, within=_MONTH_WORDS),
+    _Finder(("19", "20"), re.compile(r"(?:19|20)\d\d")),
 )
 _DIGIT = re.compile(r"\d")
 _YEAR = re.compile(r"(?:19|20)\d\d")
@@ -431,8 +477,8 @@ _REQUIRED: tuple[re.Pattern[str] | None, ...] = (
     *(None,) * 7,
     _DIGIT,
     _DIGIT,
-    re.compile(r"\d{4}[-/]"),
+    None,  # its finder's pattern
     _YEAR,
-    re.compile(_FULL_MONTH_RE.replace("?P<month>", ""), re.IGNORECASE),
-    _YEAR,
+    None,
+    None,
 )
