@@ -313,6 +313,17 @@ def test_rank_fields_are_what_get_returns_without_whole_rows(backend: Backend) -
     assert backend.rank_fields("ns", []) == {} and backend.rank_fields("nobody", ids) == {}
 
 
+def test_contents_are_what_get_returns_without_whole_rows(backend: Backend) -> None:
+    records = [_record("Ünïcode — 12 apples"), _record("second"), _record("elsewhere", namespace="other")]
+    backend.add(records)
+    ids = [r.item.id for r in records]
+    contents = backend.contents("ns", [*ids, "missing", "bad\x00id"])
+    assert contents == {item.id: item.content for item in backend.get("ns", ids)}  # other namespaces omitted
+    assert set(contents) == set(ids[:2]) and contents[ids[0]] == "Ünïcode — 12 apples"
+    assert backend.contents("ns", []) == {} and backend.contents("nobody", ids) == {}
+    assert backend.contents("bad\x00namespace", ids) == {}
+
+
 def test_rank_fields_carry_the_metadata_role_as_stored(backend: Backend) -> None:
     # Speaker-aware ranking reads a memory's chat side with the rank fields (retrieval/speaker.py).
     records = [

@@ -210,6 +210,13 @@ class Backend(Protocol):
         """
         ...
 
+    def contents(self, namespace: str, ids: Sequence[str]) -> dict[str, str]:
+        """The content of the items ``ids`` in ``namespace``, by id (no rows decoded); unknown ids omitted.
+
+        For ranking rules that read the candidates' text (recall reads whole items only for the hits it returns).
+        """
+        ...
+
     def find_ids(self, flt: Filter, limit: int | None = None) -> builtins.list[str]:
         """Ids of the items matching ``flt`` (newest first)."""
         ...

@@ -179,6 +179,15 @@ class SQLItemStore(SQLItemWrites[S]):
                 out[str(item_id)] = RankFields(when, float(importance), role, speaker)
         return out
 
+    def contents(self, namespace: str, ids: Sequence[str]) -> dict[str, str]:
+        """The content of the items ``ids`` in ``namespace``, by id (no rows decoded); unknown ids omitted."""
+        if not ids or not self.dialect.storable(namespace):
+            return {}
+        where, params = self._by_ids(namespace, ids)
+        with self.dialect.read() as conn:
+            rows = self.dialect.rows(conn, f"SELECT i.id, i.content FROM items i WHERE {where}", params)
+        return {str(item_id): str(content) for item_id, content in rows}
+
     def find_ids(self, flt: Filter, limit: int | None = None) -> builtins.list[str]:
         """Ids of the items matching ``flt``, newest first (all when ``limit`` is None or 0)."""
         where, params = self._compile(flt)

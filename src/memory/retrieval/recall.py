@@ -31,7 +31,7 @@ from memory.retrieval.rerank import RerankStage
 from memory.retrieval.speaker import turn_factors
 from memory.retrieval.text import feedback_applies, feedback_terms, query_terms
 from memory.retrieval.window import window_model
-from memory.types import Hit, MemoryItem
+from memory.types import Hit
 
 __all__ = ["Recall", "RecallContext"]
 
@@ -137,19 +137,15 @@ class Recall:
         fields = self._rank_fields(flt.namespace, results, fused)
         turns = {item_id: (f.role, f.speaker) for item_id, f in fields.items()}
         speakers = turn_factors(query, turns, config.speaker_penalty, config.named_speaker_penalty)
-        items: dict[str, MemoryItem] = {}
         quantities: dict[str, float] = {}
         if config.quantity_penalty > 0 and asks_for_amount(query):  # reads every candidate's text
-            items = {i.id: i for i in self._backend.get(flt.namespace, list(fields))}
-            texts = {item_id: item.content for item_id, item in items.items()}
+            texts = self._backend.contents(flt.namespace, list(fields))
             quantities = quantity_factors(query, texts, config.quantity_penalty)
         head = rank(
             fused, fields, flt.now, config, speakers, quantities,
             limit=self._rerank.window(limit) if self._rerank is not None else limit,
         )  # fmt: skip
-        missing = [c.id for c, _, _ in head if c.id not in items]
-        if missing:
-            items.update((i.id, i) for i in self._backend.get(flt.namespace, missing))
+        items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c, _, _ in head])}
         ranked = [(c, items[c.id], parts) for c, _, parts in head if c.id in items]
         if self._rerank is not None:
             ranked = self._rerank.apply(text, ranked)
