@@ -21,9 +21,12 @@ def item_values(item: MemoryItem) -> tuple[Any, ...]:
     for column in ITEM_COLUMNS:
         value = getattr(item, column)
         if column in JSON_COLUMNS:
-            value = json.dumps(
-                list(value) if isinstance(value, tuple) else value, ensure_ascii=False, separators=(",", ":")
-            )
+            if not value:  # most rows' tags, keywords, entities, metadata and sources: no encoder needed
+                value = "{}" if isinstance(value, dict) else "[]"
+            else:
+                value = json.dumps(
+                    list(value) if isinstance(value, tuple) else value, ensure_ascii=False, separators=(",", ":")
+                )
         elif column in TIME_COLUMNS and value is not None:
             value = to_epoch(value)
         out.append(value)
