@@ -162,8 +162,10 @@ class _Finder:
     the needles themselves). A finder ``within`` another keeps the other's
     hits that start one of its needles (every needle starting with one of
     the other's), so the text is searched once for both. Hits do not overlap
-    (a needle that starts inside an earlier hit is not one): exact because
-    every keyword of the rules starts a word, after a space or ``\\b``.
+    (a needle that starts inside an earlier hit is not one): still exact,
+    because a rule's keyword follows a space, ``\\b`` or "mid", and a needle
+    that starts inside another hit follows a letter ("nov" in "junov", "year"
+    in "dayear").
     """
 
     needles: tuple[str, ...]
