@@ -79,3 +79,20 @@ def test_new_spaces_store_rotated_codes_and_old_spaces_keep_theirs(tmp_path: Pat
         backend.add([record(make_item("later"), vectors[0])])
         (later,) = backend._conn.execute("SELECT code FROM vcodes_1 WHERE seq = 31").fetchall()
         assert later[0] == quantize(stored(vectors)[0], 1)
+
+
+def test_hamming_distances_count_every_differing_bit() -> None:
+    # Popcounts are summed a few words at a time in one byte: the largest distances must not wrap.
+    rng = np.random.default_rng(22)
+    for words in range(1, 8):
+        index = CodeIndex(words)
+        index.codes = rng.integers(0, 2**63, size=(words, 50), dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        index.size = 50
+        query = rng.integers(0, 2**63, size=words, dtype=np.uint64)
+        index.codes[:, 7] = ~query  # every bit differs
+        index.codes[:, 8] = query  # none does
+        expected = [sum(bin(int(c) ^ int(q)).count("1") for c, q in zip(index.codes[:, n], query)) for n in range(50)]
+        distances = index.distances(query.tobytes())
+        assert distances.tolist() == expected
+        assert distances[7] == 64 * words and distances[8] == 0
+        assert index.distances(query.tobytes(), start=40).tolist() == expected[40:]

@@ -277,3 +277,17 @@ def test_float16_blobs_widen_exactly() -> None:
     widened = vectors_module.decode(space, finite.tobytes())
     assert widened.dtype == np.float32
     np.testing.assert_array_equal(widened.view(np.uint32), finite.astype(np.float32).view(np.uint32))
+
+
+def test_ranking_float16_rows_gives_the_widened_dot_products_to_the_bit() -> None:
+    """The copy ranks float16 rows without the bias pass (scaled query): the same float32 products and sums."""
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    finite = every[np.isfinite(every)]
+    rows = finite[: (finite.shape[0] // 64) * 64].reshape(-1, 64)  # subnormals, zeros, the largest values
+    rng = np.random.default_rng(23)
+    query = rng.standard_normal(64).astype(np.float32)
+    query /= np.linalg.norm(query)
+    query[:3] = (1e-40, -1e-39, 0.0)  # float32 subnormals in the query too
+    widened = np.einsum("ij,j->i", vectors_module._widen(rows), query)
+    folded = np.einsum("ij,j->i", vectors_module._shifted(rows), query * vectors_module._F16_TO_F32)
+    np.testing.assert_array_equal(folded.view(np.uint32), widened.view(np.uint32))

@@ -158,6 +158,8 @@ _MIN_STALE = 1_000
 
 _HAS_BITWISE_COUNT = hasattr(np, "bitwise_count")
 _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+#: Words whose popcounts :meth:`CodeIndex.distances` sums in one byte: 3 * 64 = 192 < 256.
+_WORDS_PER_BYTE_SUM = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,17 +288,30 @@ def _float32(raw: bytes, dtype: type[np.floating[Any]]) -> npt.NDArray[np.float3
 def _widen(halves: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
     """float16 values as a new float32 array of the same shape.
 
-    Widened by bit arithmetic: sign, exponent and mantissa moved into
-    float32's fields and the exponent bias corrected by one exact
-    multiplication by 2^112 (exact for every finite float16, subnormals
-    included; a space never stores infinities). numpy's own cast runs one
-    value at a time here: 0.9 ms for 2,000 384-d rows against 0.15 ms.
+    Widened by bit arithmetic (:func:`_shifted`) and the exponent bias
+    corrected by one exact multiplication by 2^112 (exact for every finite
+    float16, subnormals included; a space never stores infinities). numpy's
+    own cast runs one value at a time here: 0.9 ms for 2,000 384-d rows
+    against 0.15 ms.
+    """
+    out = _shifted(halves)
+    out *= _F16_TO_F32
+    return out
+
+
+def _shifted(halves: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
+    """float16 values times 2^-112, exactly, as a new float32 array: their bits moved into float32's fields.
+
+    A dot product with a vector scaled by 2^112 is then the dot product of
+    the widened values, to the bit: scaling by a power of two is exact
+    (float16's normal values land on float32's normal ones, its subnormals
+    on float32's subnormals) and every product is the same real number,
+    rounded the same. Ranking saves the pass that corrects the bias.
     """
     bits = halves.view(np.int16).astype(np.int32)  # sign-extended
     bits <<= 13  # mantissa and exponent in place; the sign and its extension at bits 28-31
     bits &= np.int32(-0x70000001)  # keep bit 31 (the sign), clear 28-30
     out: npt.NDArray[np.float32] = bits.view(np.float32)
-    out *= _F16_TO_F32
     return out
 
 
@@ -473,9 +488,11 @@ class CodeIndex:
     def distances(self, query: bytes, start: int = 0) -> npt.NDArray[np.int32] | npt.NDArray[np.uint16]:
         """Hamming distance from ``query`` to every code in the copy from position ``start`` on.
 
-        Counted in uint16 (a code has at most 64 * ``words`` bits, far below
-        65,536), in place: about a fifth less time than int32 sums with a new
-        array per word.
+        The popcounts of up to three words are summed in uint8 (at most 192
+        bits differ, below 256), and the groups' sums in uint16 (a code has at
+        most 64 * ``words`` bits, far below 65,536), in place: a third less
+        time than summing every word's popcount in uint16 (0.50 against 0.77 ms
+        for 100k 384-bit codes in cache; a pass reads each word once either way).
         """
         words = np.frombuffer(query, dtype=np.uint64)
         size = self.size - start
@@ -487,11 +504,17 @@ class CodeIndex:
                 total += _POPCOUNT8[scratch.view(np.uint8).reshape(size, 8)].sum(axis=1, dtype=np.int32)
             return total
         counts = np.zeros(size, dtype=np.uint16)
+        group = np.empty(size, dtype=np.uint8)
         bits = np.empty(size, dtype=np.uint8)
-        for w in range(self.words):
-            np.bitwise_xor(self.codes[w, start : self.size], words[w], out=scratch)
-            np.bitwise_count(scratch, out=bits)
-            np.add(counts, bits, out=counts)
+        for first in range(0, self.words, _WORDS_PER_BYTE_SUM):
+            for w in range(first, min(first + _WORDS_PER_BYTE_SUM, self.words)):
+                np.bitwise_xor(self.codes[w, start : self.size], words[w], out=scratch)
+                if w == first:
+                    np.bitwise_count(scratch, out=group)
+                else:
+                    np.bitwise_count(scratch, out=bits)
+                    np.add(group, bits, out=group)
+            np.add(counts, group, out=counts)
         return counts
 
     def all_rids(self) -> list[int]:
@@ -594,11 +617,12 @@ class CodeIndex:
         else:  # everything is in the pool: score the copy in place, no gathered copy
             coarse = np.arange(self.size)
             rows, norms = self.floats[: self.size], self.norms[: self.size]
-        if rows.dtype != np.float32:
-            rows = _widen(rows)
         # einsum, not BLAS: a multi-threaded BLAS keeps spinning after the call and
         # starves the embedder's threads on small machines.
-        sims = np.einsum("ij,j->i", rows, query) / norms
+        if rows.dtype != np.float32:  # float16: the bias correction goes into the query (see _shifted)
+            sims = np.einsum("ij,j->i", _shifted(rows), query * _F16_TO_F32) / norms
+        else:
+            sims = np.einsum("ij,j->i", rows, query) / norms
         top = np.argpartition(-sims, n - 1)[:n] if n < sims.shape[0] else np.arange(sims.shape[0])
         top = top[np.argsort(-sims[top], kind="stable")]
         return list(zip(names[coarse[top]].tolist(), sims[top].tolist(), strict=True))
