@@ -9,6 +9,8 @@ vectors, deleted vectors never come back, and filters hold.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -417,3 +419,17 @@ def test_every_filter_and_clearance_holds_on_the_graph_path(tmp_path: Path, cach
                 assert hits and all(matches(f, by_id[h.id]) for h in hits), fields
                 if f.clearance != "secret":
                     assert all(by_id[h.id].sensitivity != "secret" for h in hits)
+
+
+def test_the_onnx_runtime_still_loads_once_a_graph_has_loaded_usearch() -> None:
+    """onnxruntime's extension crashes the process when it loads after usearch's: graphs load it first."""
+    pytest.importorskip("onnxruntime")
+    script = (
+        "from memory.backends.sqlite import hnsw\n"
+        "assert hnsw._usearch() is not None\n"
+        "import onnxruntime\n"
+        "print(onnxruntime.get_available_providers())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert "CPUExecutionProvider" in done.stdout
