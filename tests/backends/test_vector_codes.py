@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pytest
 from test_sqlite import MODEL, flt, make_item, record, stored
 
 from memory.backends.sqlite import SQLiteBackend
@@ -91,8 +92,30 @@ def test_hamming_distances_count_every_differing_bit() -> None:
         query = rng.integers(0, 2**63, size=words, dtype=np.uint64)
         index.codes[:, 7] = ~query  # every bit differs
         index.codes[:, 8] = query  # none does
-        expected = [sum(bin(int(c) ^ int(q)).count("1") for c, q in zip(index.codes[:, n], query)) for n in range(50)]
+        expected = [sum(bin(int(c ^ q)).count("1") for c, q in zip(col, query, strict=True)) for col in index.codes.T]
         distances = index.distances(query.tobytes())
         assert distances.tolist() == expected
         assert distances[7] == 64 * words and distances[8] == 0
         assert index.distances(query.tobytes(), start=40).tolist() == expected[40:]
+
+
+def test_a_batch_is_rotated_with_blas_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    # OpenBLAS's threads spin on the other core for ~20 ms after a multi-threaded product (6 s of a 18 s ingest).
+    from memory.backends.sqlite import vectors as vectors_module
+
+    entered: list[int] = []
+
+    class Cap:
+        def __enter__(self) -> None:
+            entered.append(1)
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    monkeypatch.setattr(vectors_module, "single_thread_blas", Cap)
+    batch = np.random.default_rng(25).standard_normal((40, 16)).astype(np.float32)
+    turned = coded(batch, ROTATED)
+    assert entered == [1]
+    np.testing.assert_allclose(turned, batch @ rotation(16).T, rtol=1e-6)
+    coded(batch[0], ROTATED)  # one vector (a query): a product on the calling thread, no cap
+    assert entered == [1]

@@ -291,3 +291,17 @@ def test_ranking_float16_rows_gives_the_widened_dot_products_to_the_bit() -> Non
     widened = np.einsum("ij,j->i", vectors_module._widen(rows), query)
     folded = np.einsum("ij,j->i", vectors_module._shifted(rows), query * vectors_module._F16_TO_F32)
     np.testing.assert_array_equal(folded.view(np.uint32), widened.view(np.uint32))
+
+
+def test_vectors_written_in_a_batch_are_stored_as_one_by_one() -> None:
+    """A batch's vectors are rounded, rescaled and coded in a few passes: the same bytes as each on its own."""
+    rng = np.random.default_rng(24)
+    given = [rng.standard_normal(70).astype(np.float32) * scale for scale in (1.0, 1e5, 1e-7, 0.0, 3e4, 7e4, 1e-5)]
+    for dtype in (vectors_module.FLOAT16, vectors_module.FLOAT32):
+        space = vectors_module.Space(1, MODEL, 70, dtype=dtype, code=vectors_module.ROTATED)
+        one_by_one = np.stack([vectors_module.storable(space, v) for v in given])
+        batch = vectors_module.storable_rows(space, given)
+        assert batch.dtype == one_by_one.dtype
+        np.testing.assert_array_equal(batch.view(np.uint8), one_by_one.view(np.uint8))
+        turned = vectors_module.coded(batch, space.code)
+        assert vectors_module.quantize_rows(turned, 2) == [vectors_module.quantize(row, 2) for row in turned]

@@ -260,10 +260,10 @@ def test_packed_mean_pool_and_token_passes() -> None:
 
 
 def test_blas_cap_is_shared_and_restored_once() -> None:
-    from memory.embedders.minilm import _single_thread_blas, _SingleThreadBlas
+    from memory.blas import SingleThreadBlas, single_thread_blas
 
-    assert _single_thread_blas() is _single_thread_blas()
-    cap = _SingleThreadBlas()
+    assert single_thread_blas() is single_thread_blas()
+    cap = SingleThreadBlas()
     calls: list[str] = []
 
     def fake_cap() -> Callable[[], None]:
@@ -282,9 +282,9 @@ def test_blas_cap_is_shared_and_restored_once() -> None:
 
 
 def test_blas_cap_sets_one_openblas_thread() -> None:
-    from memory.embedders.minilm import _single_thread_blas
+    from memory.blas import single_thread_blas
 
-    cap = _single_thread_blas()
+    cap = single_thread_blas()
     if not cap.available:
         pytest.skip("no way to cap BLAS threads here (no threadpoolctl, no OpenBLAS found)")
     assert cap._cap is not None
@@ -300,7 +300,7 @@ def test_blas_cap_holds_in_any_thread() -> None:
     import threading
 
     threadpoolctl = pytest.importorskip("threadpoolctl")
-    from memory.embedders.minilm import _SingleThreadBlas
+    from memory.blas import SingleThreadBlas
 
     blas = threadpoolctl.ThreadpoolController().select(internal_api="openblas")
     if not blas.lib_controllers:
@@ -309,7 +309,7 @@ def test_blas_cap_holds_in_any_thread() -> None:
     if before < 2:
         pytest.skip("OpenBLAS runs one thread here: nothing to cap")
     blas.limit(limits=1).restore_original_limits()  # this (main) thread now holds threadpoolctl's control
-    cap = _SingleThreadBlas()
+    cap = SingleThreadBlas()
     seen: list[int] = []
 
     def a_pass() -> None:

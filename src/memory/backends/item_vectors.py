@@ -80,9 +80,9 @@ class SQLVectorStore(Generic[S]):
         """The engine's stored vectors of ``ids`` in ``space`` (missing ones omitted)."""
         raise NotImplementedError
 
-    def _as_stored(self, space: S, vector: Vector) -> Vector:
-        """``vector`` (checked, float32) as the engine reads it back from ``space`` (default: unchanged)."""
-        return vector
+    def _as_stored(self, space: S, vectors: builtins.list[Vector]) -> builtins.list[Vector]:
+        """``vectors`` (checked, float32) as the engine reads them back from ``space`` (default: unchanged)."""
+        return vectors
 
     def _lock_spaces(self, conn: Any) -> None:
         """Serialise the creators of space tables until the transaction ends (default: the write already does)."""
@@ -134,7 +134,7 @@ class SQLVectorStore(Generic[S]):
         """
         with self.dialect.read() as conn:
             space = self._require_space(conn, model)
-        return [self._as_stored(space, self._checked_vector(space, vector)) for vector in vectors]
+        return self._as_stored(space, [self._checked_vector(space, vector) for vector in vectors])
 
     def vector_spaces(self) -> builtins.list[VectorSpace]:
         """The embedding models this store holds vectors for, by model name."""

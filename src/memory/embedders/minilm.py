@@ -28,11 +28,10 @@ same vector space (see docs/embedders.md).
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
@@ -40,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory.blas import SingleThreadBlas, single_thread_blas
 from memory.embedders._options import parse_options
 from memory.embedders.bert_numpy import BertEncoder
 from memory.errors import ConfigError, EmbedderError
@@ -95,109 +95,6 @@ def _default_threads() -> int:
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
     return max(1, min(cores, 4))
-
-
-class _SingleThreadBlas:
-    """Keeps numpy's BLAS on one thread while numpy-runtime passes run, then restores it.
-
-    Idle OpenBLAS threads spin, and a pass split over every core stalls when
-    another process holds one (docs/embedders.md); the numpy runtime does its
-    own threading instead. The cap is process-wide while any pass runs (passes
-    of every embedder share one count), whichever thread runs them. It uses
-    OpenBLAS's own setter, found among the libraries loaded (Linux), else
-    ``threadpoolctl`` when installed (other BLAS libraries); without either,
-    BLAS keeps its default and ``available`` is False.
-
-    Not ``threadpoolctl`` first: it lets only the first thread that set an
-    OpenBLAS limit (while it lives) set one, and ignores the others. The cap of
-    the embedding batcher's worker thread was a silent no-op that way whenever
-    the main thread had embedded first (found in issue 22).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._users = 0
-        self._restore: Callable[[], None] | None = None
-        self._cap = self._find()
-
-    @staticmethod
-    def _find() -> Callable[[], Callable[[], None]] | None:
-        """A function that caps BLAS at one thread and returns the function undoing it."""
-        return _openblas_cap() or _threadpoolctl_cap()
-
-    @property
-    def available(self) -> bool:
-        """Whether BLAS threads can be capped here."""
-        return self._cap is not None
-
-    def __enter__(self) -> None:
-        if self._cap is not None:
-            with self._lock:
-                self._users += 1
-                if self._users == 1:
-                    self._restore = self._cap()
-
-    def __exit__(self, *exc: object) -> None:
-        if self._cap is not None:
-            with self._lock:
-                self._users -= 1
-                if self._users == 0 and self._restore is not None:
-                    self._restore()
-                    self._restore = None
-
-
-def _openblas_cap() -> Callable[[], Callable[[], None]] | None:
-    """OpenBLAS's own thread setter among the loaded libraries (Linux), as a cap; None if none is loaded."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8") as maps:
-            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line})
-    except OSError:
-        return None
-    for path in paths:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name in ("scipy_openblas{}64_", "scipy_openblas{}", "openblas{}64_", "openblas{}"):
-            getter = getattr(lib, name.format("_get_num_threads"), None)
-            setter = getattr(lib, name.format("_set_num_threads"), None)
-            if getter is None or setter is None:
-                continue
-            getter.restype, getter.argtypes, setter.argtypes = ctypes.c_int, [], [ctypes.c_int]
-
-            def cap_openblas(get: Any = getter, put: Any = setter) -> Callable[[], None]:
-                before = int(get())
-                put(1)
-                return lambda: put(before)
-
-            return cap_openblas
-    return None
-
-
-def _threadpoolctl_cap() -> Callable[[], Callable[[], None]] | None:
-    """A cap through ``threadpoolctl`` for the BLAS libraries it knows; None without it or without BLAS."""
-    try:
-        from threadpoolctl import ThreadpoolController
-
-        blas = ThreadpoolController().select(user_api="blas")
-    except Exception:  # noqa: BLE001 - optional package; any failure means "not available"
-        return None
-    if not blas.lib_controllers:
-        return None
-    return lambda: blas.limit(limits=1).restore_original_limits
-
-
-_BLAS_LOCK = threading.Lock()
-_BLAS: _SingleThreadBlas | None = None
-
-
-def _single_thread_blas() -> _SingleThreadBlas:
-    """The process's one BLAS cap, created on first use (after numpy has loaded its BLAS)."""
-    global _BLAS
-    with _BLAS_LOCK:
-        if _BLAS is None:
-            _BLAS = _SingleThreadBlas()
-        return _BLAS
 
 
 def _package_dir(name: str, hint: str = _INSTALL_HINT) -> Path:
@@ -367,7 +264,7 @@ class MiniLMEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._st_model: Any = None
-        self._numpy: tuple[BertEncoder, Any, _SingleThreadBlas] | None = None
+        self._numpy: tuple[BertEncoder, Any, SingleThreadBlas] | None = None
         if self._runtime == "numpy":
             if importlib.util.find_spec("tokenizers") is None:
                 raise ConfigError(f"the MiniLM embedder needs 'tokenizers'; {_INSTALL_HINT}")
@@ -407,7 +304,7 @@ class MiniLMEmbedder:
         tokenizer.enable_truncation(self._max_length)
         return tokenizer
 
-    def _load_numpy(self) -> tuple[BertEncoder, Any, _SingleThreadBlas]:
+    def _load_numpy(self) -> tuple[BertEncoder, Any, SingleThreadBlas]:
         if self._numpy is not None:
             return self._numpy
         with self._lock:
@@ -421,7 +318,7 @@ class MiniLMEmbedder:
                 # BLAS runs single-threaded; the encoder splits each layer over its own threads,
                 # which block instead of spinning (docs/embedders.md). Without a way to cap BLAS
                 # threads, the encoder stays single-threaded and BLAS keeps its own default.
-                blas = _single_thread_blas()
+                blas = single_thread_blas()
                 threads = self._threads if blas.available else 1
                 encoder = BertEncoder.from_dir(self._model_dir, threads)  # ConfigError if the files are bad
                 self._numpy = (encoder, tokenizer, blas)

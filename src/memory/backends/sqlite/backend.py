@@ -448,8 +448,11 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
             exact_limit=self._exact_limit,
         )
 
-    def _as_stored(self, space: vectors.Space, vector: Vector) -> Vector:
-        return vectors.decode(space, vectors.storable(space, vector).tobytes())
+    def _as_stored(self, space: vectors.Space, given: builtins.list[Vector]) -> builtins.list[Vector]:
+        if not given:
+            return []
+        rows = vectors.storable_rows(space, given)
+        return list(vectors.decode(space, rows.tobytes()).reshape(len(given), space.dim))
 
     def _stored_vectors(self, conn: Any, space: vectors.Space, namespace: str, ids: Sequence[str]) -> dict[str, Vector]:
         if vectors.stored_vectors(conn, space, namespace) == 0:  # one key read: e.g. a window space nobody uses here

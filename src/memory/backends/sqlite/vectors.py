@@ -86,6 +86,7 @@ from memory.backends.base import ChannelHit, Vector
 from memory.backends.sqlite.migrations import space_tables
 from memory.backends.sqlite.sql import ROLE_SQL, SPEAKER_SQL
 from memory.backends.values import RankFields
+from memory.blas import single_thread_blas
 from memory.ids import from_epoch
 
 __all__ = [
@@ -100,6 +101,8 @@ __all__ = [
     "ROTATED",
     "SIGN",
     "storable",
+    "storable_rows",
+    "quantize_rows",
     "decode",
     "cosines",
     "write_vector",
@@ -235,6 +238,14 @@ def quantize(vector: Vector, words: int) -> bytes:
     return padded.tobytes()
 
 
+def quantize_rows(rows: npt.NDArray[Any], words: int) -> list[bytes]:
+    """:func:`quantize` of each row of ``rows``, packed in one pass."""
+    bits = np.packbits(np.asarray(rows) > 0, axis=1, bitorder="little")
+    padded = np.zeros((bits.shape[0], words * 8), dtype=np.uint8)
+    padded[:, : bits.shape[1]] = bits
+    return [row.tobytes() for row in padded]
+
+
 @functools.lru_cache(maxsize=8)
 def rotation(dim: int) -> npt.NDArray[np.float32]:
     """The fixed random rotation of ``dim``-d vectors that :data:`ROTATED` codes take signs after (SimHash).
@@ -259,7 +270,11 @@ def coded(vectors: npt.NDArray[Any], code: str) -> npt.NDArray[np.float32]:
     array = np.asarray(vectors, dtype=np.float32)
     if code == SIGN:
         return array
-    return array @ rotation(array.shape[-1]).T
+    if array.ndim == 1:  # one vector: a product on this thread
+        return array @ rotation(array.shape[-1]).T
+    with single_thread_blas():  # a batch: OpenBLAS's threads would spin on the other core after it
+        turned: npt.NDArray[np.float32] = array @ rotation(array.shape[-1]).T
+    return turned
 
 
 def storable(space: Space, vector: Vector) -> npt.NDArray[np.floating[Any]]:
@@ -276,6 +291,19 @@ def storable(space: Space, vector: Vector) -> npt.NDArray[np.floating[Any]]:
     if top > _F16_MAX or 0.0 < top < _F16_TINY:
         array = array / np.float32(top)
     return array.astype(np.float16)
+
+
+def storable_rows(space: Space, vectors: Sequence[Vector]) -> npt.NDArray[np.floating[Any]]:
+    """``vectors`` as ``space`` stores them, one row each: :func:`storable` of each, to the bit, in a few passes."""
+    rows = np.ascontiguousarray(np.stack([np.asarray(v, dtype=np.float32) for v in vectors]), dtype=np.float32)
+    if space.dtype == FLOAT32 or rows.size == 0:
+        return rows
+    top = np.max(np.abs(rows), axis=1)
+    rescaled = (top > _F16_MAX) | ((top > 0.0) & (top < _F16_TINY))
+    if rescaled.any():
+        rows = rows.copy()
+        rows[rescaled] = rows[rescaled] / top[rescaled, None]
+    return rows.astype(np.float16)
 
 
 def _float32(raw: bytes, dtype: type[np.floating[Any]]) -> npt.NDArray[np.float32]:
@@ -783,15 +811,17 @@ def write_new_vectors(conn: Any, space: Space, namespace: str, rows: Sequence[tu
     """
     if not rows:
         return
-    data = [(rid, storable(space, vector)) for rid, vector in rows]
+    rids = [rid for rid, _ in rows]
+    data = storable_rows(space, [vector for _, vector in rows])
     conn.executemany(
-        f"INSERT INTO {space.vectors_table} (rid, embedding) VALUES (?, ?)", [(rid, d.tobytes()) for rid, d in data]
+        f"INSERT INTO {space.vectors_table} (rid, embedding) VALUES (?, ?)",
+        [(rid, row.tobytes()) for rid, row in zip(rids, data, strict=True)],
     )
-    first = _counter(conn, space, namespace, len(data), 0) - len(data) + 1
-    turned = coded(np.stack([d for _, d in data]), space.code)  # one product for the batch
+    first = _counter(conn, space, namespace, len(rids), 0) - len(rids) + 1
+    codes = quantize_rows(coded(data, space.code), space.words)  # one product for the batch
     conn.executemany(
         f"INSERT INTO {space.codes_table} (namespace, seq, rid, code) VALUES (?, ?, ?, ?)",
-        [(namespace, first + n, rid, quantize(turned[n], space.words)) for n, (rid, _) in enumerate(data)],
+        [(namespace, first + n, rid, code) for n, (rid, code) in enumerate(zip(rids, codes, strict=True))],
     )
 
 
