@@ -433,3 +433,39 @@ def test_the_onnx_runtime_still_loads_once_a_graph_has_loaded_usearch() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert "CPUExecutionProvider" in done.stdout
+
+
+def test_a_graph_written_before_its_vector_versions_upgrades(tmp_path: Path) -> None:
+    """Relations stored before ``graph_vector_versions`` are searched, and later changes are seen."""
+    from datetime import UTC, datetime
+
+    from memory.backends.sqlite.connection import connect
+    from memory.backends.sqlite.migrations import MIGRATIONS, apply_migrations
+
+    db = tmp_path / "graph-era.db"
+    conn = connect(db)
+    try:
+        versions = next(i for i, m in enumerate(MIGRATIONS) if m.name.endswith("_graph_vector_versions"))
+        apply_migrations(conn, MIGRATIONS[:versions])
+        at = datetime.now(UTC).timestamp()
+        conn.execute(
+            "INSERT INTO graph_entities (id, namespace, name, type, created_at, updated_at) VALUES "
+            "('e1', 'ns', 'Alice', 'person', ?, ?), ('e2', 'ns', 'Acme', 'organisation', ?, ?)",
+            (at, at, at, at),
+        )
+        conn.execute(
+            "INSERT INTO graph_relations (id, namespace, subject_id, predicate, object_id, model, embedding, "
+            "created_at) VALUES ('r1', 'ns', 'e1', 'works at', 'e2', 'm', ?, ?)",
+            (np.array([0, 1, 0], np.float32).tobytes(), at),
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    query = np.array([0, 1, 0.2], np.float32)
+    with SQLiteBackend(db) as backend:
+        store = backend.graph
+        assert [r.id for r, _ in store.search_relations("ns", "m", query, 3)] == ["r1"]
+        later = store.upsert_relation(
+            "ns", "e2", "employs", "e1", datetime.now(UTC), vector=np.array([0, 1, 0.2], np.float32), model="m"
+        )
+        assert [r.id for r, _ in store.search_relations("ns", "m", query, 3)] == [later.id, "r1"]

@@ -53,6 +53,43 @@ def test_entity_vector_search(graph_mem: Memory) -> None:
     assert ranked[0][1] == pytest.approx(0.9939, abs=1e-3)
 
 
+def test_vector_searches_see_every_change_since_the_last_search(
+    graph_mem: Memory, open_backend: Callable[[], Backend]
+) -> None:
+    """Searches keep a namespace's vectors in process while nothing changed them, from any connection."""
+    mem = graph_mem
+    said, other_said = mem.remember("Alice works at Acme"), mem.remember("Alice visited Lisbon")
+    store, now = mem.graph.store, mem.now()
+    alice = store.upsert_entity("default", "Alice", "person", now, vector=np.array([1, 0, 0], np.float32), model="m")
+    acme = store.upsert_entity("default", "Acme", "organisation", now)  # no vector yet
+    lisbon = store.upsert_entity("default", "Lisbon", "place", now)
+    query = np.array([0, 1, 0.1], np.float32)
+    works = store.upsert_relation(
+        "default", alice.id, "works at", acme.id, now, source_id=said, vector=np.array([0, 1, 0], np.float32), model="m"
+    )
+    assert [r.id for r, _ in store.search_relations("default", "m", query, 5)] == [works.id]
+    assert [e.id for e, _ in store.search_entities("default", "m", query, 5)] == [alice.id]
+    second = open_backend()  # another connection (another process, for the store) writes
+    try:
+        other = _graph(second)
+        visited = other.upsert_relation(
+            "default", alice.id, "visited", lisbon.id, now, source_id=other_said,
+            vector=np.array([0, 1, 0.1], np.float32), model="m",
+        )  # fmt: skip
+        assert [r.id for r, _ in store.search_relations("default", "m", query, 5)] == [visited.id, works.id]
+        other.upsert_entity("default", "Acme", "organisation", now, vector=np.array([0, 1, 0], np.float32), model="m")
+        assert [e.id for e, _ in store.search_entities("default", "m", query, 5)] == [acme.id, alice.id]
+        assert other.invalidate_relations("default", [visited.id], now) == 1
+        assert [r.id for r, _ in store.search_relations("default", "m", query, 5)] == [works.id]
+        ranked = store.search_relations("default", "m", query, 5, include_invalid=True)
+        assert [r.id for r, _ in ranked] == [visited.id, works.id]
+    finally:
+        second.close()
+    mem.forget([said])  # the relation goes with its only source (a trigger deletes it)
+    assert [r.id for r, _ in store.search_relations("default", "m", query, 5, include_invalid=True)] == [visited.id]
+    assert store.search_relations("default", "m", query, 5) == []
+
+
 def test_relations_collect_sources_and_close(graph_mem: Memory) -> None:
     mem = graph_mem
     m1, m2 = mem.remember("Alice works at Acme"), mem.remember("Alice is employed by Acme")

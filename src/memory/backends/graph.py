@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from memory.backends.values import Vector
@@ -41,25 +40,12 @@ from memory.errors import InvalidInputError
 
 __all__ = [
     "GraphStore", "Entity", "Relation", "MemoryLink", "Mention", "GraphDump", "check_dump", "relation_text",
-    "cosine_rank",
 ]  # fmt: skip
 
 
 def relation_text(subject: str, predicate: str, obj: str) -> str:
     """The text of a relation: "{subject} {predicate} {object}"."""
     return f"{subject} {predicate} {obj}"
-
-
-def cosine_rank(vectors: dict[str, Vector], query: Vector, k: int) -> list[tuple[str, float]]:
-    """The ``k`` ids whose vectors are most cosine-similar to ``query``, best first (ties by id)."""
-    if not vectors:
-        return []
-    ids = list(vectors)
-    matrix = np.vstack([vectors[i] for i in ids]).astype(np.float32)
-    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
-    scores = matrix @ query.astype(np.float32) / np.where(norms == 0, 1.0, norms)
-    order = sorted(range(len(ids)), key=lambda i: (-float(scores[i]), ids[i]))[:k]
-    return [(ids[i], float(scores[i])) for i in order]
 
 
 class _Frozen(BaseModel):

@@ -10,7 +10,9 @@ locks PostgreSQL needs where SQLite's immediate transactions already
 serialise writers (``FOR UPDATE`` on an entity gaining an alias, ``FOR KEY
 SHARE`` on memories being linked, a transaction lock per created relation;
 the loser of a race to create an entity re-reads the winner's). Vector
-similarity is an exact numpy scan of a namespace's vectors.
+similarity is an exact numpy scan of a namespace's vectors, kept in process
+while the namespace's ``graph_vector_versions`` row is unchanged
+(:mod:`memory.backends.graph_vectors`).
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ from memory.backends.graph import (
     Mention,
     Relation,
     check_dump,
-    cosine_rank,
     relation_text,
 )
+from memory.backends.graph_vectors import GraphVectorCache, VectorRows
 from memory.backends.values import Vector
 from memory.errors import ConfigError, InvalidInputError, NotFoundError
 from memory.ids import new_id
@@ -52,9 +54,31 @@ _NAMESPACES = " UNION ".join(f"SELECT namespace FROM {table}" for _, table in _T
 class SQLGraphStore:
     """Graph storage over a :class:`~memory.backends.dialect.Dialect` (one transaction per call)."""
 
-    def __init__(self, dialect: Dialect) -> None:
-        """Run on ``dialect``'s connections and transactions."""
+    def __init__(self, dialect: Dialect, vector_cache: GraphVectorCache | None = None) -> None:
+        """Run on ``dialect``'s connections and transactions; keep vectors in ``vector_cache`` (default: 256 MiB)."""
         self._d = dialect
+        self._vectors = vector_cache if vector_cache is not None else GraphVectorCache()
+
+    def _graph_vectors(self, conn: Any, kind: str, namespace: str, model: str) -> VectorRows:
+        """The ``model`` vectors of a namespace's entities or relations (``kind``), from the copy while it holds."""
+        d = self._d
+        found = d.rows(
+            conn, "SELECT version FROM graph_vector_versions WHERE namespace = ? AND kind = ?", (namespace, kind)
+        )
+        version = int(found[0][0]) if found else 0  # read before the vectors: a later write only makes it stale
+        key = (kind, namespace, model)
+        cached = self._vectors.get(key, version)
+        if cached is not None:
+            return cached
+        live = ", invalid_at IS NULL" if kind == "relations" else ""
+        rows = d.rows(
+            conn,
+            f"SELECT id, embedding{live} FROM graph_{kind} WHERE namespace = ? AND model = ? AND embedding IS NOT NULL",
+            (namespace, model),
+        )
+        fresh = VectorRows.read(rows, with_live=bool(live))
+        self._vectors.put(key, version, fresh)
+        return fresh
 
     # -- values ----------------------------------------------------------------
     def _text(self, *values: str | None) -> None:
@@ -204,7 +228,7 @@ class SQLGraphStore:
             return []
         within, params = d.any_of("id", ids)
         with d.read() as conn:
-            rows = d.rows(conn, f"{_ENTITY} WHERE namespace = ? AND {within}", [namespace, *params])
+            rows = d.rows(conn, f"{_ENTITY} WHERE {d.not_indexed}namespace = ? AND {within}", [namespace, *params])
         found = {row[0]: self._entity(row) for row in rows}
         return [found[i] for i in ids if i in found]
 
@@ -243,12 +267,7 @@ class SQLGraphStore:
         if not d.storable(namespace, model):
             return []
         with d.read() as conn:
-            rows = d.rows(
-                conn,
-                "SELECT id, embedding FROM graph_entities WHERE namespace = ? AND model = ? AND embedding IS NOT NULL",
-                (namespace, model),
-            )
-        ranked = cosine_rank({r[0]: d.floats_value(r[1]) for r in rows}, vector, k)
+            ranked = self._graph_vectors(conn, "entities", namespace, model).best(vector, k)
         entities = {e.id: e for e in self.get_entities(namespace, [i for i, _ in ranked])}
         return [(entities[i], s) for i, s in ranked if i in entities]
 
@@ -336,17 +355,12 @@ class SQLGraphStore:
         d = self._d
         if not d.storable(namespace, model):
             return []
-        live = "" if include_invalid else " AND invalid_at IS NULL"
         with d.read() as conn:
-            rows = d.rows(
-                conn,
-                "SELECT id, embedding FROM graph_relations WHERE namespace = ? AND model = ? "
-                "AND embedding IS NOT NULL" + live,
-                (namespace, model),
-            )
-            ranked = cosine_rank({r[0]: d.floats_value(r[1]) for r in rows}, vector, k)
+            vectors = self._graph_vectors(conn, "relations", namespace, model)
+            ranked = vectors.best(vector, k, live_only=not include_invalid)
             within, params = d.any_of("r.id", [i for i, _ in ranked])
-            chosen = d.rows(conn, f"{_RELATION} WHERE r.namespace = ? AND {within}", [namespace, *params])
+            where = f"{d.not_indexed}r.namespace = ? AND {within}"
+            chosen = d.rows(conn, f"{_RELATION} WHERE {where}", [namespace, *params])
             found = {r.id: r for r in self._relations(conn, chosen)}
         return [(found[i], s) for i, s in ranked if i in found]
 

@@ -36,6 +36,9 @@ can distribute all tables by ``namespace`` and co-locate them):
   keyed by ``(namespace, thread)``, prompt versions by ``(namespace, name, version)``.
 * ``langgraph_checkpoints``, ``langgraph_blobs``, ``langgraph_writes`` (0011) — LangGraph
   checkpoints (:mod:`memory.backends.checkpoints`), keyed by thread (not namespaced).
+* ``graph_vector_versions`` (0012) — per namespace and kind (``entities``, ``relations``),
+  a version that triggers bump on every insert, delete or change of a graph vector (or a
+  relation's validity): the graph store keeps a namespace's vectors in process while it holds.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from typing import Any
 
 from memory.backends.checkpoints import EARLIER_TABLES, checkpoint_tables
 from memory.backends.postgres.schema_episodic import EPISODIC_STATEMENTS
-from memory.backends.postgres.schema_graph import GRAPH_STATEMENTS
+from memory.backends.postgres.schema_graph import GRAPH_STATEMENTS, GRAPH_VECTOR_VERSIONS
 from memory.backends.postgres.sql import HNSW_MAX_DIM
 from memory.errors import ConfigError, SchemaError
 from memory.index_layout import MONTHS
@@ -308,6 +311,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0010_feedback", _FEEDBACK),
     # LangGraph checkpoints; a store that made them on first use (as graph_*) keeps its rows.
     Migration("0011_langgraph_checkpoints", [*_EARLIER_CHECKPOINTS, *checkpoint_tables("BYTEA")]),
+    Migration("0012_graph_vector_versions", GRAPH_VECTOR_VERSIONS),
 )
 
 

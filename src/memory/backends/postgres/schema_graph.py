@@ -11,7 +11,7 @@ ranked exactly, like SQLite's graph store.
 
 from __future__ import annotations
 
-__all__ = ["GRAPH_STATEMENTS"]
+__all__ = ["GRAPH_STATEMENTS", "GRAPH_VECTOR_VERSIONS"]
 
 GRAPH_STATEMENTS: list[str] = [
     """CREATE TABLE graph_entities (
@@ -114,4 +114,27 @@ GRAPH_STATEMENTS: list[str] = [
     END $$""",
     "CREATE TRIGGER graph_entity_orphan_relation AFTER DELETE ON graph_relations "
     "FOR EACH ROW EXECUTE FUNCTION graph_entity_orphan_relation()",
+]
+
+
+#: Versions of a namespace's entity and relation vectors, for the graph store's in-process copies
+#: (graph_sql.py): every insert, delete or change of a vector (or of a relation's validity) bumps them.
+GRAPH_VECTOR_VERSIONS: list[str] = [
+    """CREATE TABLE graph_vector_versions (
+        namespace text NOT NULL,
+        kind text NOT NULL,
+        version bigint NOT NULL,
+        PRIMARY KEY (namespace, kind)
+    )""",
+    """CREATE FUNCTION graph_vector_version() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO graph_vector_versions (namespace, kind, version)
+        VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.namespace ELSE NEW.namespace END, TG_ARGV[0], 1)
+        ON CONFLICT (namespace, kind) DO UPDATE SET version = graph_vector_versions.version + 1;
+        RETURN NULL;
+    END $$""",
+    "CREATE TRIGGER graph_entities_vectors AFTER INSERT OR DELETE OR UPDATE OF model, embedding ON graph_entities "
+    "FOR EACH ROW EXECUTE FUNCTION graph_vector_version('entities')",
+    "CREATE TRIGGER graph_relations_vectors AFTER INSERT OR DELETE OR UPDATE OF model, embedding, invalid_at "
+    "ON graph_relations FOR EACH ROW EXECUTE FUNCTION graph_vector_version('relations')",
 ]

@@ -20,7 +20,7 @@ def sqlite_dialect(
     read: Callable[[], AbstractContextManager[Any]], write: Callable[[], AbstractContextManager[Any]]
 ) -> Dialect:
     """The dialect of a SQLite connection whose reads and immediate write transactions ``read``/``write`` open."""
-    return Dialect(name="sqlite", read=read, write=write, role_sql=ROLE_SQL, speaker_sql=SPEAKER_SQL)
+    return Dialect(name="sqlite", read=read, write=write, role_sql=ROLE_SQL, speaker_sql=SPEAKER_SQL, not_indexed="+")
 
 
 # --- items store ---

@@ -484,6 +484,31 @@ _ITEM_COUNTS = [
 ]
 
 
+#: The graph's similarity searches keep a namespace's entity and relation vectors in process (graph_sql.py)
+#: while its version here is unchanged: every insert, delete or change of a vector (or of a relation's
+#: validity) bumps it, in the writer's transaction, whichever path wrote (cascades and triggers included).
+_GRAPH_VECTOR_VERSIONS = [
+    """CREATE TABLE graph_vector_versions (
+        namespace TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        PRIMARY KEY (namespace, kind)
+    ) WITHOUT ROWID""",
+    *[
+        f"""CREATE TRIGGER graph_{kind}_vectors_{name} AFTER {event} ON graph_{kind} BEGIN
+            INSERT INTO graph_vector_versions (namespace, kind, version) VALUES ({row}.namespace, '{kind}', 1)
+            ON CONFLICT (namespace, kind) DO UPDATE SET version = version + 1;
+        END"""
+        for kind, changed in (("entities", "model, embedding"), ("relations", "model, embedding, invalid_at"))
+        for name, event, row in (
+            ("insert", "INSERT", "new"),
+            ("update", f"UPDATE OF {changed}", "new"),
+            ("delete", "DELETE", "old"),
+        )
+    ],
+]
+
+
 def _langgraph_checkpoints(conn: Any) -> None:
     """LangGraph's checkpoint tables; a store that made them on first use (as ``graph_*``) keeps its rows."""
     for old, new in EARLIER_TABLES.items():
@@ -529,6 +554,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0016_vector_dtype", _VECTOR_DTYPE),
     Migration("0017_vector_code", _VECTOR_CODE),
     Migration("0018_item_counts", _ITEM_COUNTS),
+    Migration("0019_graph_vector_versions", _GRAPH_VECTOR_VERSIONS),
 )
 
 
