@@ -13,6 +13,7 @@ from memory.backends.base import Backend, NewRecord
 from memory.backends.graph import GraphDump, GraphStore, Mention
 from memory.errors import ConfigError, GraphUnavailableError, InvalidInputError, NotFoundError
 from memory.records import ledger_entry
+from memory.retrieval.config import RetrievalConfig
 
 
 def _graph(backend: Backend) -> GraphStore:
@@ -219,6 +220,27 @@ def test_graph_channel_finds_memories_through_entities_and_respects_the_filter(g
     assert "graph" in hits[0].channels
     assert "graph" not in mem.recall("Alice", user="u1", retrieval="nograph")[0].channels
     assert all("Oslo" not in h.content for h in mem.recall("where did Alice go"))
+
+
+def test_an_entity_named_everywhere_is_followed_through_its_newest_mentions(
+    graph_mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.retrieval import graph as graph_channel
+
+    mem = graph_mem
+    store, now = mem.graph.store, mem.now()
+    alice = store.upsert_entity("default", "Alice", "person", now)
+    said = [mem.remember(f"Alice noted item {n}") for n in range(6)]
+    for memory_id in said:
+        store.add_mentions("default", memory_id, [alice.id])
+    everything = store.mentions("default", entity_ids=[alice.id])
+    assert [m.memory_id for m in everything] == sorted(said)
+    newest = store.mentions("default", entity_ids=[alice.id], limit=3)
+    assert [m.memory_id for m in newest] == sorted(said)[-3:]  # the greatest ids: the newest memories
+    assert store.mentions("default", entity_ids=[alice.id], limit=0) == []
+    monkeypatch.setattr(graph_channel, "MENTIONS_FOLLOWED", 3)
+    hits = mem.recall("Alice", retrieval=RetrievalConfig(channels=("graph",)))
+    assert sorted(h.id for h in hits) == sorted(said)[-3:]
 
 
 def test_facade_without_graph_store_says_so(make_memory: Callable[..., Memory]) -> None:

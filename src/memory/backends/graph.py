@@ -226,9 +226,19 @@ class GraphStore(Protocol):
         ...
 
     def mentions(
-        self, namespace: str, *, entity_ids: Sequence[str] | None = None, memory_ids: Sequence[str] | None = None
+        self,
+        namespace: str,
+        *,
+        entity_ids: Sequence[str] | None = None,
+        memory_ids: Sequence[str] | None = None,
+        limit: int | None = None,
     ) -> builtins.list[Mention]:
-        """Mentions of the given entities or memories."""
+        """Mentions of the given entities or memories (by entity, then memory id).
+
+        With ``limit``, at most that many: those of the greatest memory ids
+        (a new memory's id is greater than older ones'), still returned by
+        entity, then memory id.
+        """
         ...
 
     def link(self, namespace: str, source_id: str, target_id: str, type: str, now: datetime) -> MemoryLink:

@@ -411,7 +411,12 @@ class SQLGraphStore:
             )
 
     def mentions(
-        self, namespace: str, *, entity_ids: Sequence[str] | None = None, memory_ids: Sequence[str] | None = None
+        self,
+        namespace: str,
+        *,
+        entity_ids: Sequence[str] | None = None,
+        memory_ids: Sequence[str] | None = None,
+        limit: int | None = None,
     ) -> builtins.list[Mention]:
         """Mentions of entities or memories; see GraphStore."""
         d = self._d
@@ -419,12 +424,14 @@ class SQLGraphStore:
             return []
         entities, entity_params = d.any_of("entity_id", entity_ids or [])
         memories, memory_params = d.any_of("memory_id", memory_ids or [])
+        sql = f"SELECT entity_id, memory_id FROM graph_mentions WHERE namespace = ? AND ({entities} OR {memories})"
+        params: list[Any] = [namespace, *entity_params, *memory_params]
+        if limit is not None:
+            sql += " ORDER BY memory_id DESC LIMIT ?"
+            params.append(max(int(limit), 0))
         with d.read() as conn:
-            rows = d.rows(
-                conn,
-                f"SELECT entity_id, memory_id FROM graph_mentions WHERE namespace = ? AND ({entities} OR {memories}) "
-                "ORDER BY 1, 2",
-                [namespace, *entity_params, *memory_params],
+            rows = (
+                sorted(d.rows(conn, sql, params)) if limit is not None else d.rows(conn, sql + " ORDER BY 1, 2", params)
             )
         return [Mention(entity_id=r[0], memory_id=r[1]) for r in rows]
 
