@@ -25,6 +25,8 @@ __all__ = ["GraphView", "GraphResult", "MAX_DEPTH"]
 
 #: Deepest traversal ``paths``/``query_graph``/``neighbors`` accept.
 MAX_DEPTH = 4
+#: Mentions of each entity checked first for one its caller may read (see ``GraphView._known``).
+KNOWN_PROBE = 16
 
 
 @dataclass
@@ -92,12 +94,26 @@ class GraphView:
         return [e for e in found if e.id in known]
 
     def _known(self, namespace: str, ids: Sequence[str], clearance: str) -> set[str]:
-        """The entities of ``ids`` a caller with ``clearance`` may know of (see :meth:`entities`)."""
+        """The entities of ``ids`` a caller with ``clearance`` may know of (see :meth:`entities`).
+
+        One visible mention is enough: each entity's newest :data:`KNOWN_PROBE`
+        mentions are checked first, and only an entity none of them shows is
+        checked through all of its mentions (one named in 20,000 memories made
+        the entity list take 116 ms, reading them all).
+        """
         if not ids or check_sensitivity(clearance) == "secret":
             return set(ids)
-        mentions = self.store.mentions(namespace, entity_ids=list(ids))
-        readable = self._visible_ids(namespace, sorted({m.memory_id for m in mentions}), clearance)
-        known = {m.entity_id for m in mentions if m.memory_id in readable}
+        known: set[str] = set()
+        for probe in (KNOWN_PROBE, None):
+            left = [i for i in ids if i not in known]
+            if not left:
+                break
+            if probe is None:
+                mentions = self.store.mentions(namespace, entity_ids=left)
+            else:
+                mentions = [m for i in left for m in self.store.mentions(namespace, entity_ids=[i], limit=probe)]
+            readable = self._visible_ids(namespace, sorted({m.memory_id for m in mentions}), clearance)
+            known |= {m.entity_id for m in mentions if m.memory_id in readable}
         relations = self.store.relations(namespace, list(ids), include_invalid=True, limit=20 * len(ids))
         for relation in self.visible(relations, namespace=namespace, clearance=clearance):
             known.update((relation.subject_id, relation.object_id))

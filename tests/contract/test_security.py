@@ -92,6 +92,26 @@ def test_entity_names_only_a_secret_holds_are_not_listed(mem: Memory) -> None:
     assert str(hidden.value).replace(name, "?") == str(unknown.value).replace("Nobody Atall", "?")
 
 
+def test_an_entity_is_listed_when_one_visible_memory_names_it_however_many_secrets_do(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if mem.backend.graph is None:
+        pytest.skip(f"{mem.backend.name} has no graph store")
+    from memory import graph as graph_view
+
+    monkeypatch.setattr(graph_view, "KNOWN_PROBE", 2)  # the newest mentions are checked first: all secrets here
+    store, now = mem.graph.store, mem.now()
+    seen = store.upsert_entity(mem.namespace, "Quill Harrow", "person", now)
+    hidden = store.upsert_entity(mem.namespace, "Vesna Orlov", "person", now)
+    visible = mem.remember("Quill Harrow called.")
+    store.add_mentions(mem.namespace, visible, [seen.id])
+    for n in range(4):
+        secret = mem.remember(f"Quill Harrow and Vesna Orlov met, {n}.", sensitivity="secret")
+        store.add_mentions(mem.namespace, secret, [seen.id, hidden.id])
+    assert {e.name for e in mem.graph.entities()} == {"Quill Harrow"}
+    assert {e.name for e in mem.graph.entities(clearance="secret")} == {"Quill Harrow", "Vesna Orlov"}
+
+
 # -- B3: history of secrets ------------------------------------------------------------------------------
 
 
