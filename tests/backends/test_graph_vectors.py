@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
+from memory import Memory
 from memory.backends.graph_vectors import GraphVectorCache, VectorRows
+from memory.embedders.hashing import HashingEmbedder
 
 
 def _reference(rows: list[tuple[str, np.ndarray, bool]], query: np.ndarray, k: int, live_only: bool) -> list[str]:
@@ -57,3 +61,42 @@ def test_the_cache_holds_a_copy_for_its_version_within_its_budget() -> None:
     assert cache.get(("relations", "c", "m"), 1) is None and cache.nbytes <= 2 * size
     cache.put(("relations", "a", "m"), 2, copy(5))  # a new version replaces the old copy
     assert cache.get(("relations", "a", "m"), 1) is None and cache.get(("relations", "a", "m"), 2) is not None
+
+
+def test_graph_reads_by_id_reach_rows_through_an_index(tmp_path: Path) -> None:
+    """Mentions, relations and entities asked for by id never scan their table (SQLite's plans)."""
+    with Memory(f"sqlite:///{tmp_path / 'plans.db'}", embedder=HashingEmbedder()) as mem:
+        store, now = mem.graph.store, mem.now()
+        said = mem.remember_batch([f"Alice noted {n}" for n in range(400)])  # planner statistics of a real size
+        alice = store.upsert_entity(mem.namespace, "Alice", "person", now)
+        bob = store.upsert_entity(mem.namespace, "Bob", "person", now)
+        for n in range(300):
+            store.upsert_entity(mem.namespace, f"Place {n}", "place", now)
+        for memory_id in said:
+            store.add_mentions(mem.namespace, memory_id, [alice.id])
+        store.add_mentions(mem.namespace, said[0], [bob.id])
+        relation = store.upsert_relation(
+            mem.namespace, alice.id, "knows", bob.id, now, source_id=said[0], vector=np.ones(4, np.float32), model="m"
+        )
+        conn = mem.backend._conn  # type: ignore[attr-defined]
+        conn.execute("ANALYZE")
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        try:
+            store.mentions(mem.namespace, entity_ids=[bob.id])
+            store.mentions(mem.namespace, memory_ids=said[:2])
+            store.mentions(mem.namespace, entity_ids=[alice.id], limit=5)
+            store.get_entities(mem.namespace, [alice.id, bob.id])
+            store.search_relations(mem.namespace, "m", np.ones(4, np.float32), 3)
+        finally:
+            conn.set_trace_callback(None)
+        assert relation.id
+        plans = {
+            sql: " | ".join(str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+            for sql in statements
+            if sql.lstrip().upper().startswith("SELECT") and "graph_" in sql and "embedding IS NOT NULL" not in sql
+        }  # (the copy of a namespace's vectors reads them all, once per version)
+        assert len(plans) >= 5
+        for sql, plan in plans.items():
+            tables = ("graph_mentions", "graph_entities", "graph_relations")
+            assert not any(f"SCAN {table}" in plan for table in tables), (sql, plan)

@@ -422,10 +422,19 @@ class SQLGraphStore:
         d = self._d
         if not d.storable(namespace):
             return []
-        entities, entity_params = d.any_of("entity_id", entity_ids or [])
-        memories, memory_params = d.any_of("memory_id", memory_ids or [])
-        sql = f"SELECT entity_id, memory_id FROM graph_mentions WHERE namespace = ? AND ({entities} OR {memories})"
-        params: list[Any] = [namespace, *entity_params, *memory_params]
+        # Only the lists given: an ``OR 1 = 0`` in their place made SQLite scan every mention of the store.
+        wanted = [
+            d.any_of(column, list(values))
+            for column, values in (("entity_id", entity_ids), ("memory_id", memory_ids))
+            if values
+        ]
+        if not wanted:
+            return []
+        sql = (
+            "SELECT entity_id, memory_id FROM graph_mentions WHERE namespace = ? AND "
+            f"({' OR '.join(condition for condition, _ in wanted)})"
+        )
+        params: list[Any] = [namespace, *(value for _, values in wanted for value in values)]
         if limit is not None:
             sql += " ORDER BY memory_id DESC LIMIT ?"
             params.append(max(int(limit), 0))
