@@ -266,7 +266,8 @@ class Recall:
         out = {"lexical": self._search_lexical(flt, terms, k, config)}
         if "feedback" in config.channels and out["lexical"]:
             top = [h.id for h in out["lexical"][: config.feedback_docs]]
-            texts = [i.content for i in self._backend.get(flt.namespace, top)]
+            found = self._backend.contents(flt.namespace, top)  # their texts only: no whole rows decoded
+            texts = [found[i] for i in top if i in found]
             extra = feedback_terms(texts, terms, config.feedback_terms)
             if extra and feedback_applies(texts, config.feedback_max_words):
                 # A second search only where it is cheap: never one the backend would have to bound.
