@@ -489,6 +489,43 @@ def test_index_window_migration_indexes_rows_of_an_older_store(dsn: str, schema:
         assert backend.tiers.owners("default") == []
 
 
+def test_a_graph_written_before_its_vector_versions_upgrades(dsn: str, schema: str) -> None:
+    """Relations stored before 0012_graph_vector_versions are searched, and later changes are seen."""
+    import psycopg
+
+    from memory.backends.postgres.connection import session_options
+    from memory.backends.postgres.migrations import apply_migrations
+
+    older = [m for m in MIGRATIONS if m.name < "0012"]
+    at = datetime(2024, 1, 2, tzinfo=UTC)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    with psycopg.connect(dsn, autocommit=True, options=session_options(schema)) as conn:
+        apply_migrations(conn, older)
+        conn.execute(
+            "INSERT INTO graph_entities (namespace, id, name, type, aliases, created_at, updated_at) VALUES "
+            "('default', 'e1', 'Alice', 'person', '[]', %s, %s), "
+            "('default', 'e2', 'Acme', 'organisation', '[]', %s, %s)",
+            (at, at, at, at),
+        )
+        conn.execute(
+            "INSERT INTO graph_relations (namespace, id, subject_id, predicate, object_id, model, embedding, "
+            "created_at) VALUES ('default', 'r1', 'e1', 'works at', 'e2', 'm', %s, %s)",
+            ([0.0, 1.0, 0.0], at),
+        )
+    query = np.array([0, 1, 0.2], np.float32)
+    with PostgresBackend(dsn, schema=schema) as backend:
+        assert len(_sql(backend, "SELECT name FROM schema_migrations")) == len(MIGRATIONS)
+        store = backend.graph
+        assert [r.id for r, _ in store.search_relations("default", "m", query, 3)] == ["r1"]
+        later = store.upsert_relation(
+            "default", "e2", "employs", "e1", at, vector=np.array([0, 1, 0.2], np.float32), model="m"
+        )
+        assert [r.id for r, _ in store.search_relations("default", "m", query, 3)] == [later.id, "r1"]
+        assert store.invalidate_relations("default", [later.id], at) == 1
+        assert [r.id for r, _ in store.search_relations("default", "m", query, 3)] == ["r1"]
+
+
 # -- exact document frequencies (lexical_terms) -----------------------------------
 _TRUE_TERMS = """
 SELECT i.namespace, t.lexeme, memory_weight_mask(t.weights), count(*)
