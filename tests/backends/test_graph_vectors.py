@@ -86,6 +86,7 @@ def test_graph_reads_by_id_reach_rows_through_an_index(tmp_path: Path) -> None:
             store.mentions(mem.namespace, entity_ids=[bob.id])
             store.mentions(mem.namespace, memory_ids=said[:2])
             store.mentions(mem.namespace, entity_ids=[alice.id], limit=5)
+            store.memories_reached(mem.namespace, bob.id, mentions=5, relations=5)
             store.get_entities(mem.namespace, [alice.id, bob.id])
             store.search_relations(mem.namespace, "m", np.ones(4, np.float32), 3)
         finally:
@@ -96,7 +97,7 @@ def test_graph_reads_by_id_reach_rows_through_an_index(tmp_path: Path) -> None:
             for sql in statements
             if sql.lstrip().upper().startswith("SELECT") and "graph_" in sql and "embedding IS NOT NULL" not in sql
         }  # (the copy of a namespace's vectors reads them all, once per version)
-        assert len(plans) >= 5
+        assert len(plans) >= 7
         for sql, plan in plans.items():
             tables = ("graph_mentions", "graph_entities", "graph_relations")
             assert not any(f"SCAN {table}" in plan for table in tables), (sql, plan)

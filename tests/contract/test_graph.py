@@ -243,6 +243,27 @@ def test_an_entity_named_everywhere_is_followed_through_its_newest_mentions(
     assert sorted(h.id for h in hits) == sorted(said)[-3:]
 
 
+def test_memories_reached_from_an_entity_are_its_newest_mentions_and_live_relation_sources(graph_mem: Memory) -> None:
+    mem = graph_mem
+    store, now = mem.graph.store, mem.now()
+    alice = store.upsert_entity("default", "Alice", "person", now)
+    acme = store.upsert_entity("default", "Acme", "organisation", now)
+    berlin = store.upsert_entity("default", "Berlin", "place", now)
+    said = [mem.remember(f"Alice fact {n}") for n in range(5)]
+    for memory_id in said[:3]:
+        store.add_mentions("default", memory_id, [alice.id])
+    works = store.upsert_relation("default", alice.id, "works at", acme.id, now, source_id=said[3])
+    moved = store.upsert_relation(
+        "default", berlin.id, "home of", alice.id, now + timedelta(seconds=1), source_id=said[4]
+    )
+    reached = store.memories_reached("default", alice.id, mentions=10, relations=10)
+    assert reached == set(said)
+    assert store.memories_reached("default", alice.id, mentions=2, relations=1) == {*sorted(said[:3])[-2:], said[4]}
+    store.invalidate_relations("default", [moved.id], now)
+    assert store.memories_reached("default", alice.id, mentions=0, relations=10) == {said[3]}
+    assert works.id and store.memories_reached("other", alice.id, mentions=10, relations=10) == set()
+
+
 def test_facade_without_graph_store_says_so(make_memory: Callable[..., Memory]) -> None:
     mem = make_memory()
 

@@ -241,6 +241,15 @@ class GraphStore(Protocol):
         """
         ...
 
+    def memories_reached(self, namespace: str, entity_id: str, *, mentions: int, relations: int) -> builtins.set[str]:
+        """Ids of the memories that mention the entity or support one of its live relations (the graph channel).
+
+        At most the newest ``mentions`` mentions (the greatest memory ids, as
+        :meth:`mentions` with ``limit``) and the sources of the newest
+        ``relations`` live relations (as :meth:`relations` with ``limit``).
+        """
+        ...
+
     def link(self, namespace: str, source_id: str, target_id: str, type: str, now: datetime) -> MemoryLink:
         """Link two memories with a typed edge (idempotent; returns the link)."""
         ...

@@ -444,6 +444,27 @@ class SQLGraphStore:
             )
         return [Mention(entity_id=r[0], memory_id=r[1]) for r in rows]
 
+    def memories_reached(self, namespace: str, entity_id: str, *, mentions: int, relations: int) -> builtins.set[str]:
+        """Memories mentioning the entity or supporting its relations, as ids only; see GraphStore."""
+        d = self._d
+        if not d.storable(namespace, entity_id):
+            return set()
+        with d.read() as conn:
+            mentioned = d.rows(
+                conn,
+                "SELECT memory_id FROM graph_mentions WHERE namespace = ? AND entity_id = ? "
+                "ORDER BY memory_id DESC LIMIT ?",
+                (namespace, entity_id, max(int(mentions), 0)),
+            )
+            supporting = d.rows(
+                conn,
+                "SELECT memory_id FROM graph_relation_sources WHERE namespace = ? AND relation_id IN ("
+                "SELECT r.id FROM graph_relations r WHERE r.namespace = ? AND (r.subject_id = ? OR r.object_id = ?) "
+                "AND r.invalid_at IS NULL ORDER BY r.created_at DESC, r.id DESC LIMIT ?)",
+                (namespace, namespace, entity_id, entity_id, max(int(relations), 0)),
+            )
+        return {str(row[0]) for row in (*mentioned, *supporting)}
+
     def link(self, namespace: str, source_id: str, target_id: str, type: str, now: datetime) -> MemoryLink:
         """Link two memories; see GraphStore."""
         self._text(namespace, source_id, target_id, type)

@@ -44,8 +44,10 @@ _ENTITIES_FOLLOWED = 5
 #: Mentions of one seed entity followed: those of the newest memories. An entity named in more memories than
 #: this (the user's own name, a daily place) carries little weight (``1 / log2(1 + n)``) and its memories tie;
 #: reading them all cost every recall naming it 100 ms at 20,000 mentions (7 ms without the channel). The
-#: entity's relations are bounded the same way (200).
+#: entity's relations are bounded the same way (:data:`RELATIONS_OF_A_SEED`).
 MENTIONS_FOLLOWED = 1_000
+#: Relations of one seed entity followed: its newest live ones.
+RELATIONS_OF_A_SEED = 200
 
 
 def graph_channel(
@@ -106,9 +108,7 @@ def _reach(store: GraphStore, ns: str, seeds: dict[str, float]) -> dict[str, flo
     """Memory id -> score: each seed entity's mentions and relation sources, weighted by rarity × seed weight."""
     scores: dict[str, float] = {}
     for entity_id, seed in seeds.items():
-        mentioned = [m.memory_id for m in store.mentions(ns, entity_ids=[entity_id], limit=MENTIONS_FOLLOWED)]
-        sources = [s for r in store.relations(ns, [entity_id], limit=200) for s in r.source_ids]
-        reached = set(mentioned) | set(sources)
+        reached = store.memories_reached(ns, entity_id, mentions=MENTIONS_FOLLOWED, relations=RELATIONS_OF_A_SEED)
         if not reached:
             continue
         weight = seed / math.log2(1.0 + len(reached))
