@@ -435,13 +435,15 @@ class SQLGraphStore:
             f"({' OR '.join(condition for condition, _ in wanted)})"
         )
         params: list[Any] = [namespace, *(value for _, values in wanted for value in values)]
-        if limit is not None:
+        if limit is None:
+            sql += " ORDER BY 1, 2"
+        else:  # the newest memories' mentions (ids grow with time), sorted below as the others are
             sql += " ORDER BY memory_id DESC LIMIT ?"
             params.append(max(int(limit), 0))
         with d.read() as conn:
-            rows = (
-                sorted(d.rows(conn, sql, params)) if limit is not None else d.rows(conn, sql + " ORDER BY 1, 2", params)
-            )
+            rows = d.rows(conn, sql, params)
+        if limit is not None:
+            rows.sort()
         return [Mention(entity_id=r[0], memory_id=r[1]) for r in rows]
 
     def memories_reached(self, namespace: str, entity_id: str, *, mentions: int, relations: int) -> builtins.set[str]:
