@@ -135,7 +135,8 @@ def test_close_is_idempotent_and_later_use_fails_clearly(dsn: str, schema: str) 
 def test_schema_is_keyed_by_namespace_with_hnsw_and_gin(backend: PostgresBackend, schema: str) -> None:
     indexes = dict(_sql(backend, "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s", (schema,)))
     assert "USING hnsw (embedding vector_cosine_ops)" in indexes["vectors_1_hnsw"]
-    assert "USING gin (tsv)" in indexes["items_tsv"]
+    assert "USING gin (key_tsv)" in indexes["items_key_tsv"]
+    assert "items_tsv" not in indexes  # content-only searches read key_tsv (migration 0013)
     for name, definition in indexes.items():
         if "hnsw" in definition or "gin" in definition or name in ("vector_spaces_pkey", "vector_spaces_model_key"):
             continue
@@ -147,9 +148,9 @@ def test_schema_is_keyed_by_namespace_with_hnsw_and_gin(backend: PostgresBackend
         assert columns.startswith("namespace"), (name, definition)
     generated = _sql(
         backend,
-        "SELECT attgenerated FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname = 'tsv'",
+        "SELECT attname, attgenerated FROM pg_attribute WHERE attrelid = 'items'::regclass AND attname LIKE '%%tsv'",
     )
-    assert generated == [("s",)]
+    assert generated == [("key_tsv", "s")]
 
 
 # -- writes --------------------------------------------------------------------
@@ -430,7 +431,8 @@ def test_field_weighted_bm25_ranks_like_sqlite(backend: PostgresBackend, tmp_pat
             assert store.set_windows("default", None, later) == len(later)
             store.delete("default", [i.id for i in items[140:]], [])
         years = sorted({str(d.year) for d in days})
-        fields_cases: list[dict[str, float]] = [
+        fields_cases: list[dict[str, float] | None] = [
+            None,  # content only: the key index restricted to the content, its length counting every field
             {"content": 1.0, "window": 0.3, "time": 0.5},
             {"content": 1.0, "window": 0.3},
             {"window": 1.0},

@@ -247,7 +247,7 @@ def test_times_round_trip_to_the_microsecond(backend: SQLiteBackend) -> None:
 
 # -- transactions --------------------------------------------------------------
 def _batch_leftovers(backend: SQLiteBackend, marker: str) -> dict[str, int]:
-    fts = table_count(backend, "SELECT count(*) FROM items_fts WHERE items_fts MATCH ?", (marker,))
+    fts = table_count(backend, "SELECT count(*) FROM items_key_fts WHERE items_key_fts MATCH ?", (marker,))
     return {
         "items": table_count(backend, "SELECT count(*) FROM items"),
         "fts": fts,
@@ -259,7 +259,7 @@ def _batch_leftovers(backend: SQLiteBackend, marker: str) -> dict[str, int]:
 
 
 def _assert_fts_consistent(backend: SQLiteBackend) -> None:
-    backend._conn.execute("INSERT INTO items_fts (items_fts, rank) VALUES ('integrity-check', 1)")
+    backend._conn.execute("INSERT INTO items_key_fts (items_key_fts, rank) VALUES ('integrity-check', 1)")
 
 
 def test_failed_batch_leaves_nothing_behind(backend: SQLiteBackend) -> None:
@@ -358,7 +358,8 @@ def test_four_processes_write_one_file(db_path: Path) -> None:
         everything = flt(now=NOW)
         assert backend.count(everything) == 4 * 200 + 20
         assert backend.ledger_count("default") == 4 * 200 + 20
-        assert table_count(backend, "SELECT count(*) FROM items_fts WHERE items_fts MATCH 'shared'") == 20
+        shared = "SELECT count(*) FROM items_key_fts WHERE items_key_fts MATCH '{content} : shared'"
+        assert table_count(backend, shared) == 20
         assert table_count(backend, "SELECT count(*) FROM item_tags") == 820
         assert table_count(backend, "SELECT count(*) FROM vcodes_1") == 820
         assert table_count(backend, "SELECT last_seq FROM vector_counters") == 820

@@ -47,7 +47,6 @@ from memory.backends.postgres.dialect import postgres_dialect
 from memory.backends.postgres.migrations import HNSW_MAX_DIM, apply_migrations, create_space_table, space_table
 from memory.backends.postgres.queries import (
     HYBRID_SEARCH_V1_KEY,
-    HYBRID_SEARCH_V1_LEXICAL,
     LEXICAL_EXACT_DOCS,
     LEXICAL_MATCH_DOCS,
     LEXICAL_TERMS_DELTA,
@@ -336,14 +335,10 @@ class PostgresBackend(SQLItemStore[_Space]):
             if row is None or float(row[0]) > LEXICAL_EXACT_DOCS:
                 return []
         where, params = compile_filter(flt)
-        if weights[1:] == (0.0, 0.0):  # content only: the content tsvector, ranking exactly as before
-            sql = HYBRID_SEARCH_V1_LEXICAL.replace("{where}", where)
-            args = [words, flt.namespace, flt.namespace, *params, int(k)]
-        else:
-            labels = "".join(label for label, weight in zip("ABC", weights, strict=True) if weight > 0)
-            sql = HYBRID_SEARCH_V1_KEY.replace("{where}", where)
-            mask = sum(bit for bit, weight in zip((1, 2, 4), weights, strict=True) if weight > 0)
-            args = [*weights, words, labels, flt.namespace, flt.namespace, mask, *params, int(k)]
+        labels = "".join(label for label, weight in zip("ABC", weights, strict=True) if weight > 0)
+        sql = HYBRID_SEARCH_V1_KEY.replace("{where}", where)
+        mask = sum(bit for bit, weight in zip((1, 2, 4), weights, strict=True) if weight > 0)
+        args = [*weights, words, labels, flt.namespace, flt.namespace, mask, *params, int(k)]
         with self._read() as conn:
             rows = conn.execute(sql, args, prepare=True).fetchall()
         return [ChannelHit(str(r[0]), float(r[1])) for r in rows]

@@ -44,16 +44,6 @@ class PostgresVectorHost(Protocol):
 
 __all__ = ["PostgresEpisodicStore"]
 
-#: BM25 with counted document frequencies (hybrid_search_v1's lexical statement as it was
-#: before items got exact ones in ``lexical_terms``) over the messages tables.
-_LEXICAL = (
-    LEXICAL_COUNTING_DF.replace("FROM items d", "FROM messages d")
-    .replace("FROM items i", "FROM messages i")
-    .replace("FROM lexical_stats", "FROM message_lexical_stats")
-)
-assert "items" not in _LEXICAL and "lexical_stats" not in _LEXICAL.replace("message_lexical_stats", ""), (
-    "hybrid_search_v1's lexical SQL changed shape; update the table names here"
-)
 _SIZE_TTL = 5.0
 _SPACE_LOCK = 7_361_120_101  # the backend's vector-space lock: one creator of space tables at a time
 
@@ -162,7 +152,7 @@ class PostgresEpisodicStore(SQLEpisodicStore):
         if not words or k <= 0 or not storable(query.namespace):
             return []
         where, params = self.where(query, "i")
-        sql = _LEXICAL.replace("{where}", self._d.sql(where))
+        sql = LEXICAL_COUNTING_DF.replace("{where}", self._d.sql(where))
         with self._b._read() as conn:
             if exact_only:
                 row = conn.execute(

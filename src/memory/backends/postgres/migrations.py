@@ -11,9 +11,9 @@ Schema (every key and every btree index starts with ``namespace``, so Citus
 can distribute all tables by ``namespace`` and co-locate them):
 
 * ``items`` — one row per memory, primary key ``(namespace, id)``; times are
-  ``timestamptz``; lists and metadata are ``jsonb``; ``tsv`` is a GENERATED
-  ``tsvector`` (``memory_english``: English stems, no stopword list) with a GIN
-  index; ``doc_len`` (word count) feeds BM25;
+  ``timestamptz``; lists and metadata are ``jsonb``; ``doc_len`` (the content's
+  word count) feeds BM25 (the content's own ``tsv`` column and its GIN index were
+  dropped by 0013: ``key_tsv`` serves content-only searches too);
   ``claimed_by``/``claimed_until`` hold a worker's lease on pending embedding work.
 * ``item_tags`` — ``(namespace, tag, item_id)`` for tag filters.
 * ``lexical_stats`` — per namespace: documents and words, BM25's N and avgdl.
@@ -23,7 +23,8 @@ can distribute all tables by ``namespace`` and co-locate them):
   HNSW index (cosine), created by :func:`create_space_table`. One table per
   (model, dimension) keeps every HNSW graph to one vector space.
 * ``items.index_window``/``window_len``/``key_tsv`` (0007) — the context window text the
-  library computes (``retrieval.window``) and a generated tsvector over content (label A),
+  library computes (``retrieval.window``) and a generated tsvector (``memory_english``:
+  English stems, no stopword list) over content (label A),
   window (B) and ``memory_time_words(created_at)`` (C) with a GIN index;
   ``lexical_stats.window_words`` completes BM25's average length over the three fields.
 * ``tier_records`` (0008) — hierarchical-memory documents keyed by
@@ -297,6 +298,10 @@ API_KEYS_STATEMENTS: list[str] = [
 ]
 
 
+# As SQLite's 0020: the content was indexed twice (``tsv`` and label A of ``key_tsv``) and
+# every write built both; a content-only search now reads ``key_tsv`` restricted to label A.
+_ONE_CONTENT_INDEX = ["DROP INDEX IF EXISTS items_tsv", "ALTER TABLE items DROP COLUMN IF EXISTS tsv"]
+
 #: Every migration this code knows, in the order they are applied.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_items", _ITEMS),
@@ -312,6 +317,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # LangGraph checkpoints; a store that made them on first use (as graph_*) keeps its rows.
     Migration("0011_langgraph_checkpoints", [*_EARLIER_CHECKPOINTS, *checkpoint_tables("BYTEA")]),
     Migration("0012_graph_vector_versions", GRAPH_VECTOR_VERSIONS),
+    Migration("0013_one_content_index", _ONE_CONTENT_INDEX),
 )
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from memory.index_layout import LEXICAL_EXACT_DOCS
 
 __all__ = [
-    "HYBRID_SEARCH_V1_LEXICAL",
     "LEXICAL_COUNTING_DF",
     "LEXICAL_TERMS_DELTA",
     "LEXICAL_TERMS_DROP_ZEROS",
@@ -57,10 +56,10 @@ _TERMS = """terms AS (
 #: A lexeme column as a tsquery operand (quoted, backslashes and quotes escaped).
 _OPERAND = r"""('''' || replace(replace({col}, '\', '\\'), '''', '''''') || '''')"""
 
-#: BM25 over a table's ``tsv`` with document frequencies *counted* from its GIN index, up
+#: BM25 over the messages' ``tsv`` with document frequencies *counted* from its GIN index, up
 #: to LEXICAL_DF_CAP rows per term (a term in more documents gets the cap as its
-#: frequency, so its idf is slightly too high). The messages tables use it (see
-#: :mod:`.episodic`); items keep exact frequencies in ``lexical_terms`` instead.
+#: frequency, so its idf is slightly too high): ``messages.search`` (see :mod:`.episodic`);
+#: items keep exact frequencies in ``lexical_terms`` instead (HYBRID_SEARCH_V1_KEY).
 #: ``{where}`` is a compiled filter (bound parameters only). Parameters: terms, namespace,
 #: namespace, <filter params>, k.
 LEXICAL_COUNTING_DF = _bm25(
@@ -69,19 +68,19 @@ WITH {_TERMS}, q AS MATERIALIZED (
     SELECT lex, {_OPERAND.replace("{col}", "lex")}::tsquery AS tq FROM terms
 ), stats AS MATERIALIZED (
     SELECT greatest(docs, 1)::float8 AS n, greatest(words::float8 / greatest(docs, 1), 1e-9) AS avgdl
-    FROM lexical_stats WHERE namespace = %s
+    FROM message_lexical_stats WHERE namespace = %s
 ), idf AS MATERIALIZED (
     SELECT q.lex, q.tq, df.n, greatest(ln((s.n - df.n + 0.5) / (df.n + 0.5)), 1e-6) AS idf
     FROM q CROSS JOIN stats s CROSS JOIN LATERAL (
         SELECT count(*)::float8 AS n FROM (
-            SELECT 1 FROM items d WHERE d.namespace = %s AND d.tsv @@ q.tq LIMIT {{df_cap}}
+            SELECT 1 FROM messages d WHERE d.namespace = %s AND d.tsv @@ q.tq LIMIT {{df_cap}}
         ) AS hits
     ) AS df
 ), chosen AS MATERIALIZED (
     SELECT tq FROM (SELECT tq, sum(n) OVER (ORDER BY n, lex) - n AS before FROM idf) AS c
     WHERE before < {{pool}} OR (SELECT n FROM stats) <= {{pool}}
 ), cand AS MATERIALIZED (
-    SELECT i.id, i.tsv, i.doc_len FROM items i
+    SELECT i.id, i.tsv, i.doc_len FROM messages i
     WHERE i.tsv @@ (SELECT string_agg('(' || tq::text || ')', ' | ')::tsquery FROM chosen) AND {{where}}
     LIMIT {{pool}}
 )
@@ -104,53 +103,19 @@ _DF = """coalesce((
 #: fields of the mask): words, namespace, mask.
 LEXICAL_MATCH_DOCS = f"""WITH {_TERMS} SELECT coalesce(sum({_DF.replace("{mask}", "%s::int")}), 0) FROM terms"""
 
-#: hybrid_search_v1, lexical channel over the content: BM25 over the generated ``tsv``.
-#: Per-namespace N and average length come from ``lexical_stats``, exact document
-#: frequencies from ``lexical_terms``. Candidates are the documents of the rarest query
-#: terms while their frequencies add up to at most LEXICAL_POOL (the rarest term always),
-#: at most LEXICAL_POOL of them: a namespace where the query's terms are in fewer
-#: documents is ranked exactly (FTS5's BM25); on a huge one, documents that match only
-#: terms common enough to be outside the pool are not scored, so the cost stays bounded.
-#: ``{where}`` is a compiled filter (bound parameters only). Parameters: terms,
-#: namespace, namespace, <filter params>, k.
-HYBRID_SEARCH_V1_LEXICAL = _bm25(
-    f"""
-WITH {_TERMS}, stats AS MATERIALIZED (
-    SELECT greatest(docs, 1)::float8 AS n, greatest(words::float8 / greatest(docs, 1), 1e-9) AS avgdl
-    FROM lexical_stats WHERE namespace = %s
-), df AS MATERIALIZED (
-    SELECT terms.lex, {_DF.replace("{mask}", "1")} AS n FROM terms
-), idf AS MATERIALIZED (
-    SELECT df.lex, {_OPERAND.replace("{col}", "df.lex")}::tsquery AS tq, df.n,
-           greatest(ln((s.n - df.n + 0.5) / (df.n + 0.5)), 1e-6) AS idf
-    FROM df CROSS JOIN stats s WHERE df.n > 0
-), chosen AS MATERIALIZED (
-    SELECT tq FROM (SELECT tq, sum(n) OVER (ORDER BY n, lex) - n AS before FROM idf) AS c
-    WHERE before < {{pool}} OR (SELECT n FROM stats) <= {{pool}}
-), cand AS MATERIALIZED (
-    SELECT i.id, i.tsv, i.doc_len FROM items i
-    WHERE i.tsv @@ (SELECT string_agg('(' || tq::text || ')', ' | ')::tsquery FROM chosen) AND {{where}}
-    LIMIT {{pool}}
-)
-SELECT c.id, sum(idf.idf * (u.tf * {{k1p1}}) / (u.tf + {{k1}} * ({{one_b}} + {{b}} * c.doc_len / s.avgdl))) AS score
-FROM cand c CROSS JOIN stats s
-CROSS JOIN LATERAL (
-    SELECT l.lexeme, cardinality(l.positions)::float8 AS tf FROM unnest(c.tsv) AS l
-    WHERE l.lexeme IN (SELECT lex FROM idf)
-) AS u
-JOIN idf ON idf.lex = u.lexeme
-GROUP BY c.id ORDER BY score DESC, c.id LIMIT %s
-"""
-)
-
 #: hybrid_search_v1, lexical channel over the index key (content, window, time words;
 #: ``retrieval.window``) with per-field weights, ranked as SQLite's
 #: ``bm25(items_key_fts, w_content, w_window, w_time)``: a term's frequency is the
 #: weighted sum of its occurrences per field (weight labels A, B, C of ``key_tsv``), the
 #: document length counts the words of all three fields, document frequencies count the
 #: documents that hold the term in a weighted field (``lexical_terms`` rows whose mask
-#: meets the weighted fields' mask; the tsquery is restricted to their labels).
-#: Candidates as in HYBRID_SEARCH_V1_LEXICAL. Parameters: w_content, w_window, w_time,
+#: meets the weighted fields' mask; the tsquery is restricted to their labels). A
+#: content-only search is this with weights 1, 0, 0. Candidates are the documents of the
+#: rarest query terms while their frequencies add up to at most LEXICAL_POOL (the rarest
+#: term always), at most LEXICAL_POOL of them: a namespace where the query's terms are in
+#: fewer documents is ranked exactly (FTS5's BM25); on a huge one, documents that match
+#: only terms common enough to be outside the pool are not scored, so the cost stays
+#: bounded. ``{where}`` is a compiled filter (bound parameters only). Parameters: w_content, w_window, w_time,
 #: terms, labels (e.g. ``'AB'``), namespace, namespace, mask (e.g. 3), <filter params>, k.
 HYBRID_SEARCH_V1_KEY = _bm25(
     f"""

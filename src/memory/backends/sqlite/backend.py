@@ -414,10 +414,8 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
                 self._lexical_free.notify()
 
     def _lexical_query(self, words: Sequence[str], weights: tuple[float, ...]) -> lexical.LexicalQuery:
-        """Each word a quoted FTS5 string, over the content index or the index key's weighted fields."""
+        """Each word a quoted FTS5 string, over the index key's weighted fields (content only: its content column)."""
         phrases = tuple('"' + term.replace('"', '""') + '"' for term in words)
-        if weights[1:] == (0.0, 0.0):  # content only: the content index, ranking exactly as before
-            return lexical.LexicalQuery("items_fts", "", "bm25(items_fts)", phrases)
         # A field of weight 0 must not match either: restrict the query to the weighted fields.
         columns = " ".join(name for name, weight in zip(LEXICAL_FIELDS, weights, strict=True) if weight > 0)
         bm25 = "bm25(items_key_fts, " + ", ".join(repr(float(w)) for w in weights) + ")"

@@ -11,9 +11,10 @@ Schema (times are REAL epoch seconds, UTC; list/dict fields are JSON text):
 
 * ``items`` — one row per memory; ``rid`` links the index tables.
 * ``item_tags`` — (namespace, tag, rid) for tag filters with ``=`` comparisons.
-* ``items_fts`` — FTS5 over ``items.content`` (external content, kept in sync by triggers).
 * ``items_key_fts`` — FTS5 over the index key: ``content``, ``items.index_window`` (the
-  context window the library writes) and the time words of ``created_at`` (triggers).
+  context window the library writes) and the time words of ``created_at`` (triggers); a
+  content-only search restricts it to ``content`` (``items_fts``, a second index of the
+  content alone, was dropped by migration 0020).
 * ``ledger`` — every change, kept after the item is deleted.
 * ``vector_spaces`` — one row per embedding model, with the storage type of its
   vectors (``dtype``: ``float16``, or ``float32`` for spaces made before
@@ -519,6 +520,21 @@ def _langgraph_checkpoints(conn: Any) -> None:
         conn.execute(statement)
 
 
+# Issue 17 (ingest at the embedder's speed): the content had two full-text indexes, ``items_fts``
+# (content only) and ``items_key_fts`` (content, window, time words), and every write
+# tokenised and indexed it twice (13-15 % of a LongMemEval ingest). A content-only search now
+# restricts the key index to its ``content`` column (``{content} : …``, ``bm25`` weights 1, 0,
+# 0): the same documents match, with the same document frequencies; the one difference is
+# BM25's length normalisation, which counts a row's window and time words too, as the default
+# (content and window) search already does.
+_ONE_CONTENT_INDEX = [
+    "DROP TRIGGER IF EXISTS items_fts_insert",
+    "DROP TRIGGER IF EXISTS items_fts_delete",
+    "DROP TRIGGER IF EXISTS items_fts_update",
+    "DROP TABLE IF EXISTS items_fts",
+]
+
+
 #: API keys (hashes only; see memory.keys): one table for the whole file, keyed by the key id.
 API_KEYS_MIGRATION = [
     """CREATE TABLE api_keys (
@@ -555,6 +571,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0017_vector_code", _VECTOR_CODE),
     Migration("0018_item_counts", _ITEM_COUNTS),
     Migration("0019_graph_vector_versions", _GRAPH_VECTOR_VERSIONS),
+    Migration("0020_one_content_index", _ONE_CONTENT_INDEX),
 )
 
 
