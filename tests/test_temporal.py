@@ -237,6 +237,27 @@ def test_keyword_ranges_find_what_a_full_scan_finds() -> None:
     assert fast == slow
 
 
+def test_finders_find_what_their_regular_expressions_find() -> None:
+    """Needles found by str.find (and grown around digits) give the spans re.finditer gives, overlaps and all."""
+    import random
+    import re
+
+    from memory import temporal
+
+    reference = {
+        temporal._grow_numeric_date: re.compile(r"\d{4}[-/]"),
+        temporal._grow_century_year: re.compile(r"(?:19|20)\d\d"),
+    }
+    rng = random.Random(11)
+    alphabet = ["to", "night", "day", "yester", "week", "end", "mar", "may", "sep", "t", "ember", "ago", " ", "-", "/"]
+    alphabet += ["1", "9", "2", "0", "19", "20", "2019", "12345", "٣", "²", "mid", "before", "after", "monday"]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 30)))
+        for finder in {f for f in temporal._FINDERS if f.needles and f.within is None}:
+            pattern = reference.get(finder.grow) or re.compile("|".join(re.escape(n) for n in finder.needles))  # type: ignore[arg-type]
+            assert finder.hits(text, {}) == [m.span() for m in pattern.finditer(text)], (finder.needles, text)
+
+
 def test_a_long_s_reads_as_s() -> None:
     """The rules match ſ as s (IGNORECASE); the words they found are then looked up as with s, not raised on."""
     for text, plain in (("laſt week", "last week"), ("Auguſt 5", "August 5"), ("ſeveral days ago", "several days ago")):

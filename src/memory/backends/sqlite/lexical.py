@@ -1,6 +1,6 @@
 """The SQLite lexical channel's ranking: FTS5 BM25, with its work bounded on large stores.
 
-Used by the memories' channel (``items_fts`` / ``items_key_fts``) and by
+Used by the memories' channel (``items_key_fts``) and by
 ``messages.search`` (``messages_fts``), through :func:`search`.
 
 FTS5's ``bm25()`` costs two things per statement: once, a pass over every
