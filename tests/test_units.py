@@ -14,7 +14,8 @@ from memory.ids import new_id
 from memory.pagination import decode_cursor, encode_cursor
 from memory.records import content_hash
 from memory.registry import available, create, register
-from memory.retrieval.text import query_terms
+from memory.retrieval import text as text_module
+from memory.retrieval.text import query_terms, words
 
 
 def test_query_terms_strip_stopwords_and_syntax() -> None:
@@ -23,6 +24,18 @@ def test_query_terms_strip_stopwords_and_syntax() -> None:
     assert query_terms("who is he") == ["who", "is", "he"]
     assert query_terms("Caroline's dog") == ["caroline", "dog"]
     assert query_terms("!!!") == []
+
+
+def test_ascii_words_are_the_unicode_rule_s_words() -> None:
+    """ASCII text takes a faster pattern; it must split exactly as the general one (tried on every ASCII mix)."""
+    import random
+
+    rng = random.Random(3)
+    pieces = ["Don't", "it's", "rock'n'roll", "a_b", "x1", "42", " ", "-", "'", "''", "_", "Ab", "z9'", "'q", ".,;"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 12)))
+        assert words(text) == text_module._WORD.findall(text.lower()), text
+    assert words("Caroline’s dog") == ["caroline's", "dog"]  # not ASCII: the general rule, ’ read as '
 
 
 def test_content_hash_normalises_whitespace_not_case() -> None:
