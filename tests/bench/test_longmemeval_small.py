@@ -126,9 +126,12 @@ def test_ablation_runs_each_step_on_its_store(tiny_file: Path, tmp_path: Path) -
     assert json.loads(out.read_text(encoding="utf-8"))[0]["n"] == 1
 
 
-def test_cli_ingest_only(tiny_file: Path) -> None:
+def test_cli_ingest_only(tiny_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ingest.json"
     args = ["bench", "longmemeval", "--data", str(tiny_file), "--embedder", "hashing", "--no-cache", "--ingest"]
-    result = CliRunner().invoke(cli, args)
+    result = CliRunner().invoke(cli, [*args, "--out", str(out)])
     assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
     report = json.loads(result.stdout)
     assert report["turns"] == 10 and report["questions"] == 2 and report["turns_per_cpu_second"] > 0
+    assert report["machine"]["cores"] >= 1 and "load_avg_end" in report["machine"]
+    assert json.loads(out.read_text(encoding="utf-8")) == report  # --out writes what it prints

@@ -464,10 +464,13 @@ def measure_ingest(
     The cost split comes from a profiled run of the first haystack into a
     store of its own, which the rates do not count (the profiler slows it).
     """
+    from memory.bench.speed import machine_info
+
     questions = list(data) if isinstance(data, Sequence) and not isinstance(data, str) else load_questions(data)
     if limit_questions is not None:
         questions = round_robin(questions)[:limit_questions]
     total = _Ingest()
+    machine = machine_info()
     with tempfile.TemporaryDirectory(prefix="memory-longmemeval-ingest-") as tmp:
         for number, question in enumerate(questions):
             entries, _ = _entries(question)
@@ -492,4 +495,5 @@ def measure_ingest(
         "cpu_seconds": round(total.cpu_seconds, 2),
         "turns_per_cpu_second": round(total.turns / total.cpu_seconds, 1) if total.cpu_seconds else math.nan,
         "first_question_split_seconds": total.split,
+        "machine": {**machine, "load_avg_end": machine_info()["load_avg"]},
     }

@@ -94,7 +94,10 @@ def bench_longmemeval(
                 from memory.bench.longmemeval import measure_ingest
 
                 result = measure_ingest(path, embedder=model, backend=backend, dsn=dsn, limit_questions=limit_questions)
-                click.echo(json.dumps(result, indent=2, allow_nan=True))
+                document = json.dumps(result, indent=2, allow_nan=True)
+                if out is not None:
+                    out.write_text(document + "\n", encoding="utf-8")
+                click.echo(document)
                 return
             if ablation:
                 _ablation(model, path, backend, dsn, limit_questions, quiet, markdown, as_json, out)
