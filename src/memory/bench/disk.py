@@ -4,8 +4,8 @@ One SQLite store of ``size`` memories (generated sentences as in
 ``bench speed``, stored with precomputed vectors in batches) is measured:
 
 - **disk by component**, from SQLite's page statistics after a WAL
-  checkpoint: the memory rows and their indexes, the full-text indexes
-  (content, and keys + window + date), the vectors (float16; float32 in a
+  checkpoint: the memory rows and their indexes, the full-text index
+  (content + window + date), the vectors (float16; float32 in a
   space made before migration 0016), the sign bits,
   the window vectors (memories in threads), the ledger, and the rest;
 - **RSS**: of this process after the load, then its peak while it runs
@@ -43,7 +43,7 @@ from memory.memory import Memory
 
 __all__ = ["run_disk", "format_disk", "components", "COMPONENTS"]
 
-COMPONENTS = ("rows", "fts_content", "fts_keys", "vectors", "sign_bits", "window_vectors", "ledger", "other")
+COMPONENTS = ("rows", "fts_keys", "vectors", "sign_bits", "window_vectors", "ledger", "other")
 _ROWS = ("items", "sqlite_autoindex_items_1", "items_ns_", "items_dedup", "items_pending", "item_tags")
 
 
@@ -61,8 +61,6 @@ def components(tables: dict[str, int], vector_models: dict[str, str]) -> dict[st
             part = "sign_bits"
         elif name.startswith("items_key_fts"):
             part = "fts_keys"
-        elif name.startswith("items_fts"):
-            part = "fts_content"
         elif name.startswith(("ledger", "sqlite_autoindex_ledger")):
             part = "ledger"
         elif name.startswith(_ROWS):
