@@ -82,6 +82,23 @@ def test_window_vector_context_weight() -> None:
     assert math.isclose(float(np.linalg.norm(half)), 1.0, rel_tol=1e-5)
 
 
+def test_window_vector_is_the_stacked_sum_to_the_bit() -> None:
+    """Stored window vectors must not change with the code that sums them: the reference is np.sum over a stack."""
+
+    def reference(own: np.ndarray, near: list[np.ndarray], context: float) -> np.ndarray:
+        mean = own + np.sum(np.stack([np.asarray(n, dtype=np.float32) for n in near]), axis=0)
+        combined = own + context * (mean / float(np.linalg.norm(mean)))
+        return (combined / float(np.linalg.norm(combined))).astype(np.float32)
+
+    rng = np.random.default_rng(4)
+    for case in range(2000):
+        own = rng.standard_normal(384).astype(np.float32)
+        own /= np.linalg.norm(own)
+        near = [rng.standard_normal(384).astype(np.float32 if case % 3 else np.float64) for _ in range(1 + case % 4)]
+        context = (1.0, 0.5, float(rng.random()))[case % 3]
+        assert np.array_equal(window_vector(own, near, context), reference(own, near, context)), case
+
+
 def test_event_dates_are_found_by_the_date_of_the_event(tmp_path: Path) -> None:
     with Memory(f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing") as mem:
         said = mem.remember("Yesterday I adopted a kitten named Miso", thread="chat", created_at=SAID)

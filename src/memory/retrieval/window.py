@@ -167,8 +167,13 @@ def window_vector(
     own = np.asarray(own, dtype=np.float32)
     if not neighbours or context <= 0:
         return own.copy()
-    mean = own + np.sum(np.stack([np.asarray(n, dtype=np.float32) for n in neighbours]), axis=0)
-    norm = float(np.linalg.norm(mean))
+    # The neighbours summed in order, then the lengths as sqrt(v · v): the same float32 operations as
+    # np.sum over their stack and np.linalg.norm, to the bit, at half the cost (one call per ingested turn).
+    total = np.array(neighbours[0], dtype=np.float32)
+    for neighbour in neighbours[1:]:
+        total += np.asarray(neighbour, dtype=np.float32)
+    mean = own + total
+    norm = float(np.sqrt(mean.dot(mean)))
     combined = own + context * (mean / norm if norm > 0 else mean)
-    norm = float(np.linalg.norm(combined))
+    norm = float(np.sqrt(combined.dot(combined)))
     return (combined / norm if norm > 0 else own).astype(np.float32)
