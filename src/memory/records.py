@@ -68,6 +68,8 @@ DEFAULT_MAX_CONTENT_CHARS = MAX_CONTENT_CHARS
 _KIND = re.compile(KIND_PATTERN)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _VISIBLE = re.compile(VISIBLE)  # blank = no such character, as the schemas' patterns say
+#: What ``json.dumps(metadata, ensure_ascii=False)`` writes, without building an encoder per call.
+_METADATA_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 def check_encodable(text: str, what: str) -> None:
@@ -261,7 +263,7 @@ def check_metadata(metadata: object) -> dict[str, Any]:
                 f"metadata key {key!r} is not allowed: use letters, digits, '_', '-' or '.' (max 64)"
             )
     _check_json(metadata, "$")
-    encoded = json.dumps(metadata, ensure_ascii=False)
+    encoded = _METADATA_JSON.encode(metadata)
     check_encodable(encoded, "metadata")
     if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
         raise InvalidInputError(f"metadata is larger than {MAX_METADATA_BYTES} bytes")

@@ -14,6 +14,9 @@ from memory.types import MemoryItem
 
 __all__ = ["ITEM_COLUMNS", "item_values"]
 
+#: What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` writes, without building an encoder per call.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
 
 def item_values(item: MemoryItem) -> tuple[Any, ...]:
     """The values of ``item`` for :data:`ITEM_COLUMNS`, ready to bind."""
@@ -24,9 +27,7 @@ def item_values(item: MemoryItem) -> tuple[Any, ...]:
             if not value:  # most rows' tags, keywords, entities, metadata and sources: no encoder needed
                 value = "{}" if isinstance(value, dict) else "[]"
             else:
-                value = json.dumps(
-                    list(value) if isinstance(value, tuple) else value, ensure_ascii=False, separators=(",", ":")
-                )
+                value = _COMPACT.encode(list(value) if isinstance(value, tuple) else value)
         elif column in TIME_COLUMNS and value is not None:
             value = to_epoch(value)
         out.append(value)
