@@ -32,6 +32,7 @@ from typing import Any
 from memory.bench.baselines import baseline_rankings
 from memory.bench.locomo import fresh_store
 from memory.bench.metrics import ndcg_at_k, percentile, recall_at_k
+from memory.bench.speed import machine_info
 from memory.config import Settings
 from memory.embedders.base import Embedder, embed_chunked, embed_query
 from memory.errors import InvalidInputError
@@ -464,8 +465,6 @@ def measure_ingest(
     The cost split comes from a profiled run of the first haystack into a
     store of its own, which the rates do not count (the profiler slows it).
     """
-    from memory.bench.speed import machine_info
-
     questions = list(data) if isinstance(data, Sequence) and not isinstance(data, str) else load_questions(data)
     if limit_questions is not None:
         questions = round_robin(questions)[:limit_questions]
