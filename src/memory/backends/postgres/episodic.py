@@ -22,7 +22,7 @@ from memory.backends.dialect import Dialect
 from memory.backends.episodic_sql import SQLEpisodicStore
 from memory.backends.item_vectors import SpaceRow
 from memory.backends.postgres.codec import doc_len, parse_vector, vector_text
-from memory.backends.postgres.queries import LEXICAL_COUNTING_DF, LEXICAL_EXACT_DOCS
+from memory.backends.postgres.queries import LEXICAL_EXACT_DOCS, MESSAGES_LEXICAL
 from memory.backends.postgres.schema_episodic import create_message_space_table, message_space_table
 from memory.backends.postgres.sql import HNSW_MAX_DIM, storable, text_list
 from memory.backends.values import ChannelHit, Vector
@@ -152,7 +152,7 @@ class PostgresEpisodicStore(SQLEpisodicStore):
         if not words or k <= 0 or not storable(query.namespace):
             return []
         where, params = self.where(query, "i")
-        sql = LEXICAL_COUNTING_DF.replace("{where}", self._d.sql(where))
+        sql = MESSAGES_LEXICAL.replace("{where}", self._d.sql(where))
         with self._b._read() as conn:
             if exact_only:
                 row = conn.execute(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from memory.index_layout import LEXICAL_EXACT_DOCS
 
 __all__ = [
-    "LEXICAL_COUNTING_DF",
+    "MESSAGES_LEXICAL",
     "LEXICAL_TERMS_DELTA",
     "LEXICAL_TERMS_DROP_ZEROS",
     "HYBRID_SEARCH_V1_KEY",
@@ -62,7 +62,7 @@ _OPERAND = r"""('''' || replace(replace({col}, '\', '\\'), '''', '''''') || ''''
 #: items keep exact frequencies in ``lexical_terms`` instead (HYBRID_SEARCH_V1_KEY).
 #: ``{where}`` is a compiled filter (bound parameters only). Parameters: terms, namespace,
 #: namespace, <filter params>, k.
-LEXICAL_COUNTING_DF = _bm25(
+MESSAGES_LEXICAL = _bm25(
     f"""
 WITH {_TERMS}, q AS MATERIALIZED (
     SELECT lex, {_OPERAND.replace("{col}", "lex")}::tsquery AS tq FROM terms
