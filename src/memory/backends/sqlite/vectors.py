@@ -20,7 +20,7 @@ registry records which (``vector_spaces.dtype``, added by migration
 ``0016_vector_dtype`` with the default ``float32``, so every existing space
 reads as what it holds) and every vector of a space has its type. Recording
 it, rather than telling the type by a blob's length, keeps the file
-self-describing and the code one branch (:func:`storable`, :func:`decode`);
+self-describing and the code one branch (:func:`storable_rows`, :func:`decode`);
 and an older version of memory refuses a file with the migration instead of
 reading its float16 blobs as float32. Vectors are read back as float32 and
 scored in float32 by numpy (no SQLite extension is loaded): scores are exact cosines of the stored vectors, which
@@ -100,7 +100,6 @@ __all__ = [
     "coded",
     "ROTATED",
     "SIGN",
-    "storable",
     "storable_rows",
     "quantize_rows",
     "decode",
@@ -277,24 +276,13 @@ def coded(vectors: npt.NDArray[Any], code: str) -> npt.NDArray[np.float32]:
     return turned
 
 
-def storable(space: Space, vector: Vector) -> npt.NDArray[np.floating[Any]]:
-    """``vector`` as ``space`` stores it: float32, or float16 rounded (rescaled first if float16 cannot hold it).
+def storable_rows(space: Space, vectors: Sequence[Vector]) -> npt.NDArray[np.floating[Any]]:
+    """``vectors`` as ``space`` stores them, one row each: float32, or float16 rounded.
 
     A vector whose largest component is beyond float16's range, or below its
     smallest normal value (too few bits left), is divided by that component
     first: its direction, and so every cosine, stays.
     """
-    array = np.ascontiguousarray(vector, dtype=np.float32)
-    if space.dtype == FLOAT32:
-        return array
-    top = float(np.max(np.abs(array))) if array.size else 0.0
-    if top > _F16_MAX or 0.0 < top < _F16_TINY:
-        array = array / np.float32(top)
-    return array.astype(np.float16)
-
-
-def storable_rows(space: Space, vectors: Sequence[Vector]) -> npt.NDArray[np.floating[Any]]:
-    """``vectors`` as ``space`` stores them, one row each: :func:`storable` of each, to the bit, in a few passes."""
     rows = np.ascontiguousarray(np.stack([np.asarray(v, dtype=np.float32) for v in vectors]), dtype=np.float32)
     if space.dtype == FLOAT32 or rows.size == 0:
         return rows
