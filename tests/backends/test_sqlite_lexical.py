@@ -36,7 +36,8 @@ KEY = field_weights(DEFAULT_FIELDS)
 
 
 def make_item(content: str, **fields: Any) -> MemoryItem:
-    return build_item(content=content, namespace="default", now=fields.pop("created_at", NOW), **fields)
+    fields.setdefault("namespace", "default")
+    return build_item(content=content, now=fields.pop("created_at", NOW), **fields)
 
 
 def add(backend: SQLiteBackend, texts: list[str], **fields: Any) -> list[MemoryItem]:
@@ -191,6 +192,41 @@ def test_a_selective_filter_still_finds_its_hits(small: SQLiteBackend) -> None:
     assert [h.score for h in hits] == pytest.approx([exact[h.id] for h in hits], rel=1e-9)
 
 
+def test_a_filtered_match_past_the_bounds_ranks_its_newest_rows_only(small: SQLiteBackend) -> None:
+    """Users a and b write in turns; b's old memories score best, but only the newest matches are ranked.
+
+    The filter turns the candidates away, and b's scope (120 memories) is larger than ``exact_docs``
+    (60) and spread over the whole store: the filtered match ranks the newest 60 matches only, not
+    every memory of the store holding a query term.
+    """
+    add(small, [f"other filler {n}" for n in range(300)], user="c")  # holds no query term
+    old_b = []
+    for n in range(60):  # b's oldest say "common" three times
+        add(small, [f"common word filler {n} a"], user="a")
+        old_b += add(small, [f"common common common word {n}"], user="b")
+    new_b = []
+    for n in range(60):
+        add(small, [f"common word filler {n} more a"], user="a")
+        new_b += add(small, [f"common word {n} more b"], user="b")
+    assert plan_of(small, ["common", "word"]).path == "bounded"
+    hits = small.search_lexical(flt(user="b"), ["common", "word"], 40)
+    newest = {i.id for i in new_b[-30:]}  # b's share of the newest 60 matches
+    assert len(hits) == 30 and {h.id for h in hits} == newest
+    exact = exact_scores(small, ["common", "word"])
+    assert [h.score for h in hits] == pytest.approx([exact[h.id] for h in hits], rel=1e-9)
+    assert max(exact[i.id] for i in old_b) > max(h.score for h in hits)  # the whole match would have ranked them
+
+
+def test_a_namespace_written_in_one_stretch_is_ranked_whole(small: SQLiteBackend) -> None:
+    """Another namespace's newer memories fill the index; this one's, older and few, are all ranked."""
+    theirs = add(small, [f"common word {n}" for n in range(40)], namespace="early")
+    add(small, [f"common word {n} later" for n in range(300)])
+    hits = small.search_lexical(flt(namespace="early"), ["common", "word"], 50)
+    assert {h.id for h in hits} == {i.id for i in theirs}
+    exact = exact_scores(small, ["common", "word"])
+    assert [h.score for h in hits] == pytest.approx([exact[h.id] for h in hits], rel=1e-9)
+
+
 def test_a_term_clustered_in_old_rows_is_estimated_by_where_it_is(tmp_path: Path) -> None:
     """The time words of old memories: a count from the newest rows alone would say almost none."""
     bounds = LexicalBounds(exact_docs=100, pool=20, df_probe=40, idf_budget=100_000)
@@ -271,3 +307,14 @@ def test_message_search_past_the_bounds_scores_a_bounded_set(small: SQLiteBacken
     assert len(found) == 10 and {h.id for h in found} <= set(theirs)
     # Nothing crosses a namespace.
     assert small.episodic.search_messages_lexical(mq(namespace="elsewhere"), ["rare", "common"], 10) == []
+
+
+def test_message_search_ranks_an_old_thread_whole(small: SQLiteBackend) -> None:
+    """A thread's messages hold only words the newer thread is full of: its own range is ranked, all of it."""
+    theirs = append(small, [f"common word {n}" for n in range(12)], thread="t2")  # the oldest
+    append(small, [f"common word filler {n}" for n in range(300)])
+    assert ranked(small._conn, message_query(["common", "word"]), 200, small._lexical_bounds)[2].path == "bounded"
+    found = small.episodic.search_messages_lexical(mq(thread="t2"), ["common", "word"], 10)
+    assert len(found) == 10 and {h.id for h in found} <= set(theirs)
+    exact = message_scores(small, ["common", "word"])
+    assert [h.score for h in found] == pytest.approx([exact[h.id] for h in found], rel=1e-9)

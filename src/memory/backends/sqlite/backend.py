@@ -373,7 +373,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         with self._lexical_read() as conn:
             hits = lexical.search(
                 conn, query, k, self._lexical_bounds, compile_filter(flt, probe=True), compile_filter(flt),
-                exact_only=exact_only,
+                scope=compile_filter(scope_of(flt)), exact_only=exact_only,
             )  # fmt: skip
         return [ChannelHit(item_id, -rank) for item_id, rank in hits]
 

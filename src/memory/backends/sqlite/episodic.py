@@ -131,8 +131,16 @@ class SQLiteEpisodicStore(SQLEpisodicStore):
             return []
         fts = lexical.LexicalQuery("messages_fts", "", "bm25(messages_fts)", phrases, owner="messages")
         predicate = self.where(query, "i")
+        # The indexed part of the query (namespace, thread, user, agent) places a filtered match's window.
+        scope = self.where(
+            MessageQuery(namespace=query.namespace, thread=query.thread, user=query.user, agent=query.agent,
+                         clearance="secret", include_expired=True, now=query.now),
+            "i",
+        )  # fmt: skip
         with self._b._read() as conn:
-            hits = lexical.search(conn, fts, k, self._b._lexical_bounds, predicate, predicate, exact_only=exact_only)
+            hits = lexical.search(
+                conn, fts, k, self._b._lexical_bounds, predicate, predicate, scope=scope, exact_only=exact_only
+            )
         return [ChannelHit(message_id, -rank) for message_id, rank in hits]
 
     def search_messages_vector(
