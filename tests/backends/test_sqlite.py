@@ -473,6 +473,64 @@ def test_vector_search_matches_numpy(
         assert np.mean(recalls) >= (1.0 if exact else 0.85)
 
 
+SMALL_SCOPES = [
+    {"user": "u7"},
+    {"tags_any": ("t1",)},
+    {"user": "u3", "kinds": ("trait",)},
+    {"user": "u7", "clearance": "secret"},
+]
+
+
+SMALL_SCOPE_IDS = ["-".join(f"{k}={v}" for k, v in f.items()) for f in SMALL_SCOPES]
+
+
+@pytest.mark.parametrize("filter_fields", SMALL_SCOPES, ids=SMALL_SCOPE_IDS)
+def test_a_small_scope_of_a_large_namespace_is_scored_from_the_float_copy(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, filter_fields: dict[str, Any]
+) -> None:
+    """A scope of at most ``exact_limit`` rows (60 or 600 of 3,000) is ranked exactly, its vectors from the copy.
+
+    The same hits, scores to the bit and rank fields as reading the vectors from the table (a reader
+    with no float copy), also once vectors of the scope were replaced and deleted since the copy was read.
+    """
+    from memory.backends.sqlite import vectors as vector_store
+
+    def not_from_the_table(*args: Any) -> None:
+        raise AssertionError("the scope's vectors were read from the table")
+
+    rng = np.random.default_rng(9)
+    vectors = rng.standard_normal((3000, DIM)).astype(np.float32)
+    with (
+        SQLiteBackend(db_path, exact_limit=700) as copy,
+        SQLiteBackend(db_path, exact_limit=700, vector_cache_mb=0) as table,
+    ):
+        copy.ensure_vector_space(MODEL, DIM)
+        items = _fill(copy, vectors)
+        f = flt(**filter_fields)
+
+        def same_hits() -> None:
+            for _ in range(5):
+                query = unit(rng)
+                with monkeypatch.context() as patched:
+                    patched.setattr(vector_store, "_exact", not_from_the_table)
+                    got = copy.search_vector(f, MODEL, query, 10)
+                want = table.search_vector(f, MODEL, query, 10)
+                assert got and [(h.id, h.score, h.fields) for h in got] == [(h.id, h.score, h.fields) for h in want]
+                assert [h.id for h in want] == [e[0] for e in _brute_force(items, vectors, query, f, 10)]
+
+        same_hits()
+        in_scope = [n for n, item in enumerate(items) if item.user in ("u7", "u3")]
+        for n in in_scope[:6]:  # new vectors for some: their old entries in the copy are stale now
+            vectors[n] = rng.standard_normal(DIM).astype(np.float32)
+            copy.replace(items[n], vectors[n], ledger_entry("update", items[n].id, "default", NOW, after=items[n]))
+        gone = [items[n] for n in in_scope[6:9]]
+        entries = [ledger_entry("delete", i.id, "default", NOW, before=i) for i in gone]
+        copy.delete("default", [i.id for i in gone], entries)
+        kept = [n for n, item in enumerate(items) if item not in gone]
+        items, vectors = [items[n] for n in kept], vectors[kept]
+        same_hits()
+
+
 @pytest.mark.parametrize("exact_limit", [10_000, 0], ids=["exact-scan", "float-copy"])
 def test_vector_hits_carry_the_rank_fields_the_store_holds(db_path: Path, exact_limit: int) -> None:
     # Recall ranks on created_at and importance; the vector channel reads them with its hits so

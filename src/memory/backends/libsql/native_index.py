@@ -16,6 +16,7 @@ stores that are read far more than written, such as embedded replicas.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -93,6 +94,10 @@ class NativeCandidates:
 
     def scored(self, vector: Vector, n: int) -> None:
         """None: ``vector_top_k`` gives no scores, so the candidates are rescored in SQL."""
+        return None
+
+    def cosines_at(self, seqs: Sequence[int], vector: Vector) -> None:
+        """None: no vectors are held in memory, so a filter's rows are scored in SQL."""
         return None
 
     def all_rids(self) -> list[int]:

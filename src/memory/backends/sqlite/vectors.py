@@ -35,7 +35,11 @@ Search strategy (see :func:`search`):
    thread, kinds, ids, tags), stopping at ``exact_limit + 1``. When at most
    ``exact_limit`` are in scope (small namespaces, or a selective scope such
    as one user, thread, kind or tag), read the vectors of the rows passing
-   the whole filter (in SQL) and score them all: exact.
+   the whole filter (in SQL) and score them all: exact. In a namespace of
+   more vectors than that, whose in-process copy (2.) holds them, the rows
+   are read with their vectors' sequence numbers instead and scored from the
+   copy: the same scores to the bit, without reading the vectors (the 2,000
+   memories of one user in a 100k store: 16.4 against 5.6 ms).
 2. Otherwise pick candidates from an in-process copy of the namespace: sign
    bits ranked by Hamming distance (< 1 ms for 100k vectors) choose a pool,
    and while the copy also holds the vectors, as the space stores them (up to
@@ -606,6 +610,35 @@ class CodeIndex:
             return None
         return self._ranked(vector, min(n, self.size), self.rids if self.live else self.seqs)
 
+    def cosines_at(self, seqs: Sequence[int], vector: Vector) -> npt.NDArray[np.float32] | None:
+        """Exact cosines of the entries with sequence numbers ``seqs`` (in that order), from the float copy.
+
+        None without the float copy, or when it lacks one of them. These are
+        the cosines :func:`cosines` computes from the stored vectors (see
+        :meth:`scored`), so a filter's rows are scored without reading their vectors.
+        """
+        if self.floats is None:
+            return None
+        held = self.seqs[: self.size]
+        wanted = np.asarray(seqs, dtype=np.int64)
+        at = np.minimum(np.searchsorted(held, wanted), max(self.size - 1, 0))
+        if self.size == 0 or not np.array_equal(held[at], wanted):
+            return None
+        return self._cosines(self.floats[at], self.norms[at], _unit(vector))
+
+    def _cosines(
+        self, rows: npt.NDArray[Any], norms: npt.NDArray[np.float32], query: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float32]:
+        """Cosines of copied ``rows`` (with their ``norms``) with the unit ``query``, as :func:`cosines` has them."""
+        # einsum, not BLAS: a multi-threaded BLAS keeps spinning after the call and
+        # starves the embedder's threads on small machines.
+        sims: npt.NDArray[np.float32]
+        if rows.dtype != np.float32:  # float16: the bias correction goes into the query (see _shifted)
+            sims = np.einsum("ij,j->i", _shifted(rows), query * _F16_TO_F32) / norms
+        else:
+            sims = np.einsum("ij,j->i", rows, query) / norms
+        return sims
+
     def pool_size(self, n: int) -> int:
         """Candidates the sign bits choose for exact ranking of the best ``n``: 4 n, ``FLOAT_POOL``, 1 % of the copy.
 
@@ -633,12 +666,7 @@ class CodeIndex:
         else:  # everything is in the pool: score the copy in place, no gathered copy
             coarse = np.arange(self.size)
             rows, norms = self.floats[: self.size], self.norms[: self.size]
-        # einsum, not BLAS: a multi-threaded BLAS keeps spinning after the call and
-        # starves the embedder's threads on small machines.
-        if rows.dtype != np.float32:  # float16: the bias correction goes into the query (see _shifted)
-            sims = np.einsum("ij,j->i", _shifted(rows), query * _F16_TO_F32) / norms
-        else:
-            sims = np.einsum("ij,j->i", rows, query) / norms
+        sims = self._cosines(rows, norms, query)
         top = np.argpartition(-sims, n - 1)[:n] if n < sims.shape[0] else np.arange(sims.shape[0])
         top = top[np.argsort(-sims[top], kind="stable")]
         return list(zip(names[coarse[top]].tolist(), sims[top].tolist(), strict=True))
@@ -816,17 +844,39 @@ def write_new_vectors(conn: Any, space: Space, namespace: str, rows: Sequence[tu
 def _exact(conn: Any, space: Space, where: str, params: list[Any], query: Vector, k: int) -> list[ChannelHit]:
     """Every row passing the filter (read in SQL with its vector) scored; the best ``k``, ties by id."""
     rows = conn.execute(
-        f"SELECT i.id, v.embedding{space.rank_columns} FROM {space.owner_table} i "
+        f"SELECT v.embedding, i.id{space.rank_columns} FROM {space.owner_table} i "
         f"JOIN {space.vectors_table} v ON v.rid = i.rid WHERE {where}",
         params,
     ).fetchall()
-    scores = cosines(space, [row[1] for row in rows], query)
+    return _best(space, rows, cosines(space, [row[0] for row in rows], query), k)
+
+
+def _exact_from_copy(
+    conn: Any, space: Space, index: Candidates, where: str, params: list[Any], query: Vector, k: int
+) -> list[ChannelHit] | None:
+    """What :func:`_exact` returns, the rows' vectors taken from ``index``'s float copy instead of the table.
+
+    The rows passing the filter are read with the sequence number of their
+    vector (its codes row), which names the copy's entry holding that very
+    vector; None when the copy lacks one (or holds no vectors): the caller reads them.
+    """
+    rows = conn.execute(
+        f"SELECT c.seq, i.id{space.rank_columns} FROM {space.owner_table} i "
+        f"CROSS JOIN {space.codes_table} c ON c.rid = i.rid WHERE {where}",
+        params,
+    ).fetchall()
+    scores = index.cosines_at([row[0] for row in rows], query)
+    return None if scores is None else _best(space, rows, scores, k)
+
+
+def _best(space: Space, rows: Sequence[Sequence[Any]], scores: npt.NDArray[np.float32], k: int) -> list[ChannelHit]:
+    """Hits of the best ``k`` of ``rows`` (each ``(_, id, rank columns…)``) by ``scores``, ties by id."""
     if len(rows) > k:  # every row at least as good as the k-th best (ties at the cut are broken by id below)
         kth = float(scores[np.argpartition(-scores, k - 1)[k - 1]])
         keep = np.flatnonzero(scores >= kth).tolist()
     else:
         keep = list(range(len(rows)))
-    best = sorted((-float(scores[n]), str(rows[n][0]), n) for n in keep)[:k]
+    best = sorted((-float(scores[n]), str(rows[n][1]), n) for n in keep)[:k]
     return [_hit(space, item_id, -negative, rows[n]) for negative, item_id, n in best]
 
 
@@ -953,6 +1003,10 @@ class Candidates(Protocol):
         """Every row id of the namespace in the space."""
         ...
 
+    def cosines_at(self, seqs: Sequence[int], vector: Vector) -> npt.NDArray[np.float32] | None:
+        """Exact cosines of the entries ``seqs`` (sequence numbers), or None when they are not held."""
+        ...
+
 
 class CandidateCache(Protocol):
     """Gives the current :class:`Candidates` of a namespace in a space (a :class:`CodeCache`, or a native index)."""
@@ -1004,6 +1058,11 @@ def search(
             [*scope_params, exact_limit + 1],
         ).fetchone()[0]
     if in_scope <= exact_limit:
+        if stored > exact_limit:  # a large namespace, a small scope: its copy has the vectors in memory
+            copy = cache.refresh(conn, space, namespace, counters)
+            hits = _exact_from_copy(conn, space, copy, where, params, query, k)
+            if hits is not None:
+                return hits
         return _exact(conn, space, where, params, query, k)
     index = cache.refresh(conn, space, namespace, counters)
     if index.size <= exact_limit:  # many matching items, few vectors: rescore them all
