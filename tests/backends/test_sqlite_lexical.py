@@ -227,6 +227,18 @@ def test_a_namespace_written_in_one_stretch_is_ranked_whole(small: SQLiteBackend
     assert [h.score for h in hits] == pytest.approx([exact[h.id] for h in hits], rel=1e-9)
 
 
+def test_an_empty_scope_runs_no_filtered_match(small: SQLiteBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory.backends.sqlite import lexical
+
+    def not_run(*args: Any) -> None:
+        raise AssertionError("a filtered match ran for a scope with no memory")
+
+    add(small, [f"common word {n}" for n in range(200)], user="a")
+    monkeypatch.setattr(lexical, "_filtered_match", not_run)
+    assert plan_of(small, ["common", "word"]).path == "bounded"
+    assert small.search_lexical(flt(user="nobody"), ["common", "word"], 10) == []
+
+
 def test_a_term_clustered_in_old_rows_is_estimated_by_where_it_is(tmp_path: Path) -> None:
     """The time words of old memories: a count from the newest rows alone would say almost none."""
     bounds = LexicalBounds(exact_docs=100, pool=20, df_probe=40, idf_budget=100_000)

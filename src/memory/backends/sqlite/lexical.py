@@ -299,7 +299,7 @@ def search(
     if not (len(allowed) >= k or complete or bounded):
         phrases = query.phrases if plan.path == "exact" else plan.scored
         window = (None, None) if plan.path == "exact" else _window(conn, query, phrases, bounds, scope)
-        for item_id, rank in _filtered_match(conn, query, phrases, window, predicate, k):
+        for item_id, rank in _filtered_match(conn, query, phrases, window, predicate, k) if window else ():
             found.setdefault(item_id, rank)
     hits = sorted((rank, item_id) for item_id, rank in found.items())
     return [(item_id, rank) for rank, item_id in hits[:k]]
@@ -311,13 +311,14 @@ def _window(
     phrases: tuple[str, ...],
     bounds: LexicalBounds,
     scope: tuple[str, builtins.list[Any]] | None,
-) -> tuple[int | None, int | None]:
+) -> tuple[int | None, int | None] | None:
     """The rowid range a filtered match on the bounded path ranks: at most ``exact_docs`` matching rows.
 
     Within the rowid range of the filter's indexed scope when that holds at
     most ``exact_docs`` rows (a user, thread or namespace written in one
     stretch is ranked whole, however old), else within the whole index: its
-    newest ``exact_docs`` matches. ``(None, None)`` bounds nothing.
+    newest ``exact_docs`` matches (an open end, None, where nothing bounds
+    it). None when the scope is empty: no row to rank.
     """
     low: int | None = None
     high: int | None = None
@@ -328,7 +329,9 @@ def _window(
             f"WHERE {where} LIMIT ?)",
             [*params, bounds.exact_docs + 1],
         ).fetchone()
-        if 0 < count <= bounds.exact_docs:
+        if count == 0:
+            return None
+        if count <= bounds.exact_docs:
             low, high = int(first), int(last)
     table = query.table
     inside, inside_params = _within(table, low, high)
