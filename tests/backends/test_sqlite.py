@@ -519,6 +519,7 @@ def test_a_small_scope_of_a_large_namespace_is_scored_from_the_float_copy(
                 assert [h.id for h in want] == [e[0] for e in _brute_force(items, vectors, query, f, 10)]
 
         same_hits()
+        assert not table._codes._indexes  # no copy could hold the vectors: none was read for the scope
         in_scope = [n for n, item in enumerate(items) if item.user in ("u7", "u3")]
         for n in in_scope[:6]:  # new vectors for some: their old entries in the copy are stale now
             vectors[n] = rng.standard_normal(DIM).astype(np.float32)

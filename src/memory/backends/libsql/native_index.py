@@ -116,3 +116,7 @@ class NativeIndexCache:
     ) -> NativeCandidates:
         """The namespace's candidates (nothing is held in process; ``counters`` are not needed)."""
         return NativeCandidates(conn, space, namespace)
+
+    def holds_vectors(self, space: vectors.Space, namespace: str, count: int) -> bool:
+        """False: the native index holds no vectors in process."""
+        return False

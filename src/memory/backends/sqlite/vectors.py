@@ -720,6 +720,14 @@ class CodeCache:
         others = sum(index.float_bytes for k, index in self._indexes.items() if k != key)
         return max(0, min(self.float_budget, self.total_float_budget - others))
 
+    def holds_vectors(self, space: Space, namespace: str, count: int) -> bool:
+        """True when the copy of ``namespace`` in ``space``, with ``count`` vectors, holds them (or would)."""
+        key = (space.owner, space.space_id, namespace)
+        index = self._indexes.get(key)
+        if index is not None and not index.exact:
+            return False
+        return count * (space.dim * np.dtype(_DTYPES[space.dtype]).itemsize + 4) <= self._allowance(key)
+
     def clear(self) -> None:
         """Forget every copy."""
         self._indexes.clear()
@@ -1015,6 +1023,10 @@ class CandidateCache(Protocol):
         """The namespace's candidates, up to date (``counters``: its :func:`read_counters`, if already read)."""
         ...
 
+    def holds_vectors(self, space: Space, namespace: str, count: int) -> bool:
+        """True when the namespace's candidates hold its ``count`` vectors in memory (:meth:`Candidates.cosines_at`)."""
+        ...
+
 
 def search(
     conn: Any,
@@ -1058,7 +1070,7 @@ def search(
             [*scope_params, exact_limit + 1],
         ).fetchone()[0]
     if in_scope <= exact_limit:
-        if stored > exact_limit:  # a large namespace, a small scope: its copy has the vectors in memory
+        if stored > exact_limit and cache.holds_vectors(space, namespace, stored):  # the copy has them in memory
             copy = cache.refresh(conn, space, namespace, counters)
             hits = _exact_from_copy(conn, space, copy, where, params, query, k)
             if hits is not None:
