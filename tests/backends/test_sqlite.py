@@ -532,51 +532,6 @@ def test_a_small_scope_of_a_large_namespace_is_scored_from_the_float_copy(
         same_hits()
 
 
-@pytest.mark.parametrize("cache_mb", [512, 0], ids=["float-copy", "sign-bits"])
-def test_a_selective_filter_past_exact_limit_is_ranked_over_its_own_rows(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch, cache_mb: int
-) -> None:
-    """60 of 3,000 memories pass (more than ``exact_limit``, 20): ranked over those rows, not by widening.
-
-    Widening the candidates until enough pass read up to 64 times the first candidates' vectors
-    from the table; the filter's own rows are read instead (with the float copy: no vector at all;
-    with sign bits only: the nearest of them, at most 1,000, here all 60). Exact either way.
-    """
-    from memory.backends.sqlite import vectors as vector_store
-
-    rescored: list[int] = []  # vectors read from the table (sign bits only)
-    checked: list[int] = []  # candidates whose rows were checked (the float copy)
-    rescore, check = vector_store._rescore, vector_store._check_scored
-
-    def counted_rescore(conn: Any, space: Any, rids: list[int], *args: Any) -> Any:
-        rescored.append(len(rids))
-        return rescore(conn, space, rids, *args)
-
-    def counted_check(conn: Any, space: Any, namespace: str, scored: Any, *args: Any) -> Any:
-        checked.append(len(scored[0]))
-        return check(conn, space, namespace, scored, *args)
-
-    monkeypatch.setattr(vector_store, "_rescore", counted_rescore)
-    monkeypatch.setattr(vector_store, "_check_scored", counted_check)
-    rng = np.random.default_rng(11)
-    vectors = rng.standard_normal((3000, DIM)).astype(np.float32)
-    with SQLiteBackend(db_path, exact_limit=20, vector_cache_mb=cache_mb) as backend:
-        backend.ensure_vector_space(MODEL, DIM)
-        items = _fill(backend, vectors)
-        for fields in ({"user": "u7"}, {"user": "u3", "clearance": "secret"}):
-            f = flt(**fields)
-            for _ in range(5):
-                query = unit(rng)
-                rescored.clear()
-                checked.clear()
-                hits = backend.search_vector(f, MODEL, query, 10)
-                assert [h.id for h in hits] == [e[0] for e in _brute_force(items, vectors, query, f, 10)]
-                # The first candidates (200 from the copy, 1,000 by sign bits), then the filter's 60 rows:
-                # not 4 and 16 times as many candidates.
-                assert sum(checked) <= (200 if cache_mb else 0)
-                assert sum(rescored) <= (0 if cache_mb else 1_000 + 60)
-
-
 @pytest.mark.parametrize("exact_limit", [10_000, 0], ids=["exact-scan", "float-copy"])
 def test_vector_hits_carry_the_rank_fields_the_store_holds(db_path: Path, exact_limit: int) -> None:
     # Recall ranks on created_at and importance; the vector channel reads them with its hits so

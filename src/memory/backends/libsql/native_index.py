@@ -100,10 +100,6 @@ class NativeCandidates:
         """None: no vectors are held in memory, so a filter's rows are scored in SQL."""
         return None
 
-    def nearest_among(self, seqs: Sequence[int], vector: Vector, n: int) -> None:
-        """None: no sign bits are held in memory (a selective filter widens its candidates)."""
-        return None
-
     def all_rids(self) -> list[int]:
         """Every row id of the namespace that has a vector in the space."""
         rows = self._conn.execute(

@@ -157,10 +157,6 @@ DEFAULT_TOTAL_FLOAT_CACHE_BYTES = 1024 * 1024 * 1024
 GRAPH_FIRST = 40
 #: A filter that passes few candidates widens the candidate pool up to this many times.
 _MAX_WIDENING = 64
-#: A filter that passes too few candidates to fill ``k`` without widening, and is estimated (from the share
-#: that passed) to hold at most this many rows, is ranked over its own rows (:func:`_scope_scan`): one
-#: user of a hundred at 1M memories had its candidates widened to 64,000 rows read from the table (~150 ms).
-SCOPE_SCAN_LIMIT = 50_000
 #: Rows read per chunk when a namespace's copy is (re)built.
 REFRESH_CHUNK = 4_096
 #: Rebuild a namespace's copy once this many deletions (or 10 % of it) are stale.
@@ -630,27 +626,6 @@ class CodeIndex:
             return None
         return self._cosines(self.floats[at], self.norms[at], _unit(vector))
 
-    def nearest_among(self, seqs: Sequence[int], vector: Vector, n: int) -> list[int] | None:
-        """Row ids of the ``n`` entries nearest ``vector`` by sign bits among those with sequence numbers ``seqs``.
-
-        All of them when there are at most ``n``; None when the copy lacks one.
-        """
-        held = self.seqs[: self.size]
-        wanted = np.asarray(seqs, dtype=np.int64)
-        at = np.minimum(np.searchsorted(held, wanted), max(self.size - 1, 0))
-        if self.size == 0 or not np.array_equal(held[at], wanted):
-            return None
-        if at.shape[0] > n:
-            words = np.frombuffer(quantize(coded(_unit(vector), self.code), self.words), dtype=np.uint64)
-            differing = self.codes[:, at] ^ words[:, None]  # (words, entries)
-            if _HAS_BITWISE_COUNT:
-                distances = np.bitwise_count(differing).sum(axis=0, dtype=np.int32)
-            else:
-                bits = _POPCOUNT8[differing.view(np.uint8).reshape(self.words, at.shape[0], 8)]
-                distances = bits.sum(axis=(0, 2), dtype=np.int32)
-            at = at[smallest(distances, n)]
-        return [int(r) for r in self.rids[at]]
-
     def _cosines(
         self, rows: npt.NDArray[Any], norms: npt.NDArray[np.float32], query: npt.NDArray[np.float32]
     ) -> npt.NDArray[np.float32]:
@@ -902,41 +877,6 @@ def _exact_from_copy(
     return None if scores is None else _best(space, rows, scores, k)
 
 
-def _scope_scan(
-    conn: Any,
-    space: Space,
-    index: Candidates,
-    predicate: tuple[str, list[Any]],
-    probe: tuple[str, list[Any]],
-    query: Vector,
-    k: int,
-    limit: int,
-    pool: int,
-) -> list[ChannelHit] | None:
-    """The best ``k`` of the rows passing a selective filter, ranked over those rows only (at most ``limit``).
-
-    The rows are read with their vectors' sequence numbers (the filter
-    checked in SQL); the copy gives their exact cosines, or, holding sign
-    bits only, the ``pool`` nearest of them by Hamming distance, which are
-    rescored from their stored vectors. None when more than ``limit`` rows
-    pass or the copy lacks an entry (the caller widens its candidates instead).
-    """
-    where, params = predicate
-    rows = conn.execute(
-        f"SELECT c.seq, i.id{space.rank_columns} FROM {space.owner_table} i "
-        f"CROSS JOIN {space.codes_table} c ON c.rid = i.rid WHERE {where} LIMIT ?",
-        [*params, limit + 1],
-    ).fetchall()
-    if len(rows) > limit:
-        return None
-    seqs = [row[0] for row in rows]
-    scores = index.cosines_at(seqs, query)
-    if scores is not None:
-        return _best(space, rows, scores, k)
-    nearest = index.nearest_among(seqs, query, pool)
-    return None if nearest is None else _rescore(conn, space, nearest, *probe, query, k)[0]
-
-
 def _best(space: Space, rows: Sequence[Sequence[Any]], scores: npt.NDArray[np.float32], k: int) -> list[ChannelHit]:
     """Hits of the best ``k`` of ``rows`` (each ``(_, id, rank columns…)``) by ``scores``, ties by id."""
     if len(rows) > k:  # every row at least as good as the k-th best (ties at the cut are broken by id below)
@@ -1075,10 +1015,6 @@ class Candidates(Protocol):
         """Exact cosines of the entries ``seqs`` (sequence numbers), or None when they are not held."""
         ...
 
-    def nearest_among(self, seqs: Sequence[int], vector: Vector, n: int) -> list[int] | None:
-        """Row ids of about the ``n`` entries nearest ``vector`` among ``seqs``, or None when they are not held."""
-        ...
-
 
 class CandidateCache(Protocol):
     """Gives the current :class:`Candidates` of a namespace in a space (a :class:`CodeCache`, or a native index)."""
@@ -1106,7 +1042,6 @@ def search(
     exact_limit: int = DEFAULT_EXACT_LIMIT,
     oversample: int = DEFAULT_OVERSAMPLE,
     min_candidates: int = DEFAULT_MIN_CANDIDATES,
-    scope_scan_limit: int = SCOPE_SCAN_LIMIT,
 ) -> list[ChannelHit]:
     """Items passing ``predicate`` nearest to ``vector`` by cosine, best first (ties by id), at most ``k``.
 
@@ -1148,7 +1083,6 @@ def search(
     first = index.wanted(k, oversample, min_candidates)
     wanted = min(index.size, first)
     most = min(index.size, first * _MAX_WIDENING)
-    scanned = False
     while True:
         # With the float copy the candidates come with their exact cosines; otherwise their vectors are read.
         scored = index.scored(vector, wanted)
@@ -1160,9 +1094,4 @@ def search(
         # of the oversampling: widen until at least half of `first` pass (at most `most`).
         if (len(hits) >= k and 2 * rate * wanted >= first) or wanted >= most:
             return hits
-        if not scanned and rate * index.size <= scope_scan_limit:  # few rows pass: rank them, not widen
-            found = _scope_scan(conn, space, index, predicate, probe, query, k, scope_scan_limit, first)
-            if found is not None:
-                return found
-            scanned = True  # more rows pass than the estimate: widen as before
         wanted = min(most, max(wanted * 4, int(first / max(rate, 1e-6))))
