@@ -469,3 +469,29 @@ def test_a_graph_written_before_its_vector_versions_upgrades(tmp_path: Path) -> 
             "ns", "e2", "employs", "e1", datetime.now(UTC), vector=np.array([0, 1, 0.2], np.float32), model="m"
         )
         assert [r.id for r, _ in store.search_relations("ns", "m", query, 3)] == [later.id, "r1"]
+
+
+def test_a_process_that_exits_during_a_build_without_closing_exits_cleanly(tmp_path: Path) -> None:
+    """A script that never closes its store, exiting while usearch builds a graph, was killed by SIGABRT (134)."""
+    path = tmp_path / "unclosed.db"
+    rng = np.random.default_rng(23)
+    vectors = rng.standard_normal((12_000, 384)).astype(np.float32)
+    items = [make_item(f"text {n}") for n in range(len(vectors))]
+    with SQLiteBackend(path, vector_graph_min=0) as writer:
+        writer.ensure_vector_space(MODEL, 384)
+        writer.add([record(i, v) for i, v in zip(items, vectors, strict=True)])
+    script = (
+        "import sys, time\n"
+        "import numpy as np\n"
+        "from memory.backends.sqlite import SQLiteBackend\n"
+        "from memory.filters import Filter\n"
+        f"backend = SQLiteBackend({str(path)!r}, exact_limit=0, vector_graph_min=1_000)\n"
+        "flt = Filter(namespace='default', now=__import__('datetime').datetime.now(__import__('datetime').UTC))\n"
+        f"backend.search_vector(flt, {MODEL!r}, np.ones(384, dtype=np.float32), 10)  # starts the build\n"
+        "time.sleep(1.0)  # inside usearch's add by now\n"
+        "print('exiting', flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert "exiting" in done.stdout
+    assert not list(graph_directory(path).glob("*.json"))  # stopped half way: nothing written

@@ -40,6 +40,7 @@ temporary directory, deleted with it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import hashlib
@@ -50,6 +51,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,6 +170,24 @@ class _Identity:
         )
 
 
+#: Graph sets whose store may still be building: stopped when the interpreter exits (:func:`_stop_builds`).
+_OPEN: weakref.WeakSet[GraphIndexes] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_builds() -> None:
+    """Stop the builds of stores nobody closed before the interpreter exits.
+
+    A build runs in a daemon thread inside usearch's own threads; a process
+    that exits while one runs (a script that never closes its ``Memory``, a
+    Ctrl-C) was killed by ``std::terminate`` (SIGABRT, exit code 134). The
+    builds stop between two chunks instead: nothing is written, the next
+    process builds the graph again.
+    """
+    for graphs in list(_OPEN):
+        graphs.close()
+
+
 class GraphIndexes:
     """The graphs of one store: loaded from their files when first needed, built and extended in the background.
 
@@ -205,6 +225,7 @@ class GraphIndexes:
         self._closed = threading.Event()
         #: Graphs built by this process (tests and benchmarks read it).
         self.built = 0
+        _OPEN.add(self)
 
     @property
     def enabled(self) -> bool:
