@@ -293,7 +293,7 @@ def search(
             ).fetchall()
         )
     # The bounded path ranks what it ranks: only a filter that turned candidates away
-    # sends the search to the whole match.
+    # sends the search to a filtered match (bounded too: see _window).
     bounded = plan.path != "exact" and len(allowed) == checked
     found = {str(allowed[rid]): rank for rid, rank in ranked_rows if rid in allowed}
     if not (len(allowed) >= k or complete or bounded):
