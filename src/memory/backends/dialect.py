@@ -25,10 +25,11 @@ import numpy as np
 
 from memory.ids import from_epoch, to_epoch
 
-__all__ = ["Dialect"]
+__all__ = ["COMPACT_JSON", "Dialect"]
 
-#: What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` writes, without building an encoder per call.
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+#: What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` writes, without building an encoder per call:
+#: JSON columns where JSON is text.
+COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def _utf8(value: str) -> bool:
@@ -155,7 +156,7 @@ class Dialect:
         """``value`` bound for a JSON column, as compact text (non-ASCII kept) where JSON is text."""
         if self.native_json and self.json_adapter is not None:
             return self.json_adapter(value)
-        return _COMPACT.encode(value)
+        return COMPACT_JSON.encode(value)
 
     # --- episodic/graph stores ---
     def any_of(self, column: str, values: Sequence[str]) -> tuple[str, list[Any]]:

@@ -5,17 +5,14 @@ Rows are read back by the shared store (:class:`memory.backends.items.SQLItemSto
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from memory.backends.columns import ITEM_COLUMNS, JSON_COLUMNS, TIME_COLUMNS
+from memory.backends.dialect import COMPACT_JSON
 from memory.ids import to_epoch
 from memory.types import MemoryItem
 
 __all__ = ["ITEM_COLUMNS", "item_values"]
-
-#: What ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` writes, without building an encoder per call.
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def item_values(item: MemoryItem) -> tuple[Any, ...]:
@@ -27,7 +24,7 @@ def item_values(item: MemoryItem) -> tuple[Any, ...]:
             if not value:  # most rows' tags, keywords, entities, metadata and sources: no encoder needed
                 value = "{}" if isinstance(value, dict) else "[]"
             else:
-                value = _COMPACT.encode(list(value) if isinstance(value, tuple) else value)
+                value = COMPACT_JSON.encode(list(value) if isinstance(value, tuple) else value)
         elif column in TIME_COLUMNS and value is not None:
             value = to_epoch(value)
         out.append(value)
