@@ -23,6 +23,7 @@ from pathlib import Path
 
 from memory import Memory
 from memory.bench.corpus import corpus_queries, generate_texts, load_corpus
+from memory.bench.metrics import percentile
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo_dev.json"
 
@@ -39,11 +40,6 @@ def build(url: str, size: int, users: int) -> None:
             mem.remember_batch(
                 [{"content": texts[n], "user": "early" if n < early else f"u{n % users}"} for n in chunk]
             )
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 def main() -> None:
@@ -73,7 +69,7 @@ def main() -> None:
                 hits[name].append([h.id for h in found])
     for name, values in times.items():
         mean_hits = sum(len(h) for h in hits[name]) / len(hits[name])
-        print(f"{name:22s} p50 {statistics.median(values):6.1f}  p95 {percentile(values, 0.95):6.1f} ms"
+        print(f"{name:22s} p50 {statistics.median(values):6.1f}  p95 {percentile(values, 95):6.1f} ms"
               f"  ({mean_hits:.1f} hits)")  # fmt: skip
     print(f"load average after {os.getloadavg()[0]:.2f}")
     if args.label:
