@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory.backends.base import ChannelHit
+from memory.backends.base import ChannelHit, RankFields
 from memory.records import build_item
 from memory.retrieval.config import RetrievalConfig
-from memory.retrieval.fusion import fuse, rank, recency_factor, score_item
+from memory.retrieval.fusion import decisive_depth, fuse, rank, recency_factor, score_item
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -99,3 +100,46 @@ def test_rank_with_a_limit_returns_the_head_of_the_whole_ranking() -> None:
         quantity = 0.9 if candidate.id == "i4" else None
         assert parts == score_item(candidate.fusion, item, NOW, config, speaker, quantity)
     assert rank(fused, items, NOW, config, limit=0) == []
+
+
+def test_decisive_depth_of_one_channel() -> None:
+    assert decisive_depth(RetrievalConfig(channels=("vector",)), 10) == 15
+    assert decisive_depth(RetrievalConfig(channels=("lexical",)), 1) == 1
+    # Several channels, a second graph hop, a channel of weight 0, or no bound below `candidates`: none.
+    assert decisive_depth(RetrievalConfig(), 10) is None
+    assert decisive_depth(RetrievalConfig(channels=("graph",), graph_hop=3), 10) is None
+    assert decisive_depth(RetrievalConfig(channels=("vector",), weights={"vector": 0.0}), 10) is None
+    assert decisive_depth(RetrievalConfig(channels=("vector",), candidates=15), 10) is None
+    assert decisive_depth(RetrievalConfig(channels=("vector",), recency_weight=0.5, importance_weight=0.5), 1) is None
+
+
+@pytest.mark.parametrize(
+    "rrf_k,recency_weight,importance_weight,limit", [(5, 0.05, 0.05, 10), (60, 0.02, 0.01, 5), (1, 0.2, 0.1, 3)]
+)
+def test_hits_past_the_decisive_depth_never_reach_the_head(
+    rrf_k: float, recency_weight: float, importance_weight: float, limit: int
+) -> None:
+    config = RetrievalConfig(
+        channels=("vector",), rrf_k=rrf_k, recency_weight=recency_weight, importance_weight=importance_weight,
+        recency_half_life_days=3, candidates=1000,
+    )  # fmt: skip
+    depth = decisive_depth(config, limit)
+    assert depth is not None
+    rng = random.Random(7)
+    for _ in range(200):
+        fields = {
+            f"i{n}": RankFields(
+                NOW - timedelta(days=rng.choice([0, 0, 1, 5, 40])), rng.choice([0.0, 1.0, rng.random()])
+            )
+            for n in range(depth + 40)
+        }
+        hits = [ChannelHit(item_id, 1.0 - n / 1000) for n, item_id in enumerate(fields)]
+        whole = rank(fuse({"vector": hits}, {}, rrf_k), fields, NOW, config, limit=limit)
+        head = rank(fuse({"vector": hits[:depth]}, {}, rrf_k), fields, NOW, config, limit=limit)
+        assert [(c.id, parts) for c, _, parts in head] == [(c.id, parts) for c, _, parts in whole]
+    # The bound is tight: the depth-th hit (new, important) reaches old, unimportant ones before it.
+    worst = {f"i{n}": RankFields(NOW - timedelta(days=4000), 0.0) for n in range(depth - 1)}
+    worst[f"i{depth - 1}"] = RankFields(NOW, 1.0)
+    hits = [ChannelHit(item_id, 1.0 - n / 1000) for n, item_id in enumerate(worst)]
+    finals = {c.id: parts.final for c, _, parts in rank(fuse({"vector": hits}, {}, rrf_k), worst, NOW, config)}
+    assert finals[f"i{depth - 1}"] >= finals[f"i{limit - 1}"] - 1e-9

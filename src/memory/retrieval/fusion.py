@@ -15,7 +15,7 @@ from memory.backends.base import ChannelHit
 from memory.retrieval.config import RetrievalConfig
 from memory.types import ChannelScore, ScoreParts
 
-__all__ = ["FusedCandidate", "Rankable", "fuse", "recency_factor", "score_item", "rank"]
+__all__ = ["FusedCandidate", "Rankable", "decisive_depth", "fuse", "recency_factor", "score_item", "rank"]
 
 
 class FusedCandidate:
@@ -94,6 +94,38 @@ def recency_factor(created_at: datetime, now: datetime, half_life_days: float) -
     """``0.5 ** (age_days / half_life_days)``, 1.0 for items from the future."""
     age_days = max((now - created_at).total_seconds(), 0.0) / 86_400.0
     return math.pow(0.5, age_days / half_life_days)
+
+
+#: Room left for float rounding when :func:`decisive_depth` compares scores (ranking rounds them to 12 places).
+_MARGIN = 1e-9
+
+
+def decisive_depth(config: RetrievalConfig, limit: int) -> int | None:
+    """How many hits of a lone channel decide the best ``limit`` :func:`rank` returns; None when not bounded.
+
+    With one channel (and no second graph hop), the hit ranked ``r`` fuses to
+    ``(rrf_k + 1) / (rrf_k + r)``, and its final score adds at most
+    ``recency_weight + importance_weight`` to ``relevance · fusion`` (recency
+    and importance are at most 1). The first ``limit`` hits have ranks of at
+    most ``limit`` (equal scores share the first rank of their run), so a hit
+    ranked ``m + 1`` or lower cannot pass any of them once
+    ``relevance · (rrf_k + 1) · (1 / (rrf_k + limit) - 1 / (rrf_k + m + 1))``
+    exceeds that: the best ``limit`` of the first ``m`` hits are the best
+    ``limit`` of all, when no factor scales a final score (speaker, quantity)
+    and the hit after the ``m``-th scores below it. The default weights
+    (rrf_k 5, recency and importance 0.05 each) give 15 for a limit of 10.
+    """
+    if len(config.channels) != 1 or (config.graph_hop and config.channels[0] == "graph") or limit < 1:
+        return None
+    if config.weights.get(config.channels[0], 1.0) <= 0:  # every hit fuses to 0: recency and importance decide
+        return None
+    relevance = max(1.0 - config.recency_weight - config.importance_weight, 0.0)
+    bonus = config.recency_weight + config.importance_weight
+    least = relevance * (config.rrf_k + 1.0) / (config.rrf_k + limit)  # fusion part of the limit-th hit, at least
+    for m in range(limit, config.candidates):
+        if least - relevance * (config.rrf_k + 1.0) / (config.rrf_k + m + 1) > bonus + _MARGIN:
+            return m
+    return None
 
 
 class Rankable(Protocol):

@@ -25,13 +25,13 @@ from memory.filters import Filter
 from memory.records import check_limit, check_query
 from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.contextual import contextual_query
-from memory.retrieval.fusion import FusedCandidate, fuse, rank
+from memory.retrieval.fusion import FusedCandidate, decisive_depth, fuse, rank
 from memory.retrieval.quantity import asks_for_amount, quantity_factors
 from memory.retrieval.rerank import RerankStage
-from memory.retrieval.speaker import turn_factors
+from memory.retrieval.speaker import named_by_others, turn_factors
 from memory.retrieval.text import feedback_applies, feedback_terms, query_terms
 from memory.retrieval.window import window_model
-from memory.types import Hit
+from memory.types import Hit, ScoreParts
 
 __all__ = ["Recall", "RecallContext"]
 
@@ -127,24 +127,15 @@ class Recall:
             include_invalid=include_invalid,
         )  # fmt: skip
         k = max(config.candidates, limit)
-        results, vector = self._channel_hits(text, flt, config, k)
-        store = self._backend.graph
-        fused = fuse(results, config.weights, config.rrf_k)
-        if config.graph_hop and "graph" in results and store is not None:
-            fused = self._second_hop(store, flt, config, results, fused, k)
-        # Rank on the fields ranking reads (created_at, importance, the chat side that said it);
-        # decode whole items only for the hits returned (and the reranker's window).
-        fields = self._rank_fields(flt.namespace, results, fused)
-        turns = {item_id: (f.role, f.speaker) for item_id, f in fields.items()}
-        speakers = turn_factors(query, turns, config.speaker_penalty, config.named_speaker_penalty)
-        quantities: dict[str, float] = {}
-        if config.quantity_penalty > 0 and asks_for_amount(query):  # reads every candidate's text
-            texts = self._backend.contents(flt.namespace, list(fields))
-            quantities = quantity_factors(query, texts, config.quantity_penalty)
-        head = rank(
-            fused, fields, flt.now, config, speakers, quantities,
-            limit=self._rerank.window(limit) if self._rerank is not None else limit,
-        )  # fmt: skip
+        size = self._rerank.window(limit) if self._rerank is not None else limit
+        amounts = config.quantity_penalty > 0 and asks_for_amount(query)  # reads every candidate's text
+        depth = None if amounts else decisive_depth(config, size)
+        head = None
+        if depth is not None and depth < k:  # one channel: its first `depth` hits decide the head
+            head = self._head(query, text, flt, config, size, depth=depth)
+        if head is None:
+            head = self._head(query, text, flt, config, size, k=k, amounts=amounts)
+            assert head is not None  # only a search bounded by depth declines
         items = {i.id: i for i in self._backend.get(flt.namespace, [c.id for c, _, _ in head])}
         ranked = [(c, items[c.id], parts) for c, _, parts in head if c.id in items]
         if self._rerank is not None:
@@ -157,6 +148,51 @@ class Recall:
         if hits:
             self._backend.record_access(flt.namespace, [h.id for h in hits], flt.now)
         return hits
+
+    def _head(
+        self,
+        query: str,
+        text: str,
+        flt: Filter,
+        config: RetrievalConfig,
+        size: int,
+        *,
+        k: int = 0,
+        depth: int | None = None,
+        amounts: bool = False,
+    ) -> builtins.list[tuple[FusedCandidate, RankFields, ScoreParts]] | None:
+        """The best ``size`` candidates with their score parts, from ``k`` hits per channel.
+
+        With ``depth`` (:func:`decisive_depth`) the lone channel is asked for
+        one hit more than that, and None is returned when the bound does not
+        hold for what it found: the hit after the first ``depth`` ties with the
+        last of them (ties share a rank, so hits beyond could rank as high), or
+        a speaker factor scales some hit, or could once more hits join them
+        (the bound assumes none). ``amounts``: the query asks for a number
+        (quantity factors read every candidate's text).
+        """
+        results, _ = self._channel_hits(text, flt, config, k if depth is None else depth + 1)
+        if depth is not None:
+            hits = next(iter(results.values()), [])
+            if len(results) > 1 or (len(hits) > depth and hits[depth].score == hits[depth - 1].score):
+                return None
+            results = {name: found[:depth] for name, found in results.items()}
+        store = self._backend.graph
+        fused = fuse(results, config.weights, config.rrf_k)
+        if config.graph_hop and "graph" in results and store is not None:
+            fused = self._second_hop(store, flt, config, results, fused, k)
+        # Rank on the fields ranking reads (created_at, importance, the chat side that said it);
+        # decode whole items only for the hits returned (and the reranker's window).
+        fields = self._rank_fields(flt.namespace, results, fused)
+        turns = {item_id: (f.role, f.speaker) for item_id, f in fields.items()}
+        speakers = turn_factors(query, turns, config.speaker_penalty, config.named_speaker_penalty)
+        if depth is not None and (speakers or named_by_others(query, turns, config.named_speaker_penalty)):
+            return None
+        quantities: dict[str, float] = {}
+        if amounts:
+            texts = self._backend.contents(flt.namespace, list(fields))
+            quantities = quantity_factors(query, texts, config.quantity_penalty)
+        return rank(fused, fields, flt.now, config, speakers, quantities, limit=size)
 
     def _rank_fields(
         self, namespace: str, results: dict[str, builtins.list[ChannelHit]], fused: builtins.list[FusedCandidate]

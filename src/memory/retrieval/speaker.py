@@ -34,6 +34,7 @@ from typing import Any
 
 __all__ = [
     "USER", "ASSISTANT", "asked_speaker", "named_speaker", "role_of", "speaker_factor", "named_factor", "turn_factors",
+    "named_by_others",
 ]  # fmt: skip
 
 USER = "user"
@@ -141,3 +142,16 @@ def turn_factors(
         for turn, (_, speaker) in turns.items()
         if (factor := named_factor(speaker, named, named_penalty)) is not None
     }
+
+
+def named_by_others(query: str, turns: Mapping[str, tuple[Any, Any]], named_penalty: float) -> bool:
+    """True when :func:`turn_factors` of ``turns`` may change with turns beyond them.
+
+    A named speaker is chosen among the speakers of the turns given (two or
+    more, exactly one named), so a question that asks no side of the chat can
+    scale a named speaker's turn once another speaker's turn joins them. The
+    factors of the chat sides (:func:`speaker_factor`) are each turn's own.
+    """
+    if named_penalty <= 0 or asked_speaker(query) is not None:
+        return False
+    return any(isinstance(speaker, str) and speaker.strip() for _, speaker in turns.values())
