@@ -136,6 +136,22 @@ def test_named_speakers_among_the_hits_ask_for_all(monkeypatch: pytest.MonkeyPat
         assert _hits(mem, query, "vector") == bounded
 
 
+def test_a_namespace_of_speakers_skips_the_bound_for_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every turn has a named speaker: the first hits never decide the head, so asking for them first would
+    # search twice a recall. After one such recall the namespace asks for all at once, BOUND_RETRY times.
+    monkeypatch.setattr(recall_module, "BOUND_RETRY", 3)
+    mem, backend = _open({n: ("Caroline", "Melanie")[n % 2] for n in range(120)})
+    with mem:
+        asked = []
+        for query in QUERIES[:6]:
+            backend.asked.clear()
+            mem.recall(f"what did Caroline say about the {query}", retrieval="vector")
+            asked.append(list(backend.asked))
+        assert asked == [[16, 50], [50], [50], [50], [16, 50], [50]]
+        other = mem.recall("lake", retrieval="vector", namespace="elsewhere")  # another namespace is not skipped
+        assert other == [] and backend.asked[-1] == 16
+
+
 def test_an_amount_asked_for_or_several_channels_ask_for_all(store: tuple[Memory, CountingBackend]) -> None:
     mem, backend = store
     mem.recall("how many piano notes", retrieval="vector")

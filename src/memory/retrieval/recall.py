@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 
 #: Worker threads for the lexical channels of concurrent recalls (a backend with concurrent reads).
 CHANNEL_WORKERS = 4
+#: After a lone channel's first hits held chat turns whose speakers scale scores (so all candidates were asked
+#: for after all), recalls in that namespace ask for all at once this many times before trying the bound again:
+#: a store of conversation turns does not pay two searches a recall.
+BOUND_RETRY = 32
 
 
 class RecallContext(Protocol):
@@ -79,6 +83,8 @@ class Recall:
         self._embedder = core.embedder
         self._channel_pool: ThreadPoolExecutor | None = None
         self._channel_pool_lock = threading.Lock()
+        #: Namespace -> recalls left that skip the decisive depth (see BOUND_RETRY).
+        self._unbounded: dict[str, int] = {}
 
     def close(self) -> None:
         """Stop the lexical channel's worker thread and close the rerank stage (idempotent)."""
@@ -131,8 +137,8 @@ class Recall:
         amounts = config.quantity_penalty > 0 and asks_for_amount(query)  # reads every candidate's text
         depth = None if amounts else decisive_depth(config, size)
         head = None
-        if depth is not None and depth < k:  # one channel: its first `depth` hits decide the head
-            head = self._head(query, text, flt, config, size, depth=depth)
+        if depth is not None and depth < k and self._bound_due(flt.namespace):
+            head = self._head(query, text, flt, config, size, depth=depth)  # one channel: its first hits decide
         if head is None:
             head = self._head(query, text, flt, config, size, k=k, amounts=amounts)
             assert head is not None  # only a search bounded by depth declines
@@ -148,6 +154,14 @@ class Recall:
         if hits:
             self._backend.record_access(flt.namespace, [h.id for h in hits], flt.now)
         return hits
+
+    def _bound_due(self, namespace: str) -> bool:
+        """Whether to ask a lone channel for its decisive hits first in ``namespace`` (see :data:`BOUND_RETRY`)."""
+        left = self._unbounded.get(namespace, 0)
+        if left > 0:
+            self._unbounded[namespace] = left - 1
+            return False
+        return True
 
     def _head(
         self,
@@ -168,7 +182,8 @@ class Recall:
         hold for what it found: the hit after the first ``depth`` ties with the
         last of them (ties share a rank, so hits beyond could rank as high), or
         a speaker factor scales some hit, or could once more hits join them
-        (the bound assumes none). ``amounts``: the query asks for a number
+        (the bound assumes none; the namespace then skips the bound for a
+        while, :data:`BOUND_RETRY`). ``amounts``: the query asks for a number
         (quantity factors read every candidate's text).
         """
         results, _ = self._channel_hits(text, flt, config, k if depth is None else depth + 1)
@@ -187,6 +202,7 @@ class Recall:
         turns = {item_id: (f.role, f.speaker) for item_id, f in fields.items()}
         speakers = turn_factors(query, turns, config.speaker_penalty, config.named_speaker_penalty)
         if depth is not None and (speakers or named_by_others(query, turns, config.named_speaker_penalty)):
+            self._unbounded[flt.namespace] = BOUND_RETRY
             return None
         quantities: dict[str, float] = {}
         if amounts:
