@@ -153,10 +153,14 @@ DEFAULT_TOTAL_FLOAT_CACHE_BYTES = 1024 * 1024 * 1024
 #: GRAPH_FIRST. The graph ranks them by int8 cosines, close to the exact order, so few beyond k are needed; its
 #: search breadth, not the count, decides how much of the exact top 10 they hold. On the 1M hashing vectors of
 #: ``memory bench speed`` (k = 50): 100 candidates and 60 held the same 0.79 of it, vector-only recall p50 2.7
-#: and 2.3 ms (issue 22). A filter that passes few widens the search.
-GRAPH_FIRST = 40
-#: A filter that passes few candidates widens the candidate pool up to this many times.
+#: and 2.3 ms (issue 22); for vector-only recall's 16 (a head of 10), 26 and 40 held the same of the exact top 10
+#: (200 queries), p50 2.70 and 2.95 ms (each rescored from the table: the float copy of 1M is over budget). A
+#: filter that passes few widens the search.
+GRAPH_FIRST = 20
+#: A filter that passes few candidates widens the candidate pool up to this many times (from at least
+#: ``_WIDEN_FROM`` candidates: the widest search does not shrink with the first ask).
 _MAX_WIDENING = 64
+_WIDEN_FROM = 40
 #: Rows read per chunk when a namespace's copy is (re)built.
 REFRESH_CHUNK = 4_096
 #: Rebuild a namespace's copy once this many deletions (or 10 % of it) are stale.
@@ -1082,7 +1086,7 @@ def search(
     # Candidates refined by exact cosine, or from a graph, need far less oversampling than raw sign bits.
     first = index.wanted(k, oversample, min_candidates)
     wanted = min(index.size, first)
-    most = min(index.size, first * _MAX_WIDENING)
+    most = min(index.size, max(first, _WIDEN_FROM) * _MAX_WIDENING)
     while True:
         # With the float copy the candidates come with their exact cosines; otherwise their vectors are read.
         scored = index.scored(vector, wanted)
