@@ -158,10 +158,13 @@ class Recall:
     def _bound_due(self, namespace: str) -> bool:
         """Whether to ask a lone channel for its decisive hits first in ``namespace`` (see :data:`BOUND_RETRY`)."""
         left = self._unbounded.get(namespace, 0)
-        if left > 0:
+        if left <= 0:
+            return True
+        if left == 1:
+            self._unbounded.pop(namespace, None)  # the map holds only namespaces skipping it now
+        else:
             self._unbounded[namespace] = left - 1
-            return False
-        return True
+        return False
 
     def _head(
         self,
