@@ -75,9 +75,17 @@ def test_memory_mcp_http_batches_embeddings_of_concurrent_clients(embed_server: 
         url = f"http://127.0.0.1:{match.group(1)}/mcp"
         before = len(embed_server.requests)
         found: list[bool] = []
+        opened: list[int] = []
+        everyone = anyio.Event()
 
         async def client(i: int) -> None:
             async with Client(streamable_http_client(url), read_timeout_seconds=60) as session:
+                # Sessions open one after another (the handshake is slow on 2 busy cores): the clients start
+                # remembering together once all are open, as concurrent clients of a running server do.
+                opened.append(i)
+                if len(opened) == 12:
+                    everyone.set()
+                await everyone.wait()
                 for n in range(3):
                     text = f"client {i} fact {n}: parrot{i} eats seed{n}"
                     stored = await session.call_tool("remember", {"content": text})
