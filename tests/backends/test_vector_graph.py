@@ -154,36 +154,22 @@ def test_many_deletions_rebuild_the_graph(tmp_path: Path) -> None:
         assert _graph_of(backend).size == COUNT - len(gone)  # type: ignore[attr-defined]
 
 
-def test_filters_hold_with_a_graph(tmp_path: Path) -> None:
+# 1 in 250 with k = 6: the graph is asked for 20 candidates first and far more are needed; the widest search
+# stays 64 x 40 candidates (most of these 3,000), not 64 x the first ask, so the rare items are still found.
+@pytest.mark.parametrize("every,k,seed", [(50, 5, 10), (250, 6, 12)])
+def test_filters_hold_with_a_graph(tmp_path: Path, every: int, k: int, seed: int) -> None:
     path = tmp_path / "filter.db"
-    vectors = _vectors(10)
-    items = [make_item(f"text {n}", user="rare" if n % 50 == 0 else "common") for n in range(COUNT)]
+    vectors = _vectors(seed)
+    items = [make_item(f"text {n}", user="rare" if n % every == 0 else "common") for n in range(COUNT)]
     with SQLiteBackend(path, vector_graph_min=0) as writer:
         writer.ensure_vector_space(MODEL, DIM)
         writer.add([record(i, v) for i, v in zip(items, vectors, strict=True)])
-    rare = [n for n in range(COUNT) if n % 50 == 0]
+    rare = {items[n].id for n in range(COUNT) if n % every == 0}
     with _open(path) as backend:
         backend.settle()
-        for query in _vectors(11, 5):
-            hits = backend.search_vector(flt(user="rare"), MODEL, query, 5)
-            assert len(hits) == 5 and {h.id for h in hits} <= {items[n].id for n in rare}
-
-
-def test_a_filter_that_passes_few_widens_as_far_as_before_from_a_small_first_ask(tmp_path: Path) -> None:
-    # k = 6 asks the graph for 20 candidates first; a filter passing 1 in 250 needs far more of them. The widest
-    # search stays 64 x 40 candidates (most of these 3,000), not 64 x 20, so the 12 rare items are found.
-    path = tmp_path / "widen.db"
-    vectors = _vectors(12)
-    items = [make_item(f"text {n}", user="rare" if n % 250 == 0 else "common") for n in range(COUNT)]
-    with SQLiteBackend(path, vector_graph_min=0) as writer:
-        writer.ensure_vector_space(MODEL, DIM)
-        writer.add([record(i, v) for i, v in zip(items, vectors, strict=True)])
-    rare = {items[n].id for n in range(COUNT) if n % 250 == 0}
-    with _open(path) as backend:
-        backend.settle()
-        for query in _vectors(13, 5):
-            hits = backend.search_vector(flt(user="rare"), MODEL, query, 6)
-            assert len(hits) == 6 and {h.id for h in hits} <= rare
+        for query in _vectors(seed + 1, 5):
+            hits = backend.search_vector(flt(user="rare"), MODEL, query, k)
+            assert len(hits) == k and {h.id for h in hits} <= rare
 
 
 def test_a_graph_left_by_another_store_at_the_same_path_is_ignored(tmp_path: Path) -> None:
