@@ -398,6 +398,11 @@ class GraphSource(Protocol):
         ...
 
 
+def _copied_bytes(dim: int, dtype: type[np.floating[Any]]) -> int:
+    """Bytes one vector of ``dim`` values of ``dtype`` takes in a float copy, with its float32 length."""
+    return dim * np.dtype(dtype).itemsize + 4
+
+
 class CodeIndex:
     """In-process copy of one namespace's sign-bit codes in one space.
 
@@ -448,7 +453,7 @@ class CodeIndex:
     @property
     def _row_bytes(self) -> int:
         """Bytes one entry's vector and length take in the float copy."""
-        return self.dim * np.dtype(self.dtype).itemsize + 4
+        return _copied_bytes(self.dim, self.dtype)
 
     def reserve(self, extra: int) -> None:
         """Make room for ``extra`` more entries now, so a large refresh read in chunks allocates once.
@@ -730,7 +735,7 @@ class CodeCache:
         index = self._indexes.get(key)
         if index is not None and not index.exact:
             return False
-        return count * (space.dim * np.dtype(_DTYPES[space.dtype]).itemsize + 4) <= self._allowance(key)
+        return count * _copied_bytes(space.dim, _DTYPES[space.dtype]) <= self._allowance(key)
 
     def clear(self) -> None:
         """Forget every copy."""
