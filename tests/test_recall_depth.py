@@ -159,3 +159,20 @@ def test_an_amount_asked_for_or_several_channels_ask_for_all(store: tuple[Memory
     backend.asked.clear()
     mem.recall("piano lake", retrieval="plain")
     assert sorted(backend.asked) == [50, 50]
+
+
+def test_window_and_own_vectors_merged_from_cut_searches_ask_for_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Memories in a thread have window vectors, the rest own vectors only: the vector channel merges two searches.
+    # When the own search was cut short after memories that have window vectors, one without could still rank
+    # higher than the merged k-th, so the first hits do not decide the head.
+    backend = CountingBackend()
+    with Memory(backend=backend, embedder=HashingEmbedder(), clock=lambda: NOW) as mem:
+        mem.remember_batch(
+            [{"content": _content(n), "thread": "t1" if n % 2 else None, "created_at": NOW - timedelta(days=n % 9)}
+             for n in range(120)]
+        )  # fmt: skip
+        backend.asked.clear()
+        bounded = _hits(mem, "lake lantern", "vector")
+        assert backend.asked == [16, 50]
+        _unbounded(monkeypatch)
+        assert _hits(mem, "lake lantern", "vector") == bounded

@@ -39,9 +39,10 @@ log = logging.getLogger(__name__)
 
 #: Worker threads for the lexical channels of concurrent recalls (a backend with concurrent reads).
 CHANNEL_WORKERS = 4
-#: After a lone channel's first hits held chat turns whose speakers scale scores (so all candidates were asked
-#: for after all), recalls in that namespace ask for all at once this many times before trying the bound again:
-#: a store of conversation turns does not pay two searches a recall.
+#: After a lone channel's first hits held chat turns whose speakers scale scores, or window and own vectors
+#: merged from searches cut short (so all candidates were asked for after all), recalls in that namespace ask
+#: for all at once this many times before trying the bound again: a store of conversation turns does not pay
+#: two searches a recall.
 BOUND_RETRY = 32
 
 
@@ -182,16 +183,20 @@ class Recall:
 
         With ``depth`` (:func:`decisive_depth`) the lone channel is asked for
         one hit more than that, and None is returned when the bound does not
-        hold for what it found: the hit after the first ``depth`` ties with the
-        last of them (ties share a rank, so hits beyond could rank as high), or
+        hold for what it found: the vector channel's merge of window and own
+        vectors is not surely its best hits, the hit after the first ``depth``
+        ties with the last of them (ties share a rank, so hits beyond could rank as high), or
         a speaker factor scales some hit, or could once more hits join them
         (the bound assumes none; the namespace then skips the bound for a
         while, :data:`BOUND_RETRY`). ``amounts``: the query asks for a number
         (quantity factors read every candidate's text).
         """
-        results, _ = self._channel_hits(text, flt, config, k if depth is None else depth + 1)
+        results, whole = self._channel_hits(text, flt, config, k if depth is None else depth + 1)
         if depth is not None:
             hits = next(iter(results.values()), [])
+            if not whole:  # window and own vectors merged from searches that were cut short
+                self._unbounded[flt.namespace] = BOUND_RETRY
+                return None
             if len(results) > 1 or (len(hits) > depth and hits[depth].score == hits[depth - 1].score):
                 return None
             results = {name: found[:depth] for name, found in results.items()}
@@ -225,8 +230,9 @@ class Recall:
 
     def _channel_hits(
         self, text: str, flt: Filter, config: RetrievalConfig, k: int
-    ) -> tuple[dict[str, builtins.list[ChannelHit]], Vector | None]:
-        """Every configured channel's candidates for ``text`` (read-only), and the query vector if embedded."""
+    ) -> tuple[dict[str, builtins.list[ChannelHit]], bool]:
+        """Every configured channel's candidates for ``text`` (read-only), and whether the vector channel's are
+        its best ``k`` for sure (see :meth:`_search_vectors`; True without it)."""
         results: dict[str, builtins.list[ChannelHit]] = {}
         lexical: Future[dict[str, builtins.list[ChannelHit]]] | None = None
         if "lexical" in config.channels:
@@ -239,6 +245,7 @@ class Recall:
                 results.update(self._lexical_channels(flt, terms, k, config))
         vector: Vector | None = None
         vector_hits: builtins.list[ChannelHit] | None = None
+        whole = True
         context_hits: builtins.list[ChannelHit] | None = None
         try:
             if "vector" in config.channels or "context" in config.channels:
@@ -246,7 +253,7 @@ class Recall:
                     if self._core.ensure_space(strict=True):
                         vector = embed_query(self._embedder, text)
                         if "vector" in config.channels:
-                            vector_hits = self._search_vectors(flt, config, vector, k)
+                            vector_hits, whole = self._search_vectors(flt, config, vector, k)
                         context_hits = self._search_context(flt, config, vector, k)
                 except ProviderError as exc:
                     log.warning("vector channel skipped, embedder failed: %s", exc)
@@ -269,7 +276,7 @@ class Recall:
             )  # fmt: skip
             if graph_hits:  # an empty graph (no extraction yet) leaves the other channels' scale as it is
                 results["graph"] = graph_hits
-        return results, vector
+        return results, whole
 
     def warm(self, namespace: str | None = None) -> None:
         """Do recall's first-use work in ``namespace`` now: read-only, nothing recorded, nothing returned.
@@ -363,25 +370,30 @@ class Recall:
 
     def _search_vectors(
         self, flt: Filter, config: RetrievalConfig, vector: Vector, k: int
-    ) -> builtins.list[ChannelHit]:
+    ) -> tuple[builtins.list[ChannelHit], bool]:
         """The vector channel: window vectors, and own vectors of memories that have no window vector.
 
         Only memories with a thread get a window vector (for the others it would
         equal their own), so both spaces are searched and a memory found by its
         own vector counts only if it has no window vector: the same ranking as a
         window space holding every memory, without storing vectors twice.
+
+        Also whether these are surely the best ``k`` of that ranking: not when
+        the own search filled its ``k`` and some of them had window vectors (a
+        memory without one, ranked past them, may still score above the merged
+        k-th). The decisive depth (see :meth:`_head`) does not hold on such hits.
         """
         model = self._embedder.model_name
         space = self.vector_space(config)
         if space == model:
-            return self._backend.search_vector(flt, model, vector, k)
+            return self._backend.search_vector(flt, model, vector, k), True
         windowed = self._backend.search_vector(flt, space, vector, k)
         own = self._backend.search_vector(flt, model, vector, k)
         if not windowed:  # no memory passing the filter has a window vector: own vectors rank alone
-            return own
+            return own, True
         found = {h.id for h in windowed}
-        own = [h for h in own if h.id not in found]
-        has_window = set(self._backend.get_vectors(flt.namespace, space, [h.id for h in own]))
-        merged = windowed + [h for h in own if h.id not in has_window]
-        merged.sort(key=lambda h: (-h.score, h.id))
-        return merged[:k]
+        kept = [h for h in own if h.id not in found]
+        has_window = set(self._backend.get_vectors(flt.namespace, space, [h.id for h in kept]))
+        kept = [h for h in kept if h.id not in has_window]
+        merged = sorted(windowed + kept, key=lambda h: (-h.score, h.id))
+        return merged[:k], len(own) < k or len(kept) == len(own)
