@@ -532,6 +532,89 @@ def test_a_small_scope_of_a_large_namespace_is_scored_from_the_float_copy(
         same_hits()
 
 
+WHOLE_NAMESPACE = [
+    {},
+    {"clearance": "secret"},
+    {"metadata": {"n": 3}},
+    {"created_after": NOW + timedelta(seconds=100), "created_before": NOW + timedelta(seconds=160)},
+]
+
+
+@pytest.mark.parametrize("filter_fields", WHOLE_NAMESPACE, ids=["all", "secrets", "metadata", "time"])
+def test_a_small_namespace_searched_whole_is_scored_from_the_float_copy(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, filter_fields: dict[str, Any]
+) -> None:
+    """A namespace under ``exact_limit`` vectors, with no indexed narrowing, is ranked from its copy.
+
+    Its vectors are not read from the table for each search: every one is scored in the copy and the
+    best are checked against the filter (those a filter turns away, policy, metadata or time, widen
+    the check). The same hits, scores to the bit and rank fields as reading every vector from the
+    table, also once vectors were replaced and deleted since the copy was read.
+    """
+    from memory.backends.sqlite import vectors as vector_store
+
+    def not_from_the_table(*args: Any) -> None:
+        raise AssertionError("the namespace's vectors were read from the table")
+
+    rng = np.random.default_rng(12)
+    vectors = rng.standard_normal((600, DIM)).astype(np.float32)
+    with (
+        SQLiteBackend(db_path) as copy,
+        SQLiteBackend(db_path, vector_cache_mb=0) as table,
+    ):
+        copy.ensure_vector_space(MODEL, DIM)
+        items = _fill(copy, vectors)
+        f = flt(**filter_fields)
+
+        def same_hits() -> None:
+            for _ in range(5):
+                query = unit(rng)
+                with monkeypatch.context() as patched:
+                    patched.setattr(vector_store, "_exact", not_from_the_table)
+                    patched.setattr(vector_store, "_rescore", not_from_the_table)
+                    got = copy.search_vector(f, MODEL, query, 10)
+                want = table.search_vector(f, MODEL, query, 10)
+                assert got and [(h.id, h.score, h.fields) for h in got] == [(h.id, h.score, h.fields) for h in want]
+                assert [h.id for h in want] == [e[0] for e in _brute_force(items, vectors, query, f, 10)]
+
+        same_hits()
+        assert not table._codes._indexes  # without a float budget the table is read, as before
+        for n in range(100, 106):  # new vectors for some: their old entries in the copy are stale now
+            vectors[n] = rng.standard_normal(DIM).astype(np.float32)
+            copy.replace(items[n], vectors[n], ledger_entry("update", items[n].id, "default", NOW, after=items[n]))
+        gone = items[110:113]
+        entries = [ledger_entry("delete", i.id, "default", NOW, before=i) for i in gone]
+        copy.delete("default", [i.id for i in gone], entries)
+        kept = [n for n, item in enumerate(items) if item not in gone]
+        items, vectors = [items[n] for n in kept], vectors[kept]
+        same_hits()
+
+
+def test_small_namespaces_leave_half_the_float_budget_to_large_ones(db_path: Path) -> None:
+    """Copies of namespaces under ``exact_limit`` vectors are made only within half of the total float budget.
+
+    Many small namespaces (one per user) would otherwise spend it all, first come first served, and a
+    large namespace opened later would lose the copy it needs. Past the half a small one is scanned
+    from the table, with the same results.
+    """
+    rng = np.random.default_rng(13)
+    sizes = {"a": 600, "b": 1_500, "c": 2_500}  # 36 bytes a copied 16-d vector: 21,600, 54,000 and 90,000
+    with SQLiteBackend(db_path) as backend:  # exact_limit 2,000: a and b are small
+        backend.ensure_vector_space(MODEL, DIM)
+        backend._codes.total_float_budget = 112_000  # half: 56,000
+        data = {ns: rng.standard_normal((n, DIM)).astype(np.float32) for ns, n in sizes.items()}
+        items = {ns: _fill(backend, data[ns], namespace=ns) for ns in sizes}
+        for ns in sizes:
+            f = flt(namespace=ns)
+            query = unit(rng)
+            hits = backend.search_vector(f, MODEL, query, 10)
+            assert [h.id for h in hits] == [e[0] for e in _brute_force(items[ns], data[ns], query, f, 10)]
+        copies = {key[2]: index for key, index in backend._codes._indexes.items()}
+        assert copies["a"].exact  # 21,600 within half the budget
+        assert "b" not in copies  # 54,000 more would pass half of it: scanned from the table, no copy made
+        assert copies["c"].exact  # the large one still has room for its 90,000
+
+
 @pytest.mark.parametrize("exact_limit", [10_000, 0], ids=["exact-scan", "float-copy"])
 def test_vector_hits_carry_the_rank_fields_the_store_holds(db_path: Path, exact_limit: int) -> None:
     # Recall ranks on created_at and importance; the vector channel reads them with its hits so

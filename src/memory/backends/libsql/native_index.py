@@ -117,6 +117,6 @@ class NativeIndexCache:
         """The namespace's candidates (nothing is held in process; ``counters`` are not needed)."""
         return NativeCandidates(conn, space, namespace)
 
-    def holds_vectors(self, space: vectors.Space, namespace: str, count: int) -> bool:
+    def holds_vectors(self, space: vectors.Space, namespace: str, count: int, share: float = 1.0) -> bool:
         """False: the native index holds no vectors in process."""
         return False

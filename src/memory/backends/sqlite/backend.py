@@ -95,7 +95,8 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
 
         ``busy_timeout`` is how long (seconds) a write waits for another
         process's lock; ``exact_limit`` is the number of filter matches up to
-        which vector search scans exactly; ``vector_cache_mb`` caps the
+        which vector search scans exactly (a whole namespace whose copy holds
+        its vectors is scored in the copy instead); ``vector_cache_mb`` caps the
         copy of a namespace's vectors (as stored: float16 or float32, with
         their lengths) kept in process for exact ranking above that (0 = sign
         bits only, approximate; see :mod:`.vectors`), and ``vector_cache_total_mb``
@@ -428,7 +429,9 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
 
         Above ``exact_limit`` filter matches, sign bits (refined by exact
         cosine from an in-process copy of the vectors) pick candidates, whose
-        scores come from that copy or from their stored vectors.
+        scores come from that copy or from their stored vectors. A whole
+        namespace whose copy holds its vectors is ranked from the copy at any
+        size (exactly while it is small).
         """
         where, params = compile_filter(flt)
         narrowed = (flt.user, flt.agent, flt.thread, flt.kinds, flt.tags_any, flt.tags_all, flt.ids)
