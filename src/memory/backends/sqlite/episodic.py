@@ -152,10 +152,13 @@ class SQLiteEpisodicStore(SQLEpisodicStore):
                 return []
             space, checked = found
             predicate = self.where(query, "i")  # vectors.search names the owner table ``i``
-            scope = self.where(
-                query.model_copy(update={"clearance": "secret", "include_expired": True, "created_after": None,
-                                         "created_before": None}), "i",
-            )  # fmt: skip
+            narrowed = (query.thread, query.user, query.agent, query.roles, query.after_turn, query.before_turn)
+            scope = None  # the whole namespace: ranked in its in-process copy when that holds its vectors
+            if any(part is not None for part in narrowed):
+                scope = self.where(
+                    query.model_copy(update={"clearance": "secret", "include_expired": True, "created_after": None,
+                                             "created_before": None}), "i",
+                )  # fmt: skip
             return vectors.search(
                 conn, self._b._codes, space, query.namespace, predicate, predicate, scope, checked, int(k),
                 exact_limit=self._b._exact_limit,
