@@ -22,6 +22,7 @@ from filter_reference import FilterReference
 from memory.backends import open_backend
 from memory.backends.base import ListOrder, NewRecord
 from memory.backends.sqlite import SQLiteBackend
+from memory.backends.sqlite import vectors as vectors_module
 from memory.backends.sqlite.connection import load_driver
 from memory.backends.sqlite.migrations import MIGRATIONS, apply_migrations
 from memory.errors import InvalidInputError, InvalidVectorError, NotFoundError, SchemaError, StorageError
@@ -484,52 +485,66 @@ SMALL_SCOPES = [
 SMALL_SCOPE_IDS = ["-".join(f"{k}={v}" for k, v in f.items()) for f in SMALL_SCOPES]
 
 
-@pytest.mark.parametrize("filter_fields", SMALL_SCOPES, ids=SMALL_SCOPE_IDS)
-def test_a_small_scope_of_a_large_namespace_is_scored_from_the_float_copy(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch, filter_fields: dict[str, Any]
+def _copy_matches_the_table(
+    path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    f: Filter,
+    seed: int,
+    count: int,
+    changed: list[int],
+    *,
+    exact_limit: int = vectors_module.DEFAULT_EXACT_LIMIT,
 ) -> None:
-    """A scope of at most ``exact_limit`` rows (60 or 600 of 3,000) is ranked exactly, its vectors from the copy.
+    """Searches scored from the float copy equal a reader with no copy and brute force, without the table's vectors.
 
-    The same hits, scores to the bit and rank fields as reading the vectors from the table (a reader
-    with no float copy), also once vectors of the scope were replaced and deleted since the copy was read.
+    Five searches; then ``changed`` rows get new vectors (their first six) or are deleted (the next
+    three), so the copy holds stale entries, and five more searches. The same hits, scores to the bit
+    and rank fields; the searching reader never reads vectors from the table for them.
     """
-    from memory.backends.sqlite import vectors as vector_store
 
     def not_from_the_table(*args: Any) -> None:
-        raise AssertionError("the scope's vectors were read from the table")
+        raise AssertionError("vectors were read from the table")
 
-    rng = np.random.default_rng(9)
-    vectors = rng.standard_normal((3000, DIM)).astype(np.float32)
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((count, DIM)).astype(np.float32)
     with (
-        SQLiteBackend(db_path, exact_limit=700) as copy,
-        SQLiteBackend(db_path, exact_limit=700, vector_cache_mb=0) as table,
+        SQLiteBackend(path, exact_limit=exact_limit) as copy,
+        SQLiteBackend(path, exact_limit=exact_limit, vector_cache_mb=0) as table,
     ):
         copy.ensure_vector_space(MODEL, DIM)
         items = _fill(copy, vectors)
-        f = flt(**filter_fields)
 
         def same_hits() -> None:
             for _ in range(5):
                 query = unit(rng)
                 with monkeypatch.context() as patched:
-                    patched.setattr(vector_store, "_exact", not_from_the_table)
+                    patched.setattr(vectors_module, "_exact", not_from_the_table)
+                    patched.setattr(vectors_module, "_rescore", not_from_the_table)
                     got = copy.search_vector(f, MODEL, query, 10)
                 want = table.search_vector(f, MODEL, query, 10)
                 assert got and [(h.id, h.score, h.fields) for h in got] == [(h.id, h.score, h.fields) for h in want]
                 assert [h.id for h in want] == [e[0] for e in _brute_force(items, vectors, query, f, 10)]
 
         same_hits()
-        assert not table._codes._indexes  # no copy could hold the vectors: none was read for the scope
-        in_scope = [n for n, item in enumerate(items) if item.user in ("u7", "u3")]
-        for n in in_scope[:6]:  # new vectors for some: their old entries in the copy are stale now
+        assert not table._codes._indexes  # without a float budget the table is read, as before
+        for n in changed[:6]:  # new vectors for some: their old entries in the copy are stale now
             vectors[n] = rng.standard_normal(DIM).astype(np.float32)
             copy.replace(items[n], vectors[n], ledger_entry("update", items[n].id, "default", NOW, after=items[n]))
-        gone = [items[n] for n in in_scope[6:9]]
+        gone = [items[n] for n in changed[6:9]]
         entries = [ledger_entry("delete", i.id, "default", NOW, before=i) for i in gone]
         copy.delete("default", [i.id for i in gone], entries)
         kept = [n for n, item in enumerate(items) if item not in gone]
         items, vectors = [items[n] for n in kept], vectors[kept]
         same_hits()
+
+
+@pytest.mark.parametrize("filter_fields", SMALL_SCOPES, ids=SMALL_SCOPE_IDS)
+def test_a_small_scope_of_a_large_namespace_is_scored_from_the_float_copy(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, filter_fields: dict[str, Any]
+) -> None:
+    """A scope of at most ``exact_limit`` rows (60 or 600 of 3,000) is ranked exactly, its vectors from the copy."""
+    in_scope = [n for n in range(3000) if n % 50 in (3, 7)]  # users u3 and u7 (see _fill)
+    _copy_matches_the_table(db_path, monkeypatch, flt(**filter_fields), 9, 3000, in_scope, exact_limit=700)
 
 
 WHOLE_NAMESPACE = [
@@ -548,46 +563,9 @@ def test_a_small_namespace_searched_whole_is_scored_from_the_float_copy(
 
     Its vectors are not read from the table for each search: every one is scored in the copy and the
     best are checked against the filter (those a filter turns away, policy, metadata or time, widen
-    the check). The same hits, scores to the bit and rank fields as reading every vector from the
-    table, also once vectors were replaced and deleted since the copy was read.
+    the check).
     """
-    from memory.backends.sqlite import vectors as vector_store
-
-    def not_from_the_table(*args: Any) -> None:
-        raise AssertionError("the namespace's vectors were read from the table")
-
-    rng = np.random.default_rng(12)
-    vectors = rng.standard_normal((600, DIM)).astype(np.float32)
-    with (
-        SQLiteBackend(db_path) as copy,
-        SQLiteBackend(db_path, vector_cache_mb=0) as table,
-    ):
-        copy.ensure_vector_space(MODEL, DIM)
-        items = _fill(copy, vectors)
-        f = flt(**filter_fields)
-
-        def same_hits() -> None:
-            for _ in range(5):
-                query = unit(rng)
-                with monkeypatch.context() as patched:
-                    patched.setattr(vector_store, "_exact", not_from_the_table)
-                    patched.setattr(vector_store, "_rescore", not_from_the_table)
-                    got = copy.search_vector(f, MODEL, query, 10)
-                want = table.search_vector(f, MODEL, query, 10)
-                assert got and [(h.id, h.score, h.fields) for h in got] == [(h.id, h.score, h.fields) for h in want]
-                assert [h.id for h in want] == [e[0] for e in _brute_force(items, vectors, query, f, 10)]
-
-        same_hits()
-        assert not table._codes._indexes  # without a float budget the table is read, as before
-        for n in range(100, 106):  # new vectors for some: their old entries in the copy are stale now
-            vectors[n] = rng.standard_normal(DIM).astype(np.float32)
-            copy.replace(items[n], vectors[n], ledger_entry("update", items[n].id, "default", NOW, after=items[n]))
-        gone = items[110:113]
-        entries = [ledger_entry("delete", i.id, "default", NOW, before=i) for i in gone]
-        copy.delete("default", [i.id for i in gone], entries)
-        kept = [n for n, item in enumerate(items) if item not in gone]
-        items, vectors = [items[n] for n in kept], vectors[kept]
-        same_hits()
+    _copy_matches_the_table(db_path, monkeypatch, flt(**filter_fields), 12, 600, list(range(100, 109)))
 
 
 def test_small_namespaces_leave_half_the_float_budget_to_large_ones(db_path: Path) -> None:
