@@ -134,6 +134,8 @@ def test_a_copy_that_grows_past_the_shared_budget_keeps_sign_bits_only(tmp_path:
         hits = reader.search_vector(flt(namespace="b"), MODEL, query, 10)
         assert copies["a"].exact and not copies["b"].exact and copies["b"].size == 4300
         assert reader._codes.float_bytes <= 1024 * 1024 and len(hits) == 10
+        # The running total the budget is checked against is what the copies hold, after growth and a drop.
+        assert reader._codes.float_bytes == sum(index.float_bytes for index in reader._codes._indexes.values())
 
 
 def test_cache_budgets_must_be_non_negative_integers(tmp_path: Path) -> None:
