@@ -147,9 +147,10 @@ DEFAULT_MIN_CANDIDATES = 1_000
 #: scoring the pool costs 0.24, 0.41 and 0.81 ms (HNSW in Chroma 1.5.9 finds 0.912 of them).
 FLOAT_POOL = 1_000
 FLOAT_POOL_SHARE = 0.01
-#: Share of ``DEFAULT_TOTAL_FLOAT_CACHE_BYTES`` (of the total budget) that all copies together may have spent
-#: for a namespace under ``exact_limit`` vectors to get one: many small namespaces (a store of one per user)
-#: never take the room a large one opened later needs. Beyond it a small namespace is scanned from the table.
+#: Share of the total float budget (:class:`CodeCache`'s ``total_float_budget``) that all copies together may
+#: have spent for a namespace under ``exact_limit`` vectors to get one: many small namespaces (a store of one
+#: per user) never take the room a large one opened later needs. Beyond it a small namespace is scanned from
+#: the table.
 SMALL_COPY_SHARE = 0.5
 #: Per-namespace budget for keeping the vectors in process (as stored: float16 in spaces made since 0016, with a
 #: float32 length each; 772 bytes a MiniLM vector); sign bits only beyond it.
@@ -1099,7 +1100,8 @@ def search(
     if stored == 0:  # e.g. a window space no memory of this namespace uses
         return []
     held = cache.holds_vectors(space, namespace, stored, 1.0 if stored > exact_limit else SMALL_COPY_SHARE)
-    if scope is None and (held or stored > exact_limit):  # the whole namespace: candidates from its copy
+    whole = scope is None and held  # the whole namespace, its vectors in process: ranked in the copy at any size
+    if whole or (scope is None and stored > exact_limit):  # the namespace holds at least as many items as vectors
         in_scope = stored
     else:
         where_scope, scope_params = scope if scope is not None else ("i.namespace = ?", [namespace])
@@ -1107,7 +1109,7 @@ def search(
             f"SELECT count(*) FROM (SELECT 1 FROM {space.owner_table} i WHERE {where_scope} LIMIT ?)",
             [*scope_params, exact_limit + 1],
         ).fetchone()[0]
-    if in_scope <= exact_limit and not (scope is None and held):
+    if in_scope <= exact_limit and not whole:
         if stored > exact_limit and held:  # the copy has them in memory
             copy = cache.refresh(conn, space, namespace, counters)
             hits = _exact_from_copy(conn, space, copy, where, params, query, k)
