@@ -194,6 +194,27 @@ def test_missing_wrong_and_revoked_keys(live: Live) -> None:
         assert "revoked" in str(_problem(c.get("/v1/namespaces/a/memories"), 401)["detail"])
 
 
+def test_openapi_declares_both_key_headers_on_every_api_operation(live: Live) -> None:
+    # The key is read by the operation itself (no security dependency runs per request), so the
+    # document must say on its own how every /v1 operation is authenticated.
+    with live.client(None) as c:
+        spec = c.get("/openapi.json").json()
+    schemes = spec["components"]["securitySchemes"]
+    assert schemes["HTTPBearer"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": schemes["HTTPBearer"]["description"],
+    }
+    assert {k: schemes["APIKeyHeader"][k] for k in ("type", "in", "name")} == {
+        "type": "apiKey", "in": "header", "name": "X-API-Key",
+    }  # fmt: skip
+    operations = [(path, op) for path, methods in spec["paths"].items() for op in methods.values()]
+    api = [op for path, op in operations if path.startswith("/v1/")]
+    assert len(api) > 30
+    assert all(op["security"] == [{"HTTPBearer": []}, {"APIKeyHeader": []}] for op in api)
+    assert all("security" not in op for path, op in operations if path == "/healthz")
+
+
 def test_read_only_key_cannot_write(live: Live) -> None:
     mid = live.mem.remember("kept", namespace="a")
     with live.client("a_ro") as c:
