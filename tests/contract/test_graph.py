@@ -210,6 +210,39 @@ def test_paths_neighbors_and_query_graph(graph_mem: Memory) -> None:
         mem.graph.neighbors("Nobody")
 
 
+def test_has_entities_answers_per_namespace_until_the_last_entity_goes(graph_mem: Memory) -> None:
+    mem = graph_mem
+    store = mem.graph.store
+    assert not store.has_entities("default") and not store.has_entities("ns1")
+    only = mem.remember("Alice moved to Berlin", namespace="ns1", extract="inline")
+    assert store.has_entities("ns1") and not store.has_entities("default")
+    mem.forget([only], namespace="ns1")  # nothing mentions or relates its entities any more
+    assert not store.has_entities("ns1")
+
+
+def test_a_namespace_without_entities_skips_the_graph_lookups(
+    graph_mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem = graph_mem
+    plain = mem.remember("Alice moved to Berlin.", namespace="plain")
+    berlin = mem.remember("Alice moved to Berlin.", namespace="graph", extract="inline")
+    store = mem.graph.store
+    looked_up: list[str] = []
+    for name in ("find_entities", "search_relations"):
+        original = getattr(type(store), name)
+
+        def spy(self: GraphStore, namespace: str, *args: object, _original: object = original) -> object:
+            looked_up.append(namespace)
+            return _original(self, namespace, *args)  # type: ignore[operator]
+
+        monkeypatch.setattr(type(store), name, spy)
+    assert [h.id for h in mem.recall("Alice", namespace="plain")] == [plain]
+    assert looked_up == []  # no entity: the channel read nothing but the one probe
+    hits = mem.recall("Alice", namespace="graph")
+    assert [h.id for h in hits] == [berlin] and "graph" in hits[0].channels
+    assert set(looked_up) == {"graph"}
+
+
 def test_graph_channel_finds_memories_through_entities_and_respects_the_filter(graph_mem: Memory) -> None:
     mem = graph_mem
     berlin = mem.remember("Alice moved to Berlin.", user="u1", extract="inline")

@@ -174,6 +174,10 @@ class GraphStore(Protocol):
         """Entities whose normalised name or alias equals one of ``names`` normalised."""
         ...
 
+    def has_entities(self, namespace: str) -> bool:
+        """Whether the namespace holds any entity (without one it has no relation or mention either)."""
+        ...
+
     def list_entities(self, namespace: str, limit: int, type: str | None = None) -> builtins.list[Entity]:
         """Entities of a namespace by name, optionally of one type."""
         ...

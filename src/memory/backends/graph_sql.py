@@ -248,6 +248,14 @@ class SQLGraphStore:
             )
         return [self._entity(r) for r in rows]
 
+    def has_entities(self, namespace: str) -> bool:
+        """Whether the namespace holds an entity (one index probe); see GraphStore."""
+        d = self._d
+        if not d.storable(namespace):
+            return False
+        with d.read() as conn:
+            return bool(d.rows(conn, "SELECT 1 FROM graph_entities WHERE namespace = ? LIMIT 1", [namespace]))
+
     def list_entities(self, namespace: str, limit: int, type: str | None = None) -> builtins.list[Entity]:
         """Entities by name; see GraphStore."""
         d = self._d

@@ -68,6 +68,8 @@ def graph_channel(
     (``search_entities``, at least :data:`ENTITY_MIN_SIMILARITY`) seed it too, weighted by similarity.
     """
     ns = flt.namespace
+    if not store.has_entities(ns):  # no extraction ran here: nothing to reach, and no query to parse for names
+        return []
     names = [e.name for e in find_entity_spans(text)] + list(terms)
     seeds = {e.id: 1.0 for e in store.find_entities(ns, names)}
     if entity_vectors and vector is not None and model is not None:
