@@ -44,6 +44,22 @@ def test_a_write_committed_on_the_main_connection_is_found_lexically(tmp_path: P
         assert [hit.id for hit in backend.search_lexical(flt(), ["lisbon"], 5)] == [added.id]
 
 
+def test_contents_do_not_wait_for_a_search_holding_the_main_connection(tmp_path: Path) -> None:
+    # Recall's feedback reads its lexical candidates' texts on the lexical thread while the vector
+    # search holds the main connection: they are read on a lexical connection instead of waiting.
+    ids = _store(tmp_path / "texts.db")
+    with SQLiteBackend(tmp_path / "texts.db") as backend:
+        found: dict[str, str] = {}
+        with backend._lock:  # what a vector search in another thread holds
+            reader = threading.Thread(target=lambda: found.update(backend.contents("default", ids[:3])))
+            reader.start()
+            reader.join(timeout=10)
+            assert not reader.is_alive()
+        assert found == {i: f"note {n} about {'tea' if n % 3 else 'coffee'} in berlin" for n, i in enumerate(ids[:3])}
+        backend.concurrent_reads = False  # type: ignore[misc]  # libSQL's case: the main connection, same texts
+        assert backend.contents("default", ids[:3]) == found
+
+
 def test_recall_runs_the_lexical_channel_on_its_worker_thread(tmp_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with Memory(tmp_db, embedder="hashing") as mem:
         mem.remember_batch([f"note {n} about the tram to work" for n in range(30)])

@@ -19,6 +19,7 @@ from __future__ import annotations
 import builtins
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict
 
@@ -179,12 +180,16 @@ class SQLItemStore(SQLItemWrites[S]):
                 out[str(item_id)] = RankFields(when, float(importance), role, speaker)
         return out
 
+    def _side_read(self) -> AbstractContextManager[Any]:
+        """A read that recall makes beside a vector search in another thread (the engine's read by default)."""
+        return self.dialect.read()
+
     def contents(self, namespace: str, ids: Sequence[str]) -> dict[str, str]:
         """The content of the items ``ids`` in ``namespace``, by id (no rows decoded); unknown ids omitted."""
         if not ids or not self.dialect.storable(namespace):
             return {}
         where, params = self._by_ids(namespace, ids)
-        with self.dialect.read() as conn:
+        with self._side_read() as conn:
             rows = self.dialect.rows(conn, f"SELECT i.id, i.content FROM items i WHERE {where}", params)
         return {str(item_id): str(content) for item_id, content in rows}
 

@@ -378,6 +378,11 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
             )  # fmt: skip
         return [ChannelHit(item_id, -rank) for item_id, rank in hits]
 
+    def _side_read(self) -> AbstractContextManager[Any]:
+        """Recall's reads beside a vector search (its lexical candidates' texts) take a lexical channel's
+        connection: on the main one they would wait for the vector search that holds it."""
+        return self._lexical_read()
+
     @contextmanager
     def _lexical_read(self) -> Iterator[Any]:
         """A connection of the lexical channel's own (at most :data:`LEXICAL_READERS`, opened when needed).
