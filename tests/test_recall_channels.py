@@ -62,7 +62,10 @@ def _ranked(mem: Memory, query: str) -> list[tuple[str, float, tuple[str, ...]]]
     return [(h.item.content, round(h.score, 9), tuple(sorted(h.channels))) for h in mem.recall(query, limit=5)]
 
 
-def test_same_ranking_with_and_without_the_side_thread() -> None:
+def test_same_ranking_with_and_without_the_side_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    import memory.retrieval.recall as recall_module
+
+    monkeypatch.setattr(recall_module, "LEXICAL_INLINE_CPU", 0.0)  # on the side thread however cheap
     side, plain = ConcurrentInMemory(), ThrowawaySQLiteBackend()
     with _memory(side) as a, _memory(plain) as b:
         for query in ("support group Caroline", "Melanie painting", "adoption", "pottery for kids"):

@@ -76,6 +76,41 @@ def test_recall_runs_the_lexical_channel_on_its_worker_thread(tmp_db: str, monke
         assert seen and all(name.startswith("memory-recall") for name in seen)
 
 
+def test_a_cheap_lexical_channel_runs_on_the_recalling_thread(tmp_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memory.retrieval.recall as recall_module
+
+    with Memory(tmp_db, embedder="hashing") as mem:
+        mem.remember_batch([f"note {n} about the tram to work" for n in range(30)])
+        mem.remember_batch([f"note {n} about the tram to work" for n in range(30)], namespace="other")
+        seen: list[str] = []
+        search = type(mem.backend).search_lexical
+
+        def spy(self: SQLiteBackend, *args: object, **kwargs: object) -> object:
+            seen.append(threading.current_thread().name)
+            return search(self, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(type(mem.backend), "search_lexical", spy)
+        first = mem.recall("tram to work", limit=5)  # its cost is not known yet: on a worker
+        assert seen and all(name.startswith("memory-recall") for name in seen)
+        for _ in range(4):  # its first (cold) cost fades from the average: 30 short notes cost far less
+            seen.clear()
+            again = mem.recall("tram to work", limit=5)
+        assert seen and all(name == threading.current_thread().name for name in seen)
+        ranks = [
+            [(h.id, {name: (c.rank, c.raw) for name, c in h.channels.items()}) for h in hits] for hits in (first, again)
+        ]
+        assert ranks[0] == ranks[1]  # the same channels' hits (the final scores move with the clock's recency)
+
+        monkeypatch.setattr(recall_module, "LEXICAL_INLINE_CPU", 0.0)  # every namespace's channel is costly now
+        seen.clear()
+        mem.recall("tram to work", limit=5)
+        assert seen and all(name.startswith("memory-recall") for name in seen)
+
+        monkeypatch.setattr(recall_module, "LEXICAL_COSTS_KEPT", 1)
+        mem.recall("tram to work", limit=5, namespace="other")  # forgets the default namespace's cost
+        assert list(mem._recall._lexical_cpu) == ["other"]
+
+
 def test_recalls_and_writes_from_many_threads(tmp_db: str) -> None:
     with Memory(tmp_db, embedder="hashing") as mem:
         mem.remember_batch([f"seed {n}: tea in berlin" for n in range(50)])
