@@ -60,17 +60,23 @@ def test_contents_do_not_wait_for_a_search_holding_the_main_connection(tmp_path:
         assert backend.contents("default", ids[:3]) == found
 
 
+def _lexical_threads(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the threads that run ``mem``'s lexical searches from now on, in order."""
+    seen: list[str] = []
+    search = type(mem.backend).search_lexical
+
+    def spy(self: SQLiteBackend, *args: object, **kwargs: object) -> object:
+        seen.append(threading.current_thread().name)
+        return search(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(mem.backend), "search_lexical", spy)
+    return seen
+
+
 def test_recall_runs_the_lexical_channel_on_its_worker_thread(tmp_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with Memory(tmp_db, embedder="hashing") as mem:
         mem.remember_batch([f"note {n} about the tram to work" for n in range(30)])
-        seen: list[str] = []
-        search = type(mem.backend).search_lexical
-
-        def spy(self: SQLiteBackend, *args: object, **kwargs: object) -> object:
-            seen.append(threading.current_thread().name)
-            return search(self, *args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(type(mem.backend), "search_lexical", spy)
+        seen = _lexical_threads(mem, monkeypatch)
         hits = mem.recall("tram to work", limit=5)
         assert len(hits) == 5 and "lexical" in hits[0].channels
         assert seen and all(name.startswith("memory-recall") for name in seen)
@@ -82,14 +88,7 @@ def test_a_cheap_lexical_channel_runs_on_the_recalling_thread(tmp_db: str, monke
     with Memory(tmp_db, embedder="hashing") as mem:
         mem.remember_batch([f"note {n} about the tram to work" for n in range(30)])
         mem.remember_batch([f"note {n} about the tram to work" for n in range(30)], namespace="other")
-        seen: list[str] = []
-        search = type(mem.backend).search_lexical
-
-        def spy(self: SQLiteBackend, *args: object, **kwargs: object) -> object:
-            seen.append(threading.current_thread().name)
-            return search(self, *args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(type(mem.backend), "search_lexical", spy)
+        seen = _lexical_threads(mem, monkeypatch)
         first = mem.recall("tram to work", limit=5)  # its cost is not known yet: on a worker
         assert seen and all(name.startswith("memory-recall") for name in seen)
         for _ in range(4):  # its first (cold) cost fades from the average: 30 short notes cost far less
