@@ -42,8 +42,8 @@ log = logging.getLogger(__name__)
 CHANNEL_WORKERS = 4
 #: A namespace whose lexical channels took less CPU than this (seconds, a moving average) runs them on the
 #: recalling thread: handing them to a worker and waiting costs more than running them beside the vector
-#: channel saves (a 30-memory namespace: 2.7 -> 2.0 ms a recall; LoCoMo 8.5-10.0 -> 8.0-8.3 ms), while a
-#: large namespace's (~10 ms at 100k memories) still runs beside the query's embedding and vector search.
+#: channel saves (a 30-memory namespace: 2.4 -> 1.9 ms a recall; LoCoMo p50 7.9 -> 7.4-7.5 ms), while a
+#: large namespace's (~17 ms at 100k memories) still runs beside the query's embedding and vector search.
 LEXICAL_INLINE_CPU = 0.002
 #: (A namespace's first channels cost more, cold: 2.6 ms in a 30-memory one, then ~0.3; the average halves
 #: the gap at each recall.) Namespaces whose lexical cost is remembered; past it the longest-known is forgotten.
