@@ -102,3 +102,19 @@ def test_close_stops_the_side_thread() -> None:
     assert own
     mem.close()
     assert not any(t.is_alive() for t in own)
+
+
+def test_the_lexical_cost_forgets_the_cold_first_recall_then_averages() -> None:
+    from memory.retrieval.recall import LEXICAL_INLINE_CPU
+
+    with _memory(ThrowawaySQLiteBackend()) as mem:
+        recall = mem._recall
+        assert recall._lexical_is_costly("ns")  # unknown: on the worker
+        recall._note_lexical_cpu("ns", 10 * LEXICAL_INLINE_CPU)  # the cold first recall
+        assert recall._lexical_is_costly("ns")
+        recall._note_lexical_cpu("ns", LEXICAL_INLINE_CPU / 4)  # replaces it
+        assert not recall._lexical_is_costly("ns")
+        recall._note_lexical_cpu("ns", 2 * LEXICAL_INLINE_CPU)  # averaged: 1.125 times the bound
+        assert recall._lexical_is_costly("ns")
+        recall._note_lexical_cpu("ns", 0.0)
+        assert not recall._lexical_is_costly("ns") and recall._lexical_is_costly("other")  # per namespace

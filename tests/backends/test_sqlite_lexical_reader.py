@@ -89,9 +89,11 @@ def test_a_cheap_lexical_channel_runs_on_the_recalling_thread(tmp_db: str, monke
         mem.remember_batch([f"note {n} about the tram to work" for n in range(30)])
         mem.remember_batch([f"note {n} about the tram to work" for n in range(30)], namespace="other")
         seen = _lexical_threads(mem, monkeypatch)
+        # The bound far above what 30 short notes cost on any machine: the routing is tested, not the speed.
+        monkeypatch.setattr(recall_module, "LEXICAL_INLINE_CPU", 0.05)
         first = mem.recall("tram to work", limit=5)  # its cost is not known yet: on a worker
         assert seen and all(name.startswith("memory-recall") for name in seen)
-        for _ in range(4):  # its first (cold) cost fades from the average: 30 short notes cost far less
+        for _ in range(2):  # on the worker or not, as the first (cold) cost says; then as the second says
             seen.clear()
             again = mem.recall("tram to work", limit=5)
         assert seen and all(name == threading.current_thread().name for name in seen)

@@ -41,12 +41,14 @@ log = logging.getLogger(__name__)
 #: Worker threads for the lexical channels of concurrent recalls (a backend with concurrent reads).
 CHANNEL_WORKERS = 4
 #: A namespace whose lexical channels took less CPU than this (seconds, a moving average) runs them on the
-#: recalling thread: handing them to a worker and waiting costs more than running them beside the vector
-#: channel saves (a 30-memory namespace: 2.4 -> 1.9 ms a recall; LoCoMo p50 7.9 -> 7.4-7.5 ms), while a
-#: large namespace's (~17 ms at 100k memories) still runs beside the query's embedding and vector search.
+#: recalling thread: work that small is mostly Python on both sides, which the GIL does not overlap, so
+#: handing it to a worker and waiting costs more than it saves (a 30-memory namespace: 2.4 -> 1.9 ms a
+#: recall). Larger namespaces' channels (a LoCoMo conversation's ~5.5 ms, 100k memories' ~17 ms) still run
+#: beside the query's embedding and vector search.
 LEXICAL_INLINE_CPU = 0.002
-#: (A namespace's first channels cost more, cold: 2.6 ms in a 30-memory one, then ~0.3; the average halves
-#: the gap at each recall.) Namespaces whose lexical cost is remembered; past it the longest-known is forgotten.
+#: A namespace's first channels cost more, cold (2.6 ms in a 30-memory one, then ~0.3; more on a process's
+#: first recall): the second cost replaces the first, and later ones are averaged (each halves the gap).
+#: Namespaces whose lexical cost is remembered; past it the longest-known is forgotten.
 LEXICAL_COSTS_KEPT = 4096
 #: After a lone channel's first hits held chat turns whose speakers scale scores, or window and own vectors
 #: merged from searches cut short (so all candidates were asked for after all), recalls in that namespace ask
@@ -95,8 +97,9 @@ class Recall:
         self._channel_pool_lock = threading.Lock()
         #: Namespace -> recalls left that skip the decisive depth (see BOUND_RETRY).
         self._unbounded: dict[str, int] = {}
-        #: Namespace -> CPU seconds its lexical channels took (a moving average; see LEXICAL_INLINE_CPU).
-        self._lexical_cpu: dict[str, float] = {}
+        #: Namespace -> CPU seconds its lexical channels took (a moving average; see LEXICAL_INLINE_CPU), and
+        #: whether that is past the first, cold cost.
+        self._lexical_cpu: dict[str, tuple[float, bool]] = {}
         self._lexical_cpu_lock = threading.Lock()
 
     def close(self) -> None:
@@ -339,15 +342,19 @@ class Recall:
 
     def _lexical_is_costly(self, namespace: str) -> bool:
         """Whether ``namespace``'s lexical channels are worth a worker thread (not known yet: they are)."""
-        cost = self._lexical_cpu.get(namespace)
-        return cost is None or cost >= LEXICAL_INLINE_CPU
+        known = self._lexical_cpu.get(namespace)
+        return known is None or known[0] >= LEXICAL_INLINE_CPU
 
     def _note_lexical_cpu(self, namespace: str, seconds: float) -> None:
         with self._lexical_cpu_lock:
             known = self._lexical_cpu.get(namespace)
-            if known is None and len(self._lexical_cpu) >= LEXICAL_COSTS_KEPT:
-                del self._lexical_cpu[next(iter(self._lexical_cpu))]
-            self._lexical_cpu[namespace] = seconds if known is None else (known + seconds) / 2
+            if known is None:
+                if len(self._lexical_cpu) >= LEXICAL_COSTS_KEPT:
+                    del self._lexical_cpu[next(iter(self._lexical_cpu))]
+                self._lexical_cpu[namespace] = (seconds, False)
+            else:
+                cost, warm = known
+                self._lexical_cpu[namespace] = ((cost + seconds) / 2 if warm else seconds, True)
 
     def _lexical_channels(
         self, flt: Filter, terms: builtins.list[str], k: int, config: RetrievalConfig
