@@ -65,10 +65,11 @@ def test_round_trip_is_lossless(make_memory: Callable[..., Memory], tmp_path: ob
 
 def test_secret_messages_need_clearance_to_leave(mem: Memory) -> None:
     mem.messages.append("t1", "visible")
-    mem.messages.append("t1", "the pin is 2222", sensitivity="secret")
+    # Not digits: a time-ordered id (hex) holds "2222" for minutes on end, and this test then failed.
+    mem.messages.append("t1", "the pin is swordfish", sensitivity="secret")
     out = io.StringIO()
     mem.export(out)
-    assert "2222" not in out.getvalue() and "visible" in out.getvalue()
+    assert "swordfish" not in out.getvalue() and "visible" in out.getvalue()
 
 
 def test_memory_only_filters_leave_conversations_out(mem: Memory) -> None:

@@ -167,7 +167,7 @@ def test_block_history_and_tiers_snapshot(live: Live) -> None:
     mem.blocks.replace("user_info", "Alice lives in Berlin.", user="alice", namespace="a", reason="first")
     mem.blocks.append("user_info", "Likes tea.", user="alice", namespace="a", reason="second")
     mem.tiers.add_page("Where is a dentist?", "Near Kreuzberg.", agent="g", user="alice", namespace="a", record=False)
-    mem.tiers.add_page("My PIN?", "It is 9999.", agent="g", user="alice", namespace="a", record=False,
+    mem.tiers.add_page("My PIN?", "It is swordfish.", agent="g", user="alice", namespace="a", record=False,
                        sensitivity="secret")  # fmt: skip
     with live.client("a") as c:
         history = c.get(f"{NS}/blocks/user_info/history", params={"user": "alice"}).json()["changes"]
@@ -175,11 +175,11 @@ def test_block_history_and_tiers_snapshot(live: Live) -> None:
         assert history[1]["before"] == "Alice lives in Berlin." and "Likes tea." in history[1]["after"]
         assert c.get(f"{NS}/tiers/owners").json()["owners"] == [["g", "alice"]]
         snap = c.get(f"{NS}/tiers/snapshot", params={"agent": "g", "user": "alice"})
-        assert snap.status_code == 200 and "9999" not in snap.text and '"vector"' not in snap.text
+        assert snap.status_code == 200 and "swordfish" not in snap.text and '"vector"' not in snap.text
         assert [p["query"] for p in snap.json()["stm"]] == ["Where is a dentist?"]
     with live.client("a_secret") as c:
         snap = c.get(f"{NS}/tiers/snapshot", params={"agent": "g", "user": "alice", "clearance": "secret"})
-        assert "9999" in snap.text
+        assert "swordfish" in snap.text
 
 
 def test_prompt_versions_carry_their_rewards(live: Live) -> None:

@@ -98,16 +98,16 @@ def test_stdio_tools_resources_and_errors(tmp_path: Path) -> None:
             with pytest.raises(Exception, match="NotFoundError"):
                 await client.read_resource(f"memory://default/memories/{other}")
 
-            secret = _data(await client.call_tool("remember", {"content": "pin is 9911", "sensitivity": "secret"}))
+            secret = _data(await client.call_tool("remember", {"content": "pin is swordfish", "sensitivity": "secret"}))
             hits = _data(await client.call_tool("recall", {"query": "pin"}))["hits"]
-            assert all("9911" not in h["item"]["content"] for h in hits)
+            assert all("swordfish" not in h["item"]["content"] for h in hits)
             denied = await client.call_tool("get", {"id": secret["id"], "clearance": "secret"})
             assert denied.is_error and "PermissionDeniedError" in denied.content[0].text
             history = await client.call_tool("history", {"id": secret["id"]})  # a secret's history is unknown
             assert history.is_error and "NotFoundError" in history.content[0].text
-            assert "9911" not in history.content[0].text
+            assert "swordfish" not in history.content[0].text  # a word: a hex id may hold digits
             listed = _data(await client.call_tool("list", {"limit": 100}))
-            assert all("9911" not in i["content"] for i in listed["items"])
+            assert all("swordfish" not in i["content"] for i in listed["items"])
             assert _data(await client.call_tool("forget", {"id": mid})) == {"deleted": 1}
 
             said = _data(await client.call_tool("append_message", {"thread": "t9", "content": "I moved to Lyon"}))
