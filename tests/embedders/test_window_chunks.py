@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -102,17 +101,6 @@ def test_pieces_of_a_windowed_embedder_are_still_capped_by_characters() -> None:
     assert [len(c) for c in text_chunks(embedder, text)] == [CHUNK_CHARS, CHUNK_CHARS, 10]
 
 
-def test_wrappers_cut_as_the_embedder_they_wrap(tmp_path: Path) -> None:
-    from memory.bench.vector_cache import DiskCachedEmbedder
-    from memory.embedders.batching import batching
-
-    text = "red green blue cyan magenta yellow black white grey"
-    expected = text_chunks(_Windowed(), text)
-    assert text_chunks(batching(_Windowed()), text) == expected
-    assert text_chunks(DiskCachedEmbedder(_Windowed(), tmp_path), text) == expected
-    assert text_chunks(DiskCachedEmbedder(HashingEmbedder(), tmp_path / "h"), text) == [text]
-
-
 @pytest.fixture(scope="module")
 def minilm() -> Embedder:
     from memory.embedders.minilm import MiniLMEmbedder
@@ -149,12 +137,14 @@ class TestMiniLMWindow:
         chunked_a, chunked_b = embed_chunked(minilm, [a, b])
         assert float(chunked_a @ chunked_b) < 0.99
 
-    def test_the_sync_audit_counts_the_pieces(self, minilm: Embedder, tmp_path: Path) -> None:
+    def test_the_sync_audit_counts_the_pieces(self, minilm: Embedder, tmp_path: object) -> None:
+        from pathlib import Path
+
         from memory import Memory
 
         text = " ".join(f"The weather report for day {i} said rain and wind." for i in range(30))
         assert len(text) < CHUNK_CHARS  # one piece by characters, two for MiniLM's window
-        with Memory(f"sqlite:///{tmp_path / 'm.db'}", embedder=minilm) as mem:
+        with Memory(f"sqlite:///{Path(str(tmp_path)) / 'm.db'}", embedder=minilm) as mem:
             message = mem.messages.append("t1", text)
             assert mem.run_sync().messages_done == 1
             (audit,) = [e for e in mem.history(message.id) if e.op == "embed"]
