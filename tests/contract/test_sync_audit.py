@@ -111,7 +111,7 @@ def test_an_audit_entry_written_last_does_not_mask_a_secret_state(amem: Memory) 
 
     mid = amem.remember("the alarm code is 9876")
     amem.update(mid, sensitivity="secret")
-    row = Embedded(mid, amem.namespace, "memory", 22, 1, "normal", None)
+    row = Embedded(mid, amem.namespace, "memory", 22, "normal", None)
     entries = audit_entries([row], job="semantic_sync", model="m", dim=3, batch="b", worker="w", at=amem.now())
     assert write_audit(amem.backend, entries) == 1
     assert [e.op for e in amem.history(mid, clearance="secret")] == ["add", "update", "embed"]
@@ -126,7 +126,7 @@ def test_a_backend_without_the_ledger_capability_skips_the_audit(amem: Memory, c
 
     assert isinstance(amem.backend, LedgerTransfer)
     mid = amem.remember("the fern needs water")
-    row = Embedded(mid, amem.namespace, "memory", 20, 1, "normal", None)
+    row = Embedded(mid, amem.namespace, "memory", 20, "normal", None)
     entries = audit_entries([row], job="semantic_sync", model="m", dim=3, batch="b", worker="w", at=amem.now())
     with caplog.at_level("WARNING", logger="memory.episodic.audit"):
         assert write_audit(object(), entries) == 0

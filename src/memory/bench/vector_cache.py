@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from memory.embedders.base import Embedder, text_chunks
+from memory.embedders.base import Embedder
 
 __all__ = ["DiskCachedEmbedder", "cache_root", "text_key"]
 
@@ -76,10 +76,6 @@ class DiskCachedEmbedder:
             if rows.ndim != 2 or rows.shape != (keys.shape[0], self.inner.dimension):
                 continue
             self._known.update(zip((int(k) for k in keys), rows.astype(np.float32), strict=True))
-
-    def split_for_window(self, text: str) -> list[str]:
-        """``text`` as the wrapped embedder cuts it (:func:`~memory.embedders.base.text_chunks`)."""
-        return text_chunks(self.inner, text)
 
     def embed_batch(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Rows for ``texts``: cached ones from disk, the rest embedded (and cached)."""

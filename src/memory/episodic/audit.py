@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memory.backends.base import LedgerTransfer
+from memory.embedders.base import CHUNK_CHARS
 from memory.ids import new_id
 from memory.types import LedgerEntry
 
@@ -37,7 +38,7 @@ AUDIT_OP = "embed"
 class Embedded:
     """One row the job embedded: its id, namespace, source kind, text length, sensitivity and thread."""
 
-    __slots__ = ("id", "namespace", "source", "chars", "chunks", "sensitivity", "thread")
+    __slots__ = ("id", "namespace", "source", "chars", "sensitivity", "thread")
 
     def __init__(
         self,
@@ -45,16 +46,14 @@ class Embedded:
         namespace: str,
         source: Literal["message", "memory"],
         chars: int,
-        chunks: int,
         sensitivity: str,
         thread: str | None,
     ) -> None:
-        """Describe one embedded row: its text's length and the pieces it was embedded in."""
+        """Describe one embedded row."""
         self.id = id
         self.namespace = namespace
         self.source = source
         self.chars = chars
-        self.chunks = chunks
         self.sensitivity = sensitivity
         self.thread = thread
 
@@ -67,7 +66,7 @@ def audit_entries(
     for row in rows:
         record: dict[str, Any] = {
             "job": job, "source": row.source, "embedding_model": model, "dim": dim, "chars": row.chars,
-            "chunks": row.chunks, "batch": batch, "worker": worker,
+            "chunks": max(1, -(-row.chars // CHUNK_CHARS)), "batch": batch, "worker": worker,
             "sensitivity": row.sensitivity, "thread": row.thread,
         }  # fmt: skip
         entries.append(

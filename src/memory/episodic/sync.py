@@ -15,10 +15,8 @@ transaction. So:
   error (retried by the next run); the rows not tried yet are released.
 
 Secret and expired messages are marked ``skipped`` and never sent to the
-embedder. Messages longer than the embedder reads at once (its window where it
-knows it, :class:`~memory.embedders.base.WindowedEmbedder`, and at most
-``CHUNK_CHARS`` characters) are split into chunks; their vector is the
-normalised mean of the chunk vectors. Memories (items) left
+embedder. Messages longer than ``CHUNK_CHARS`` are split into chunks; their
+vector is the normalised mean of the chunk vectors. Memories (items) left
 pending are embedded by the same job after the messages. Every row embedded
 gets an ``embed`` audit entry in the ledger (model, dimension, size, batch,
 worker, time; :mod:`memory.episodic.audit`), shown by ``history(id)``.
@@ -38,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from memory.backends.episodic import EpisodicStore
-from memory.embedders.base import CHUNK_CHARS, chunk_text, embed_chunked, text_chunks
+from memory.embedders.base import CHUNK_CHARS, chunk_text, embed_chunked
 from memory.episodic.audit import Embedded, audit_entries, write_audit
 from memory.episodic.types import JobState, Message
 from memory.errors import EmbeddingMismatchError, InvalidInputError, ProviderError
@@ -366,9 +364,8 @@ class SyncJob:
                     continue
                 outcome = embed_messages(self.core, self.store, claimed)
                 self._audit([
-                    Embedded(m.id, m.namespace, "message", len(text), self._chunks(text), m.sensitivity, m.thread)
+                    Embedded(m.id, m.namespace, "message", len(_message_text(m)), m.sensitivity, m.thread)
                     for m in outcome.embedded
-                    for text in (_message_text(m),)
                 ])  # fmt: skip
                 if self.core.settings.extraction.messages:
                     self._extract(claimed, outcome, report)
@@ -395,10 +392,7 @@ class SyncJob:
                 self.core, namespace=self.namespace, limit=self.batch_size, worker=self.worker,
                 lease_seconds=self.lease_seconds, embedded=items,
             )  # fmt: skip
-            self._audit([
-                Embedded(i.id, i.namespace, "memory", len(i.content), self._chunks(i.content), i.sensitivity, i.thread)
-                for i in items
-            ])  # fmt: skip
+            self._audit([Embedded(i.id, i.namespace, "memory", len(i.content), i.sensitivity, i.thread) for i in items])
             if claimed_items == 0 and error is None:
                 break
             report.batches += 1
@@ -412,10 +406,6 @@ class SyncJob:
         report.seconds = time.perf_counter() - started
         self._save(last_finished_at=self.core.now())
         return report
-
-    def _chunks(self, text: str) -> int:
-        """How many pieces ``text`` was embedded in (:func:`~memory.embedders.base.text_chunks`)."""
-        return max(1, len(text_chunks(self.core.embedder, text)))
 
     def _audit(self, rows: Sequence[Embedded]) -> None:
         """Append one ``embed`` ledger entry per row embedded in this batch (memory.episodic.audit)."""
