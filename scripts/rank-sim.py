@@ -126,8 +126,7 @@ def length_prior(words: int, penalty: float) -> Factors:
     def factors(row: dict[str, Any]) -> dict[str, float]:
         out = dict(row["quantities"])
         for item_id, (text, _) in row["texts"].items():
-            body = text.split(": ", 1)[1] if ": " in text[:40] else text
-            n = content_words(body)
+            n = content_words(_body(text))
             if n < words:
                 out[item_id] = out.get(item_id, 1.0) * (1.0 - penalty * (1.0 - n / words))
         return out
@@ -135,20 +134,57 @@ def length_prior(words: int, penalty: float) -> Factors:
     return factors
 
 
-def score(rows: list[dict[str, Any]], fuser: Fuser, factors: Factors) -> tuple[dict[str, float], list[list[str]]]:
-    """Mean R@1, R@5, R@10 and NDCG@10 of ``rows`` re-ranked, and each question's ranking."""
-    totals = dict.fromkeys(("R@1", "R@5", "R@10", "NDCG@10"), 0.0)
+def _body(text: str) -> str:
+    """A turn's text after its "Speaker: " label."""
+    return text.split(": ", 1)[1] if ": " in text[:40] else text
+
+
+Scores = dict[str, float]
+
+
+def score(rows: list[dict[str, Any]], fuser: Fuser, factors: Factors) -> tuple[Scores, list[Scores], list[list[str]]]:
+    """Mean R@1, R@5, R@10, NDCG@10 and MRR of ``rows`` re-ranked, each question's figures and ranking."""
+    totals = dict.fromkeys(("R@1", "R@5", "R@10", "NDCG@10", "MRR"), 0.0)
+    per_question: list[Scores] = []
     rankings = []
     for row in rows:
         ranked = rank(fuser(row), row["fields"], row["now"], DEFAULT, row["speakers"], factors(row))
         turns = [row["texts"][c.id][1] for c, _, _ in ranked]
         evidence = set(row["evidence"])
-        for k in (1, 5, 10):
-            totals[f"R@{k}"] += len(evidence & set(turns[:k])) / len(evidence)
+        figures = {f"R@{k}": len(evidence & set(turns[:k])) / len(evidence) for k in (1, 5, 10)}
         gain = sum(1 / math.log2(i + 2) for i, turn in enumerate(turns[:10]) if turn in evidence)
-        totals["NDCG@10"] += gain / sum(1 / math.log2(i + 2) for i in range(min(len(evidence), 10)))
+        figures["NDCG@10"] = gain / sum(1 / math.log2(i + 2) for i in range(min(len(evidence), 10)))
+        figures["MRR"] = next((1 / (i + 1) for i, turn in enumerate(turns) if turn in evidence), 0.0)
+        for name, value in figures.items():
+            totals[name] += value
+        per_question.append(figures)
         rankings.append(turns)
-    return {name: total / len(rows) for name, total in totals.items()}, rankings
+    return {name: total / len(rows) for name, total in totals.items()}, per_question, rankings
+
+
+def _groups(rows: list[dict[str, Any]], figures: list[Scores], name: str) -> dict[str, float]:
+    """The mean of figure ``name`` per group (LoCoMo conversation, LongMemEval question type)."""
+    sums: dict[str, list[float]] = {}
+    for row, question in zip(rows, figures, strict=True):
+        sums.setdefault(row["group"], []).append(question[name])
+    return {group: sum(values) / len(values) for group, values in sums.items()}
+
+
+def short_turn_shares(rows: list[dict[str, Any]], words: int = 8) -> str:
+    """How often the default's top-10 turns of fewer than ``words`` content words, and of more, are evidence."""
+    _, _, rankings = score(rows, rrf(), no_prior)
+    hits = {True: [0, 0], False: [0, 0]}
+    for row, turns in zip(rows, rankings, strict=True):
+        by_turn = {turn: text for text, turn in row["texts"].values()}
+        for turn in turns[:10]:
+            count = hits[content_words(_body(by_turn[turn])) < words]
+            count[0] += 1
+            count[1] += turn in set(row["evidence"])
+    short, long = hits[True], hits[False]
+    return (
+        f"short (< {words} content words) {short[1]}/{short[0]} = {short[1] / max(short[0], 1):.3f}, "
+        f"longer {long[1]}/{long[0]} = {long[1] / max(long[0], 1):.3f}"
+    )
 
 
 def sweep() -> None:
@@ -160,17 +196,26 @@ def sweep() -> None:
     variants: list[tuple[str, Fuser, Factors]] = [("default (rrf_k 5)", rrf(), no_prior)]
     variants += [(f"rrf_k {k}", rrf(k), no_prior) for k in (8, 10, 15)]
     variants += [(f"length prior <{w} words, {p}", rrf(), length_prior(w, p)) for w in (6, 8, 12) for p in (0.2, 0.4)]
-    head = "R@1 / R@5 / R@10 / NDCG@10"
-    print(f"{'variant':32s} {'LoCoMo ' + head:>40s} {'LongMemEval turn ' + head:>46s}")
+    head = "R@1 / R@5 / R@10 / NDCG@10 / MRR"
+    print(f"{'variant':32s} {'LoCoMo ' + head:>46s} {'LongMemEval turn ' + head:>52s}   groups R@1 down, R@10 up")
+    base: dict[str, list[Scores]] = {}
     for label, fuser, factors in variants:
-        cells = []
+        cells, moved = [], []
         for which, rows in sets.items():
-            figures, rankings = score(rows, fuser, factors)
+            figures, questions, rankings = score(rows, fuser, factors)
             if label.startswith("default"):
                 same = sum(r[:20] == row["ranked"][:20] for r, row in zip(rankings, rows, strict=True))
                 assert same == len(rows), f"{which}: the default re-ranked differs on {len(rows) - same} questions"
+                base[which] = questions
             cells.append(" / ".join(f"{v:.4f}" for v in figures.values()))
-        print(f"{label:32s} {cells[0]:>40s} {cells[1]:>46s}")
+            before_1, after_1 = _groups(rows, base[which], "R@1"), _groups(rows, questions, "R@1")
+            before_10, after_10 = _groups(rows, base[which], "R@10"), _groups(rows, questions, "R@10")
+            down = sum(after_1[g] < before_1[g] for g in before_1)
+            up = sum(after_10[g] > before_10[g] for g in before_10)
+            moved.append(f"{which} {down}/{up} of {len(before_1)}")
+        print(f"{label:32s} {cells[0]:>46s} {cells[1]:>52s}   {', '.join(moved)}")
+    for which, rows in sets.items():
+        print(f"{which}: the default's top 10, evidence share: {short_turn_shares(rows)}")
 
 
 if __name__ == "__main__":
