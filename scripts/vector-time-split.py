@@ -34,18 +34,25 @@ from memory.bench.corpus import GENERATOR_VERSION, cached_vectors, corpus_querie
 from memory.bench.metrics import percentile
 from memory.config import Settings
 from memory.embedders import create_embedder
+from memory.embedders.base import Embedder, embed_texts
 from memory.memory import Memory
 
 DATA = Path("../shared/bench/locomo_dev.json")
 QUERIES = 200
 
 
-def _build(size: int, embedder: str, store: Path) -> None:
+def _corpus(size: int, embedder: str) -> tuple[Embedder, list[str], np.ndarray[Any, Any]]:
+    """The embedder, the speed benchmark's first ``size`` texts (seed 0) and their vectors from its cache."""
     model = create_embedder(embedder)
     corpus = load_corpus(DATA)
     texts = generate_texts(corpus, size, seed=0)
-    key = f"{corpus.source}-{corpus.fingerprint}-g{GENERATOR_VERSION}-s0"
+    key = f"{corpus.source}-{corpus.fingerprint}-g{GENERATOR_VERSION}-s0"  # memory bench speed's cache key
     vectors = cached_vectors(model, texts, Path(platformdirs.user_cache_dir("memory")) / "bench", key)
+    return model, texts, np.asarray(vectors, dtype=np.float32)
+
+
+def _build(size: int, embedder: str, store: Path) -> None:
+    model, texts, vectors = _corpus(size, embedder)
     url = f"sqlite:///{store}"
     started = time.perf_counter()
     with Memory(url, embedder=model, settings=Settings(database=url)) as mem:
@@ -104,22 +111,13 @@ def _split(embedder: str, store: Path) -> None:
     )
 
 
-def _corpus_vectors(size: int, embedder: str) -> np.ndarray[Any, Any]:
-    model = create_embedder(embedder)
-    corpus = load_corpus(DATA)
-    key = f"{corpus.source}-{corpus.fingerprint}-g{GENERATOR_VERSION}-s0"
-    directory = Path(platformdirs.user_cache_dir("memory")) / "bench"
-    return np.asarray(cached_vectors(model, generate_texts(corpus, size, seed=0), directory, key), dtype=np.float32)
-
-
 def _graphs(size: int, embedder: str) -> None:
     from usearch.index import Index
 
-    from memory.embedders.base import embed_texts
-
-    stored = _corpus_vectors(size, embedder).astype(np.float16).astype(np.float32)  # as the store holds them
+    model, _, vectors = _corpus(size, embedder)
+    stored = vectors.astype(np.float16).astype(np.float32)  # as the store holds them
     units = stored / np.maximum(np.linalg.norm(stored, axis=1, keepdims=True), 1e-12)
-    queries = embed_texts(create_embedder(embedder), corpus_queries(load_corpus(DATA), QUERIES, seed=0))
+    queries = embed_texts(model, corpus_queries(load_corpus(DATA), QUERIES, seed=0))
     queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
     exact = units @ queries.T
     kth = np.sort(exact, axis=0)[-10]
@@ -136,7 +134,7 @@ def _graphs(size: int, embedder: str) -> None:
         ),
     ]
     for name, dtype, metric, data, coded, settings in shapes:
-        index = Index(ndim=units.shape[1], metric=metric, dtype=dtype, connectivity=16, expansion_add=128)
+        index: Any = Index(ndim=units.shape[1], metric=metric, dtype=dtype, connectivity=16, expansion_add=128)
         started = time.perf_counter()
         index.add(keys, data, threads=2)
         built = time.perf_counter() - started
