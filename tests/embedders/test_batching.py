@@ -13,7 +13,7 @@ import numpy.typing as npt
 import pytest
 
 from memory import Memory
-from memory.embedders.base import embed_query, embed_texts
+from memory.embedders.base import calling_thread_only, embed_query, embed_texts, on_calling_thread_only
 from memory.embedders.batching import BatchingEmbedder, QueryCache, batching, queue_for
 from memory.embedders.hashing import HashingEmbedder
 from memory.errors import EmbedderError
@@ -127,6 +127,47 @@ def test_a_lone_caller_embeds_in_its_own_thread_and_batches_never_overlap() -> N
     assert not inner.overlapped  # one batch at a time, whoever runs it
     assert "memory-embed-batcher" in inner.threads  # the callers that queued were served by the worker
     assert wrapped.queue.requests == 5
+
+
+def test_the_workers_batches_run_on_its_thread_alone_and_a_lone_callers_do_not() -> None:
+    class Seeing(CountingEmbedder):
+        def __init__(self) -> None:
+            super().__init__(delay=0.05)
+            self.seen: list[tuple[str, bool]] = []
+
+        def embed_batch(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+            with self.lock:
+                self.seen.append((threading.current_thread().name, on_calling_thread_only()))
+            return super().embed_batch(texts)
+
+    inner = Seeing()
+    wrapped = batching(inner)
+    embed_texts(wrapped, ["alone"])
+    assert inner.seen == [(threading.current_thread().name, False)]  # a lone caller may use every core
+
+    def later(i: int) -> object:
+        time.sleep(0.01 * i)
+        return embed_texts(wrapped, [f"caller {i}"])
+
+    _in_threads(4, later)
+    by_worker = [flag for name, flag in inner.seen if name == "memory-embed-batcher"]
+    assert by_worker and all(by_worker)  # concurrent callers: the worker's batches stay on its thread
+    assert all(not flag for name, flag in inner.seen if name != "memory-embed-batcher")
+    assert wrapped.queue.lone == len(inner.seen) - len(by_worker)
+
+
+def test_calling_thread_only_is_scoped_to_its_block_and_thread() -> None:
+    assert not on_calling_thread_only()
+    seen: list[bool] = []
+    with calling_thread_only():
+        assert on_calling_thread_only()
+        other = threading.Thread(target=lambda: seen.append(on_calling_thread_only()))
+        other.start()
+        other.join()
+        with calling_thread_only():
+            assert on_calling_thread_only()
+        assert on_calling_thread_only()
+    assert not on_calling_thread_only() and seen == [False]
 
 
 def test_a_failure_fails_only_its_own_callers() -> None:

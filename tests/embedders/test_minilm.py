@@ -96,6 +96,29 @@ def test_numpy_threads_do_not_change_vectors(numpy_embedder: Embedder) -> None:
     assert np.sum(one * numpy_embedder.embed_batch(MIXED_TEXTS), axis=1).min() >= 0.99999
 
 
+def test_numpy_runs_on_the_calling_thread_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory.embedders.base import calling_thread_only
+    from memory.embedders.bert_numpy import BertEncoder
+    from memory.embedders.minilm import MiniLMEmbedder
+
+    splits: list[bool] = []
+    real = BertEncoder.forward_packed
+
+    def spy(self: BertEncoder, *args: object, split: bool = True, **kwargs: object) -> object:
+        splits.append(split)
+        return real(self, *args, split=split, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(BertEncoder, "forward_packed", spy)
+    two = MiniLMEmbedder(runtime="numpy", threads=2)
+    split = two.embed_batch(MIXED_TEXTS)
+    assert splits and all(splits)
+    splits.clear()
+    with calling_thread_only():  # the batching worker's batches (memory.embedders.batching)
+        alone = two.embed_batch(MIXED_TEXTS)
+    assert splits and not any(splits)
+    assert np.sum(split * alone, axis=1).min() >= 0.99999
+
+
 def test_numpy_passes_split_long_batches(monkeypatch: pytest.MonkeyPatch, numpy_embedder: Embedder) -> None:
     from memory.embedders import minilm
 

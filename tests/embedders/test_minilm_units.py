@@ -6,6 +6,7 @@ import json
 import struct
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -223,15 +224,38 @@ def test_packed_encoder_matches_the_textbook_bert(tmp_path: Path, threads: int) 
     expected = np.vstack([_reference_bert(weights, t) for t in texts])
     # One group per text; padded groups of mixed lengths (gathered); one group of equal lengths (contiguous).
     for groups in (None, [[0, 2, 4], [1, 3, 5]], [[0, 5], [1], [2], [3], [4]]):
-        hidden = encoder.forward_packed(ids, lengths, groups)
-        assert hidden.shape == (8, len(ids)) and hidden.dtype == np.float32
-        np.testing.assert_allclose(hidden.T, expected, atol=2e-4)
+        for split in (True, False):  # split=False: the whole pass on this thread, the same result
+            hidden = encoder.forward_packed(ids, lengths, groups, split=split)
+            assert hidden.shape == (8, len(ids)) and hidden.dtype == np.float32
+            np.testing.assert_allclose(hidden.T, expected, atol=2e-4)
     with pytest.raises(ValueError):
         encoder.forward_packed(ids, lengths, [[0, 1]])
     with pytest.raises(ValueError):
         encoder.forward_packed(np.array([1, 99], dtype=np.int64), [2])
     with pytest.raises(ValueError):
         encoder.forward_packed(np.ones(17, dtype=np.int64), [17])  # longer than the 16 positions
+
+
+def test_an_unsplit_pass_stays_on_the_calling_thread(tmp_path: Path) -> None:
+    from memory.embedders.bert_numpy import SPLIT_TOKENS, BertEncoder
+
+    folder, _ = _tiny_bert(tmp_path)
+    encoder = BertEncoder.from_dir(folder, threads=2)
+    assert encoder._pool is not None
+    submitted: list[object] = []
+    real_submit = encoder._pool.submit
+
+    def counting_submit(*args: Any, **kwargs: Any) -> Any:
+        submitted.append(args[0])
+        return real_submit(*args, **kwargs)
+
+    encoder._pool.submit = counting_submit  # type: ignore[method-assign]
+    lengths = [10] * (SPLIT_TOKENS // 10 + 1)  # texts within the 16 positions, SPLIT_TOKENS or more in all
+    ids = np.array([1, 5, 9, 7, 7, 3, 4, 6, 8, 2] * len(lengths), dtype=np.int64)
+    encoder.forward_packed(ids, lengths, split=False)
+    assert submitted == []
+    encoder.forward_packed(ids, lengths)
+    assert len(submitted) == 2 * 2  # two joins in each of the two layers, one helper each
 
 
 def test_encoder_rejects_incomplete_models(tmp_path: Path) -> None:

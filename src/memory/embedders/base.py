@@ -6,7 +6,9 @@ normalisation come from :func:`embed_texts`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -14,10 +16,45 @@ import numpy.typing as npt
 
 from memory.errors import EmbedderError, Error, InvalidInputError
 
-__all__ = ["Embedder", "embed_texts", "embed_query", "embed_chunked", "chunk_text", "CHUNK_CHARS"]
+__all__ = [
+    "Embedder",
+    "embed_texts",
+    "embed_query",
+    "embed_chunked",
+    "chunk_text",
+    "calling_thread_only",
+    "on_calling_thread_only",
+    "CHUNK_CHARS",
+]
 
 #: Longest text embedded in one piece; longer texts are embedded as the mean of their chunks.
 CHUNK_CHARS = 2_000
+
+
+_CALLING_THREAD_ONLY: ContextVar[bool] = ContextVar("memory_embed_calling_thread_only", default=False)
+
+
+@contextmanager
+def calling_thread_only() -> Iterator[None]:
+    """Inside the block, embedders that split a call over threads of their own run it on the calling thread.
+
+    For callers that know the process's other threads want the other cores: the
+    batching queue's worker runs its batches so, since its callers are concurrent
+    (a server's request threads then parse, search and write beside it). An
+    embedder honours it if it can (the MiniLM numpy runtime does; ONNX Runtime's
+    threads are fixed when its session opens). It holds for the current thread
+    (or asyncio task) only.
+    """
+    token = _CALLING_THREAD_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _CALLING_THREAD_ONLY.reset(token)
+
+
+def on_calling_thread_only() -> bool:
+    """True inside :func:`calling_thread_only`."""
+    return _CALLING_THREAD_ONLY.get()
 
 
 @runtime_checkable

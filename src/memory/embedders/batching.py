@@ -17,6 +17,12 @@ to the wrapped embedder, then hands each caller its own rows.
   :data:`MAX_WAIT` seconds after the oldest waiting request for others to
   join, or until :data:`MAX_BATCH` texts are waiting. Requests that arrive
   while a batch runs make up the next batch.
+- **The worker's batches run on its own thread.** An embedder that splits
+  a call over threads (MiniLM's numpy runtime) runs the worker's batches
+  unsplit (:func:`memory.embedders.base.calling_thread_only`): while
+  callers are concurrent, the process's other threads (a server's request
+  handling, searches and writes) want the other cores (measured in
+  docs/embedders.md). A lone caller's call still splits.
 - **A failure fails only its own callers.** When a shared batch fails (an
   exception or a wrong result shape), each request in it is run again
   alone, so a text the embedder cannot take fails its caller and no other.
@@ -45,7 +51,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memory.embedders.base import Embedder
+from memory.embedders.base import Embedder, calling_thread_only
 
 __all__ = [
     "BatchingEmbedder",
@@ -148,8 +154,10 @@ class EmbedQueue:
         self.max_batch = max(1, max_batch)
         self.max_wait = max(0.0, max_wait)
         self.cache = QueryCache()
-        #: Counters: batches run, requests served, texts embedded, largest batch (requests).
+        #: Counters: batches run (``lone`` of them in their caller's thread), requests served, texts
+        #: embedded, largest batch (requests).
         self.batches = 0
+        self.lone = 0
         self.requests = 0
         self.texts = 0
         self.largest = 0
@@ -181,6 +189,7 @@ class EmbedQueue:
                     self._worker.start()
                 self._cond.notify()
         if alone:
+            self.lone += 1
             self._run_batch([request])
         else:
             request.done.wait()
@@ -229,7 +238,8 @@ class EmbedQueue:
                 batch = self._take()
             if batch is None:
                 return
-            self._run_batch(batch)
+            with calling_thread_only():  # its callers are concurrent: their threads want the other cores
+                self._run_batch(batch)
 
     def _run_batch(self, batch: list[_Request]) -> None:
         """Run ``batch`` (the caller set ``_busy``), hand each request its rows or error, count it, free the queue."""

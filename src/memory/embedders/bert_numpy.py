@@ -290,14 +290,21 @@ class BertEncoder:
         return cls(BertConfig.from_file(model_dir / "config.json"), tensors, threads)
 
     def forward_packed(
-        self, ids: npt.NDArray[np.int64], lengths: Sequence[int], groups: Sequence[Sequence[int]] | None = None
+        self,
+        ids: npt.NDArray[np.int64],
+        lengths: Sequence[int],
+        groups: Sequence[Sequence[int]] | None = None,
+        *,
+        split: bool = True,
     ) -> F32:
         """The last hidden state of texts given back to back, feature-major: (hidden, sum(lengths)).
 
         ``ids`` holds every text's token ids, one text after the other, ``lengths``
         their counts; dense layers run on all tokens at once, unpadded. Attention
         runs per group of texts (``groups``: indexes into ``lengths``, each text
-        once; default: one per text), padded to the group's longest. Raises ValueError.
+        once; default: one per text), padded to the group's longest. ``split=False``
+        runs the whole pass on the calling thread, however many tokens it has
+        (the same result). Raises ValueError.
         """
         cfg = self.config
         total = int(sum(lengths))
@@ -315,16 +322,21 @@ class BertEncoder:
         if sorted(i for group in groups for i in group) != list(range(len(lengths))):
             raise ValueError("groups must hold every text exactly once")
         plans = [_AttentionPlan(starts[list(group)], [lengths[i] for i in group]) for group in groups]
+        join = self._join if split else self._whole
         for layer in self._layers:
-            attended = self._join(self._attention, layer, x, plans)
+            attended = join(self._attention, layer, x, plans)
             attended += layer.out_b
             attended += x
             x = _layer_norm_(attended, *layer.ln1, cfg.layer_norm_eps)
-            out = self._join(self._feed_forward, layer, x, plans)
+            out = join(self._feed_forward, layer, x, plans)
             out += layer.down_b
             out += x
             x = _layer_norm_(out, *layer.ln2, cfg.layer_norm_eps)
         return x
+
+    def _whole(self, work: Any, layer: _Layer, x: F32, plans: list[_AttentionPlan]) -> F32:
+        """``work`` over the whole layer on this thread."""
+        return work(layer.whole, x, plans)  # type: ignore[no-any-return]
 
     def _join(self, work: Any, layer: _Layer, x: F32, plans: list[_AttentionPlan]) -> F32:
         """Sum of ``work(part, x, plans)`` over the layer's parts, the first on this thread, the rest on the pool."""

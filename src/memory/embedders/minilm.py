@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memory.blas import SingleThreadBlas, single_thread_blas
 from memory.embedders._options import parse_options
+from memory.embedders.base import on_calling_thread_only
 from memory.embedders.bert_numpy import BertEncoder
 from memory.errors import ConfigError, EmbedderError
 
@@ -425,12 +426,13 @@ class MiniLMEmbedder:
             raise EmbedderError(f"cannot tokenize texts for {MODEL_NAME}: {exc}") from exc
         lengths = [len(encoding.ids) for encoding in encodings]
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        split = not on_calling_thread_only()  # a server's batches: its request threads want the other core
         for chosen in _token_passes(lengths, PACKED_TOKENS):
             ids = np.concatenate([np.asarray(encodings[i].ids, dtype=np.int64) for i in chosen])
             sizes = [lengths[i] for i in chosen]
             try:
                 with blas:
-                    hidden = encoder.forward_packed(ids, sizes, length_groups(sizes, ATTENTION_GROUP))
+                    hidden = encoder.forward_packed(ids, sizes, length_groups(sizes, ATTENTION_GROUP), split=split)
             except Exception as exc:  # noqa: BLE001 - numpy raises many types
                 raise EmbedderError(f"{MODEL_NAME} (numpy) failed: {exc}") from exc
             out[chosen] = packed_mean_pool(hidden, sizes)
