@@ -30,7 +30,7 @@ import numpy as np
 import platformdirs
 
 import memory.backends.sqlite.vectors as sqlite_vectors
-from memory.bench.corpus import GENERATOR_VERSION, cached_vectors, corpus_queries, generate_texts, load_corpus
+from memory.bench.corpus import cached_vectors, corpus_cache_key, corpus_queries, generate_texts, load_corpus
 from memory.bench.metrics import percentile
 from memory.config import Settings
 from memory.embedders import create_embedder
@@ -46,7 +46,7 @@ def _corpus(size: int, embedder: str) -> tuple[Embedder, list[str], np.ndarray[A
     model = create_embedder(embedder)
     corpus = load_corpus(DATA)
     texts = generate_texts(corpus, size, seed=0)
-    key = f"{corpus.source}-{corpus.fingerprint}-g{GENERATOR_VERSION}-s0"  # memory bench speed's cache key
+    key = corpus_cache_key(corpus, seed=0)  # memory bench speed's cache key
     vectors = cached_vectors(model, texts, Path(platformdirs.user_cache_dir("memory")) / "bench", key)
     return model, texts, np.asarray(vectors, dtype=np.float32)
 

@@ -14,7 +14,14 @@ import numpy.typing as npt
 import pytest
 from click.testing import CliRunner
 
-from memory.bench.corpus import GENERATOR_VERSION, cached_vectors, corpus_queries, generate_texts, load_corpus
+from memory.bench.corpus import (
+    GENERATOR_VERSION,
+    cached_vectors,
+    corpus_cache_key,
+    corpus_queries,
+    generate_texts,
+    load_corpus,
+)
 from memory.bench.peers import peer_available
 from memory.bench.speed import TimedEmbedder
 from memory.cli.bench import bench
@@ -57,6 +64,13 @@ def test_generator_output_is_pinned() -> None:
     texts = generate_texts(load_corpus(None), 50, seed=0)
     assert GENERATOR_VERSION == 1
     assert hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()[:16] == "72901216da31be3b"
+
+
+def test_cache_key_names_the_source_its_contents_generator_and_seed() -> None:
+    corpus = load_corpus(None)
+    key = corpus_cache_key(corpus, seed=3)
+    assert key == f"{corpus.source}-{corpus.fingerprint}-g{GENERATOR_VERSION}-s3"  # caches written so far stay valid
+    assert corpus_cache_key(corpus, seed=0) != key
 
 
 @pytest.mark.skipif(not LOCOMO.is_file(), reason="shared/bench/locomo_dev.json not present")

@@ -27,7 +27,15 @@ import numpy.typing as npt
 from memory.embedders.base import Embedder, embed_texts
 from memory.errors import InvalidInputError
 
-__all__ = ["Corpus", "load_corpus", "generate_texts", "corpus_queries", "cached_vectors", "GENERATOR_VERSION"]
+__all__ = [
+    "Corpus",
+    "load_corpus",
+    "generate_texts",
+    "corpus_queries",
+    "cached_vectors",
+    "corpus_cache_key",
+    "GENERATOR_VERSION",
+]
 
 #: Bump when the generator changes, so cached vectors of old texts are not reused.
 GENERATOR_VERSION = 1
@@ -140,6 +148,11 @@ def corpus_queries(corpus: Corpus, n: int, *, seed: int = 0) -> list[str]:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80]
+
+
+def corpus_cache_key(corpus: Corpus, seed: int) -> str:
+    """The :func:`cached_vectors` key of the texts :func:`generate_texts` makes from ``corpus`` with ``seed``."""
+    return f"{corpus.source}-{corpus.fingerprint}-g{GENERATOR_VERSION}-s{seed}"
 
 
 def cached_vectors(

@@ -42,7 +42,7 @@ import numpy.typing as npt
 
 from memory import __version__
 from memory.backends.servers import store_size_mb
-from memory.bench.corpus import GENERATOR_VERSION, cached_vectors, corpus_queries, generate_texts, load_corpus
+from memory.bench.corpus import cached_vectors, corpus_cache_key, corpus_queries, generate_texts, load_corpus
 from memory.bench.locomo import fresh_store
 from memory.bench.metrics import percentile
 from memory.bench.peers import PeerStore, open_peer
@@ -404,7 +404,7 @@ def run_speed(
     embed_texts(model, texts[:64])  # load the model before anything is timed
 
     started = time.perf_counter()
-    key = f"{corpus.source}-{corpus.fingerprint}-g{GENERATOR_VERSION}-s{seed}"
+    key = corpus_cache_key(corpus, seed)
     with tempfile.TemporaryDirectory(prefix="memory-speed-") as tmp:
         directory = Path(cache_dir) if cache_dir is not None else Path(tmp) / "cache"
         vectors = cached_vectors(
