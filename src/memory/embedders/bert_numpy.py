@@ -341,7 +341,7 @@ class BertEncoder:
     def _join(self, work: Any, layer: _Layer, x: F32, plans: list[_AttentionPlan]) -> F32:
         """Sum of ``work(part, x, plans)`` over the layer's parts, the first on this thread, the rest on the pool."""
         if self._pool is None or len(layer.parts) == 1 or x.shape[1] < SPLIT_TOKENS:
-            return work(layer.whole, x, plans)  # type: ignore[no-any-return]
+            return self._whole(work, layer, x, plans)
         futures = [self._pool.submit(work, part, x, plans) for part in layer.parts[1:]]
         total: F32 = work(layer.parts[0], x, plans)
         for future in futures:
