@@ -5,6 +5,8 @@
 #   BENCH_OUT=DIR scripts/bench-all.sh   where the reports go (default: bench-runs/<date>-<commit>)
 #
 # Stages: extract locomo longmemeval context tiers speed disk serve sync mem0 sqlite1m postgres1m
+# Run only when named (they repeat a run above with other settings, or take long):
+#   lme-ingest presets serve300k chroma1m
 # Each stage writes <stage>.json (the benchmark's own --out report) and appends one line to
 # runs.tsv: stage, commit, start and end time, wall seconds, and the 1-minute load average
 # before and after, so every figure carries the commit and the load it was taken under.
@@ -19,6 +21,7 @@ COMMIT="$(git rev-parse --short HEAD)"
 OUT="${BENCH_OUT:-bench-runs/$(date -u +%Y-%m-%d)-$COMMIT}"
 mkdir -p "$OUT"
 ALL=(extract locomo longmemeval context tiers speed disk serve sync mem0 sqlite1m postgres1m)
+EXTRA=(lme-ingest presets serve300k chroma1m)
 STAGES=("$@")
 [ ${#STAGES[@]} -eq 0 ] && STAGES=("${ALL[@]}")
 
@@ -70,7 +73,19 @@ for s in "${STAGES[@]}"; do
     sqlite1m) stage sqlite1m $MEMORY bench speed --sizes 10000,100000,1000000 --peer none --embedder hashing \
         --out "$OUT/sqlite1m.json" ;;
     postgres1m) stage postgres postgres1m ;;
-    *) echo "unknown stage '$s' (stages: ${ALL[*]})" >&2; exit 2 ;;
+    lme-ingest) stage lme-ingest $MEMORY bench longmemeval --data "$DATA/longmemeval_dev.json" --ingest \
+        --out "$OUT/lme-ingest.json" ;;
+    presets) stage lme-presets $MEMORY bench longmemeval --data "$DATA/longmemeval_dev.json" --embedder minilm \
+            --interface both --preset balanced,fast,best,plain,lexical,vector,rrf60 --out "$OUT/lme-presets.json"
+        for p in balanced fast best plain lexical vector rrf60; do
+            stage "locomo-$p" $MEMORY bench locomo --data "$DATA/locomo_dev.json" --preset "$p" \
+                --out "$OUT/locomo-$p.json"
+        done ;;
+    serve300k) stage serve300k $MEMORY bench serve --preload 300000 --clients 20 --duration 20 \
+        --embedder hashing --out "$OUT/serve300k.json" ;;
+    chroma1m) stage chroma1m $MEMORY bench speed --sizes 1000000 --peer chroma --embedder hashing --queries 200 \
+        --out "$OUT/chroma1m.json" ;;
+    *) echo "unknown stage '$s' (stages: ${ALL[*]} ${EXTRA[*]})" >&2; exit 2 ;;
     esac
 done
 echo "reports and runs.tsv in $OUT" >&2
