@@ -39,6 +39,8 @@ class LibSQLBackend(SQLiteBackend):
     name = "libsql"
     #: One connection (an embedded replica syncs through it): the lexical channel reads on it too.
     concurrent_reads = False
+    #: One connection (an embedded replica's frames go through it): SQLite's own checkpoints, in the commit.
+    background_checkpoints = False
 
     def __init__(
         self,

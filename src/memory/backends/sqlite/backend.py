@@ -29,6 +29,7 @@ from memory.backends.items import SQLItemStore
 from memory.backends.items_write import item_statements
 from memory.backends.keys import SQLKeyStore
 from memory.backends.sqlite import hnsw, lexical, vectors
+from memory.backends.sqlite.checkpoints import FALLBACK_PAGES, Checkpointer
 from memory.backends.sqlite.codec import (
     ITEM_COLUMNS,
     item_values,
@@ -79,6 +80,8 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     space_columns = "space_id, model, dim, dtype, code"
     #: How a new vector space stores its vectors (spaces made before 0016 keep float32).
     new_space_dtype = vectors.FLOAT16
+    #: WAL checkpoints run on a thread of their own instead of in the commit that fills the log (:mod:`.checkpoints`).
+    background_checkpoints = True
 
     def __init__(
         self,
@@ -137,6 +140,11 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         )
         self._spaces: dict[str, vectors.Space] = {}
         self._conn: Any = connect(self.path, busy_timeout=self._busy_timeout, driver=self._driver)
+        self._checkpointer: Checkpointer | None = None
+        if self.background_checkpoints:
+            self._checkpointer = Checkpointer(self.path, self._busy_timeout, self._driver)
+            with self._errors():
+                self._conn.execute(f"PRAGMA wal_autocheckpoint = {FALLBACK_PAGES}")
         # The lexical channel's connections: idle ones, and how many are open (at most LEXICAL_READERS).
         self._lexical_idle: builtins.list[OwnConnection] = []
         self._lexical_open = 0
@@ -201,6 +209,8 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
                 try:
                     yield conn
                     conn.execute("COMMIT")
+                    if self._checkpointer is not None:
+                        self._checkpointer.committed()
                 except BaseException:
                     if conn.in_transaction:
                         try:
@@ -280,6 +290,8 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         """Write the kept accesses, stop graph builds, close the connections. Idempotent; later use: StorageError."""
         if self._conn is not None:
             self.flush_access_quietly()
+        if self._checkpointer is not None:
+            self._checkpointer.close()
         self._graphs.close()
         with self._lock:
             if self._conn is not None:

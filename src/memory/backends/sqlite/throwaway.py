@@ -60,6 +60,8 @@ class ThrowawaySQLiteBackend(SQLiteBackend):
     """A SQLite store that exists until it is closed; what ``memory://`` opens."""
 
     name = "inmemory"
+    #: Its file is in RAM and never synced: a checkpoint is a copy in memory, cheap in the commit itself.
+    background_checkpoints = False
 
     def __init__(self, **options: Any) -> None:
         """Create an empty store in a new temporary directory; ``options`` as for SQLiteBackend."""
