@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from memory.backends.sqlite.backend import SQLiteBackend
 from memory.backends.sqlite.checkpoints import FALLBACK_PAGES, Checkpointer
@@ -102,14 +105,24 @@ def test_close_stops_the_thread_and_folds_the_log_into_the_file(tmp_path: Path) 
     assert not checkpointer.running
 
 
-def test_the_thread_ends_when_idle_and_the_next_commit_starts_it(tmp_path: Path) -> None:
+@contextmanager
+def _beside_a_connection(tmp_path: Path, interval: float, idle: float) -> Iterator[tuple[Checkpointer, Any]]:
+    """A checkpointer of a store file, and a plain connection to it holding a new table ``t``."""
     path = tmp_path / "store.db"
     SQLiteBackend(path).close()
     driver = load_driver()
-    checkpointer = Checkpointer(path, 5.0, driver, interval=0.01, idle=0.2)
+    checkpointer = Checkpointer(path, 5.0, driver, interval=interval, idle=idle)
     conn = driver.connect(str(path), isolation_level=None)
     try:
         conn.execute("CREATE TABLE t (x)")
+        yield checkpointer, conn
+    finally:
+        checkpointer.close()
+        conn.close()
+
+
+def test_the_thread_ends_when_idle_and_the_next_commit_starts_it(tmp_path: Path) -> None:
+    with _beside_a_connection(tmp_path, interval=0.01, idle=0.2) as (checkpointer, conn):
         checkpointer.committed()
         assert _wait(lambda: checkpointer.runs == 1)
         assert _wait(lambda: not checkpointer.running, 5.0)  # idle for 0.2 s: ended
@@ -117,29 +130,17 @@ def test_the_thread_ends_when_idle_and_the_next_commit_starts_it(tmp_path: Path)
         checkpointer.committed()
         assert checkpointer.running
         assert _wait(lambda: checkpointer.runs == 2)
-    finally:
-        checkpointer.close()
-        conn.close()
     assert not checkpointer.running
 
 
 def test_commits_in_one_interval_share_one_checkpoint(tmp_path: Path) -> None:
-    path = tmp_path / "store.db"
-    SQLiteBackend(path).close()
-    driver = load_driver()
-    checkpointer = Checkpointer(path, 5.0, driver, interval=0.3, idle=5.0)
-    conn = driver.connect(str(path), isolation_level=None)
-    try:
-        conn.execute("CREATE TABLE t (x)")
-        for i in range(20):
+    with _beside_a_connection(tmp_path, interval=1.0, idle=5.0) as (checkpointer, conn):
+        for i in range(20):  # well within the interval
             conn.execute("INSERT INTO t VALUES (?)", (i,))
             checkpointer.committed()
         assert _wait(lambda: checkpointer.runs >= 1)
-        time.sleep(0.5)
+        time.sleep(1.3)  # past another interval: nothing more was due
         assert checkpointer.runs == 1
-    finally:
-        checkpointer.close()
-        conn.close()
 
 
 def test_a_failing_checkpoint_is_not_raised_and_the_thread_goes_on(tmp_path: Path) -> None:
