@@ -143,3 +143,20 @@ def test_hits_past_the_decisive_depth_never_reach_the_head(
     hits = [ChannelHit(item_id, 1.0 - n / 1000) for n, item_id in enumerate(worst)]
     finals = {c.id: parts.final for c, _, parts in rank(fuse({"vector": hits}, {}, rrf_k), worst, NOW, config)}
     assert finals[f"i{depth - 1}"] >= finals[f"i{limit - 1}"] - 1e-9
+
+
+def test_bounded_ask_sees_a_tie_run_as_long_as_the_depth_and_never_asks_past_the_candidates() -> None:
+    from memory.retrieval.fusion import bounded_ask
+
+    assert bounded_ask(15, 50) == 31
+    assert bounded_ask(30, 50) == 50
+
+
+def test_decided_hits_keep_a_tie_across_the_depth_when_its_end_was_fetched() -> None:
+    from memory.retrieval.fusion import decided_hits
+
+    assert decided_hits([0.9, 0.8, 0.7, 0.6, 0.5], 3, 5) == 3  # no tie at the cut
+    assert decided_hits([0.9, 0.8, 0.7, 0.7, 0.7, 0.5], 3, 6) == 5  # the run ends inside: the tied hits join
+    assert decided_hits([0.9, 0.7, 0.7, 0.7, 0.7], 3, 5) is None  # the run reaches the last fetched: it may go on
+    assert decided_hits([0.9, 0.7, 0.7, 0.7], 3, 5) == 4  # fewer than asked: the channel has no more
+    assert decided_hits([0.9, 0.8], 3, 5) == 2

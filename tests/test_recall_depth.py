@@ -92,34 +92,53 @@ def test_a_lone_channel_asks_for_the_decisive_hits_and_ranks_as_with_all(
         backend.asked.clear()
         bounded[query] = _hits(mem, query, retrieval)
         asked[query] = list(backend.asked)
-    # 15 decide a head of 10, and one more shows whether it ties with them (then all 50 are asked for).
-    assert all(first == 16 for first, *_ in asked.values())
-    assert sum(found == [16] for found in asked.values()) >= 5  # BM25 ties often on these short texts
+    # 15 decide a head of 10; 16 more see a run of equal scores across the cut to its end (then all 50 are
+    # asked for only when the run reaches the 31st).
+    assert all(first == 31 for first, *_ in asked.values())
+    assert sum(found == [31] for found in asked.values()) >= 20  # BM25 ties often on these short texts
     _unbounded(monkeypatch)
     backend.asked.clear()
     assert {q: _hits(mem, q, retrieval) for q in QUERIES} == bounded
     assert set(backend.asked) == {50}
 
 
-def test_a_tie_across_the_depth_asks_for_all(
+def _twins(mem: Memory, count: int) -> None:
+    vector = HashingEmbedder().embed_batch(["piano lantern"])[0]
+    twins = [
+        {"content": f"twin {n}", "vector": np.asarray(vector), "created_at": NOW - timedelta(days=n)}
+        for n in range(count)
+    ]
+    mem.remember_batch(twins)  # hits with one score, the best for the query
+
+
+@pytest.mark.parametrize("count", [16, 22, 30])
+def test_a_tie_across_the_depth_is_seen_to_its_end_in_one_search(
+    store: tuple[Memory, CountingBackend], monkeypatch: pytest.MonkeyPatch, count: int
+) -> None:
+    mem, backend = store
+    _twins(mem, count)  # the 15th and the 16th tie; the run ends within the 31 hits fetched
+    backend.asked.clear()
+    bounded = _hits(mem, "piano lantern", "vector")
+    assert backend.asked == [31]
+    _unbounded(monkeypatch)
+    assert _hits(mem, "piano lantern", "vector") == bounded
+
+
+def test_a_tie_past_the_hits_fetched_asks_for_all(
     store: tuple[Memory, CountingBackend], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mem, backend = store
-    vector = HashingEmbedder().embed_batch(["piano lantern"])[0]
-    twins = [
-        {"content": f"twin {n}", "vector": np.asarray(vector), "created_at": NOW - timedelta(days=n)} for n in range(30)
-    ]
-    mem.remember_batch(twins)  # 30 hits with one score: the 15th and the 16th tie
+    _twins(mem, 40)  # 40 hits with one score: the run reaches the 31st
     backend.asked.clear()
     bounded = _hits(mem, "piano lantern", "vector")
-    assert backend.asked == [16, 50]
+    assert backend.asked == [31, 50]
     _unbounded(monkeypatch)
     assert _hits(mem, "piano lantern", "vector") == bounded
 
 
 def test_named_speakers_among_the_hits_ask_for_all(monkeypatch: pytest.MonkeyPatch) -> None:
     # Melanie said the turns nearest the query; Caroline, whom it names, only turns ranked 20th to 30th. Among
-    # the first 16 one speaker is named; among all the candidates two, and the query names one of them, so
+    # the first 15 one speaker is named; among all the candidates two, and the query names one of them, so
     # Melanie's turns are scaled down: what the first hits alone cannot show.
     query = "what did Caroline say about the lake"
     number = {_content(n): n for n in range(120)}
@@ -130,7 +149,7 @@ def test_named_speakers_among_the_hits_ask_for_all(monkeypatch: pytest.MonkeyPat
     mem, backend = _open(speakers)
     with mem:
         bounded = _hits(mem, query, "vector")
-        assert backend.asked == [16, 50]
+        assert backend.asked == [31, 50]
         assert any(parts.speaker is not None for _, parts in bounded)
         _unbounded(monkeypatch)
         assert _hits(mem, query, "vector") == bounded
@@ -147,9 +166,9 @@ def test_a_namespace_of_speakers_skips_the_bound_for_a_while(monkeypatch: pytest
             backend.asked.clear()
             mem.recall(f"what did Caroline say about the {query}", retrieval="vector")
             asked.append(list(backend.asked))
-        assert asked == [[16, 50], [50], [50], [50], [16, 50], [50]]
+        assert asked == [[31, 50], [50], [50], [50], [31, 50], [50]]
         other = mem.recall("lake", retrieval="vector", namespace="elsewhere")  # another namespace is not skipped
-        assert other == [] and backend.asked[-1] == 16
+        assert other == [] and backend.asked[-1] == 31
 
 
 def test_an_amount_asked_for_or_several_channels_ask_for_all(store: tuple[Memory, CountingBackend]) -> None:
@@ -173,6 +192,6 @@ def test_window_and_own_vectors_merged_from_cut_searches_ask_for_all(monkeypatch
         )  # fmt: skip
         backend.asked.clear()
         bounded = _hits(mem, "lake lantern", "vector")
-        assert backend.asked == [16, 50]
+        assert backend.asked == [31, 50]
         _unbounded(monkeypatch)
         assert _hits(mem, "lake lantern", "vector") == bounded

@@ -15,7 +15,17 @@ from memory.backends.base import ChannelHit
 from memory.retrieval.config import RetrievalConfig
 from memory.types import ChannelScore, ScoreParts
 
-__all__ = ["FusedCandidate", "Rankable", "decisive_depth", "fuse", "recency_factor", "score_item", "rank"]
+__all__ = [
+    "FusedCandidate",
+    "Rankable",
+    "bounded_ask",
+    "decided_hits",
+    "decisive_depth",
+    "fuse",
+    "rank",
+    "recency_factor",
+    "score_item",
+]
 
 
 class FusedCandidate:
@@ -126,6 +136,38 @@ def decisive_depth(config: RetrievalConfig, limit: int) -> int | None:
         if least - relevance * (config.rrf_k + 1.0) / (config.rrf_k + m + 1) > bonus + _MARGIN:
             return m
     return None
+
+
+def bounded_ask(depth: int, candidates: int) -> int:
+    """Hits to ask a lone channel for when ``depth`` of them decide the head: ``2 depth + 1``, at most ``candidates``.
+
+    One more than ``depth`` shows whether the hit after them ties with the
+    ``depth``-th (equal scores share a rank, so a tied hit ranks as high as
+    it); ``depth`` more see such a run of equal scores to its end, so that
+    repeated content across the cut (the same text stored for several users,
+    or turns said twice) costs no second search (:func:`decided_hits`).
+    """
+    return min(2 * depth + 1, candidates)
+
+
+def decided_hits(scores: Sequence[float], depth: int, asked: int) -> int | None:
+    """How many of a lone channel's first hits (``scores``, best first) decide the head, ``depth`` deciding.
+
+    The first ``depth`` (:func:`decisive_depth`) and those after them whose
+    score equals the ``depth``-th's (they share its rank); a hit after that
+    run ranks at least ``depth + 1``, which cannot reach the head. None when
+    the run reaches the last of the ``asked`` hits fetched: it may go on
+    beyond them. Fewer hits than ``asked`` are all the channel has.
+    """
+    if len(scores) <= depth:
+        return len(scores)
+    last = scores[depth - 1]
+    end = depth
+    while end < len(scores) and scores[end] == last:
+        end += 1
+    if end == len(scores) and end >= asked:
+        return None
+    return end
 
 
 class Rankable(Protocol):

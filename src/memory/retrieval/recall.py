@@ -26,7 +26,7 @@ from memory.filters import Filter
 from memory.records import check_limit, check_query
 from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.contextual import contextual_query
-from memory.retrieval.fusion import FusedCandidate, decisive_depth, fuse, rank
+from memory.retrieval.fusion import FusedCandidate, bounded_ask, decided_hits, decisive_depth, fuse, rank
 from memory.retrieval.quantity import asks_for_amount, quantity_factors
 from memory.retrieval.rerank import RerankStage
 from memory.retrieval.speaker import named_by_others, turn_factors
@@ -154,7 +154,7 @@ class Recall:
         depth = None if amounts else decisive_depth(config, size)
         head = None
         if depth is not None and depth < k and self._bound_due(flt.namespace):
-            head = self._head(query, text, flt, config, size, depth=depth)  # one channel: its first hits decide
+            head = self._head(query, text, flt, config, size, k=k, depth=depth)  # one channel: its first hits decide
         if head is None:
             head = self._head(query, text, flt, config, size, k=k, amounts=amounts)
             assert head is not None  # only a search bounded by depth declines
@@ -197,24 +197,28 @@ class Recall:
         """The best ``size`` candidates with their score parts, from ``k`` hits per channel.
 
         With ``depth`` (:func:`decisive_depth`) the lone channel is asked for
-        one hit more than that, and None is returned when the bound does not
-        hold for what it found: the vector channel's merge of window and own
-        vectors is not surely its best hits, the hit after the first ``depth``
-        ties with the last of them (ties share a rank, so hits beyond could rank as high), or
+        :func:`bounded_ask` hits (at most ``k``) and ranked on the first
+        ``depth`` and those tied with the last of them (:func:`decided_hits`);
+        None is returned when the bound does not hold for what it found: the
+        vector channel's merge of window and own vectors is not surely its best
+        hits, a run of equal scores across the cut reaches the last hit fetched
+        (ties share a rank, so hits beyond could rank as high), or
         a speaker factor scales some hit, or could once more hits join them
         (the bound assumes none; the namespace then skips the bound for a
         while, :data:`BOUND_RETRY`). ``amounts``: the query asks for a number
         (quantity factors read every candidate's text).
         """
-        results, whole = self._channel_hits(text, flt, config, k if depth is None else depth + 1)
+        asked = k if depth is None else bounded_ask(depth, k)
+        results, whole = self._channel_hits(text, flt, config, asked)
         if depth is not None:
             hits = next(iter(results.values()), [])
             if not whole:  # window and own vectors merged from searches that were cut short
                 self._unbounded[flt.namespace] = BOUND_RETRY
                 return None
-            if len(results) > 1 or (len(hits) > depth and hits[depth].score == hits[depth - 1].score):
+            decided = decided_hits([hit.score for hit in hits], depth, asked)
+            if len(results) > 1 or decided is None:
                 return None
-            results = {name: found[:depth] for name, found in results.items()}
+            results = {name: found[:decided] for name, found in results.items()}
         store = self._backend.graph
         fused = fuse(results, config.weights, config.rrf_k)
         if config.graph_hop and "graph" in results and store is not None:
