@@ -119,3 +119,18 @@ def test_a_batch_is_rotated_with_blas_on_one_thread(monkeypatch: pytest.MonkeyPa
     np.testing.assert_allclose(turned, batch @ rotation(16).T, rtol=1e-6)
     coded(batch[0], ROTATED)  # one vector (a query): a product on the calling thread, no cap
     assert entered == [1]
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.int32])
+def test_smallest_takes_the_n_least_distances_and_the_first_of_their_ties(dtype: type) -> None:
+    # The histogram's answer is the partition's, position for position: every value below the
+    # n-th smallest (ascending positions), then the first ties of the n-th value.
+    rng = np.random.default_rng(22)
+    for size, top in ((1000, 384), (5000, 12), (50, 2), (300, 1)):
+        values = rng.integers(0, top + 1, size).astype(dtype)
+        for n in (1, 2, size // 3, size - 1):
+            kth = np.partition(values, n - 1)[n - 1]
+            below, ties = np.flatnonzero(values < kth), np.flatnonzero(values == kth)
+            expected = np.concatenate((below, ties[: n - below.shape[0]]))
+            np.testing.assert_array_equal(smallest(values, n), expected)
+    assert smallest(np.array([3, 1, 1, 0, 1], dtype=dtype), 2).tolist() == [3, 1]
