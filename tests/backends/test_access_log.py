@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
-from memory.backends.access_log import AccessLog
+from memory.backends.access_log import AccessLog, WriteBehind
 from memory.records import build_item
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
@@ -63,3 +66,70 @@ def test_a_read_item_shows_its_kept_accesses_and_discard_forgets_them() -> None:
     assert log.seen(item.model_copy(update={"namespace": "other"})).access_count == 0
     log.discard("ns", [item.id])
     assert log.seen(item) is item and len(log) == 0
+
+
+class _Store:
+    """Something a WriteBehind writes for: counts its writes, can be made to fail or to wait."""
+
+    def __init__(self) -> None:
+        self.writes = 0
+        self.fail = False
+        self.gate = threading.Event()
+        self.gate.set()
+        self.entered = threading.Event()
+
+    def write(self) -> None:
+        self.entered.set()
+        self.gate.wait(30.0)
+        self.writes += 1
+        if self.fail:
+            raise RuntimeError("the store broke")
+
+
+def _write(store: _Store) -> None:
+    store.write()
+
+
+def test_write_behind_runs_a_due_write_on_its_own_thread_and_shares_wakes() -> None:
+    store = _Store()
+    writer = WriteBehind(store, _write, idle=30.0)
+    try:
+        store.gate.clear()  # the first write waits: wakes meanwhile share the next
+        writer.wake()
+        assert store.entered.wait(10.0)  # the first write is under way
+        for _ in range(5):
+            writer.wake()
+        assert not writer.settle(0.1)
+        store.gate.set()
+        assert writer.settle(10.0)
+        assert store.writes == 2 and writer.runs == 2
+    finally:
+        writer.close()
+
+
+def test_write_behind_survives_a_failed_write_and_ends_when_idle() -> None:
+    store = _Store()
+    store.fail = True
+    writer = WriteBehind(store, _write, idle=0.05)
+    writer.wake()
+    assert writer.settle(10.0)
+    store.fail = False
+    writer.wake()  # a new thread if the last one ended, the same one otherwise
+    assert writer.settle(10.0) and store.writes == 2
+    deadline = time.monotonic() + 10.0
+    while writer._thread is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert writer._thread is None  # idle: ended
+    writer.close()
+
+
+def test_write_behind_holds_its_store_weakly_and_stops_on_close() -> None:
+    store = _Store()
+    writer = WriteBehind(store, _write, idle=30.0)
+    del store
+    gc.collect()
+    writer.wake()  # the store is gone: nothing to write, no error
+    assert writer.settle(10.0) and writer.runs == 0
+    writer.close()
+    writer.wake()  # closed: no thread starts again
+    assert writer._thread is None or not writer._thread.is_alive()

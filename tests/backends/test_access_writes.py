@@ -4,11 +4,13 @@ Before, the recall that made a batch due waited for another process's write
 lock up to the busy timeout (30 s on SQLite, holding the backend's lock so
 that the store's other reads waited too; on PostgreSQL without end behind a
 locked row). Now it gives up at once and a later due recall, or close, writes
-them (``flush_access(wait=False)``).
+them (``flush_access(wait=False)``). And the due write runs behind the recall,
+on the store's own thread (``access_writer``): the recall does not wait for it.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -48,13 +50,16 @@ def test_sqlite_a_due_write_gives_way_to_another_writer(tmp_path: Path) -> None:
         try:
             started = time.monotonic()
             backend.record_access("ns", [first.item.id, second.item.id], NOW)  # due
+            assert backend.access_written(10.0)
             assert time.monotonic() - started < 1.0  # the busy timeout is 30 s
+            assert backend.access_writer.runs == 1  # it tried
             assert _count(backend, first.item.id) == 1  # kept: this store counts them
             assert _count(reader, first.item.id) == 0  # not written
         finally:
             blocker.execute("ROLLBACK")
             blocker.close()
         backend.record_access("ns", [first.item.id], NOW + timedelta(minutes=1))  # due again: all written
+        assert backend.access_written(10.0)
         assert _count(reader, first.item.id) == 2 and _count(reader, second.item.id) == 1
         assert _count(backend, first.item.id) == 2  # counted once
     finally:
@@ -78,10 +83,12 @@ def test_postgres_a_due_write_gives_way_to_a_locked_row(tmp_path: Path) -> None:
             blocker.execute("SELECT 1 FROM items WHERE id = %s FOR UPDATE", (first.item.id,))
             started = time.monotonic()
             backend.record_access("ns", [first.item.id, second.item.id], NOW)  # due
+            assert backend.access_written(10.0)
             assert time.monotonic() - started < 5.0  # it waited its lock timeout (50 ms), not without end
             assert _count(backend, first.item.id) == 1 and _count(reader, second.item.id) == 0  # all kept
             blocker.rollback()
         backend.record_access("ns", [second.item.id], NOW + timedelta(minutes=1))
+        assert backend.access_written(10.0)
         assert _count(reader, first.item.id) == 1 and _count(reader, second.item.id) == 2
     finally:
         backend.close()
@@ -121,3 +128,40 @@ def test_flush_access_writes_when_nothing_holds_the_store(tmp_path: Path, wait: 
         assert backend._conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30_000  # restored
     finally:
         backend.close()
+
+
+def test_sqlite_the_due_recall_does_not_wait_for_the_write(tmp_path: Path) -> None:
+    # Another thread of the process holds the store (a long read or write): the recall that makes
+    # the batch due returns anyway, and the accesses are written once the store is free.
+    backend = SQLiteBackend(tmp_path / "store.db")
+    reader = SQLiteBackend(tmp_path / "store.db")
+    try:
+        first, second = _record("tea in the morning"), _record("coffee after lunch")
+        backend.add([first, second])
+        backend.__dict__["_access_log"] = AccessLog(batch=2, delay=3600.0)
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with backend._lock:
+                held.set()
+                release.wait(30.0)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        try:
+            assert held.wait(10.0)
+            recall = threading.Thread(target=backend.record_access, args=("ns", [first.item.id, second.item.id], NOW))
+            recall.start()
+            recall.join(10.0)
+            assert not recall.is_alive()  # returned while the store was held
+            assert not backend.access_written(0.2)  # the write waits for the store
+            assert _count(reader, first.item.id) == 0
+        finally:
+            release.set()
+            holder.join()
+        assert backend.access_written(10.0)
+        assert _count(reader, first.item.id) == 1 and _count(reader, second.item.id) == 1
+        assert len(backend.access_log) == 0 and _count(backend, first.item.id) == 1  # counted once
+    finally:
+        backend.close()
+        reader.close()

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
-from memory.backends.access_log import AccessLog, Pending
+from memory.backends.access_log import AccessLog, Pending, WriteBehind
 from memory.backends.columns import ITEM_COLUMNS, LEDGER_SELECT, TIME_COLUMNS
 from memory.backends.item_vectors import S, SQLVectorStore
 from memory.backends.ledger_refs import item_ref
@@ -382,40 +382,57 @@ class SQLItemWrites(SQLVectorStore[S]):
             assert log is not None
         return log
 
+    @property
+    def access_writer(self) -> WriteBehind:
+        """The thread that writes due accesses behind the recalls (created on first use)."""
+        writer: WriteBehind | None = self.__dict__.get("_access_writer")
+        if writer is None:
+            writer = self.__dict__.setdefault("_access_writer", WriteBehind(self, _write_due))
+            assert writer is not None
+        return writer
+
     def record_access(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
         """Count an access of each listed id (once per listing) and set accessed_at for ``ids`` in ``namespace``.
 
         Kept in :attr:`access_log` and written in batches (see
-        :mod:`memory.backends.access_log`): this call writes them all once
-        enough have gathered, unless another writer holds the store then (it
-        does not wait for it: they stay kept). Reads through this store see
-        them at once. A failed write keeps them for the next one: statistics
-        never fail the recall that records them.
+        :mod:`memory.backends.access_log`): once enough have gathered, this
+        call has them written behind it (:attr:`access_writer`), unless another
+        writer holds the store then (that write does not wait for it: they stay
+        kept). Reads through this store see them at once. A failed write keeps
+        them for the next one: statistics never fail the recall that records them.
         """
         d = self.dialect
         wanted = [item_id for item_id in ids if d.storable(item_id)]
         if not wanted or not d.storable(namespace):
             return
         if self.access_log.add(namespace, wanted, at):
-            try:
-                self.flush_access(wait=False)
-            except StorageError:
-                pass  # kept by flush_access; the next due recall, or close, writes them
+            self.access_writer.wake()
+
+    def access_written(self, timeout: float | None = None) -> bool:
+        """Wait until no due access write is asked for or under way (False: ``timeout`` seconds passed first)."""
+        writer: WriteBehind | None = self.__dict__.get("_access_writer")
+        return True if writer is None else writer.settle(timeout)
 
     def flush_access(self, *, wait: bool = True) -> None:
         """Write the kept accesses in one write transaction (kept again if it fails, and the error raised).
 
-        ``wait=False`` (a recall's own write): when another writer holds the
-        store, fail at once (StorageError) instead of waiting for it (up to
-        the busy timeout, 30 s on SQLite, while reads of this store wait too).
+        They are taken from :attr:`access_log` inside the transaction, so a
+        read of this store sees each access once: kept, or written.
+        ``wait=False`` (a due write): when another writer holds the store,
+        fail at once (StorageError) instead of waiting for it (up to the busy
+        timeout, 30 s on SQLite, while reads of this store wait too).
         """
-        taken = self.access_log.take()
-        if not taken:
+        if not len(self.access_log):
             return
+        taken: Pending = {}
         try:
-            self._write_access(taken, wait)
+            with self._access_transaction(wait) as conn:
+                taken = self.access_log.take()
+                if taken:
+                    self._write_access(conn, taken)
         except BaseException:
-            self.access_log.give_back(taken)
+            if taken:
+                self.access_log.give_back(taken)
             raise
 
     def flush_access_quietly(self) -> None:
@@ -425,22 +442,28 @@ class SQLItemWrites(SQLVectorStore[S]):
         except StorageError:
             pass
 
+    def close_access(self) -> None:
+        """Closing: stop the write-behind thread, then write what is kept (:meth:`flush_access_quietly`)."""
+        writer: WriteBehind | None = self.__dict__.get("_access_writer")
+        if writer is not None:
+            writer.close()
+        self.flush_access_quietly()
+
     def _access_transaction(self, wait: bool) -> AbstractContextManager[Any]:
         """The write transaction accesses are written in; ``wait=False``: one that fails at once on another's lock."""
         return self.dialect.write()
 
-    def _write_access(self, taken: Pending, wait: bool = True) -> None:
+    def _write_access(self, conn: Any, taken: Pending) -> None:
         d = self.dialect
         rows = [
             (count, d.time_param(at), namespace, item_id)
             for (namespace, item_id), (count, at) in sorted(taken.items())  # one lock order for every writer
         ]
-        with self._access_transaction(wait) as conn:
-            d.many(
-                conn,
-                "UPDATE items SET access_count = access_count + ?, accessed_at = ? WHERE namespace = ? AND id = ?",
-                rows,
-            )
+        d.many(
+            conn,
+            "UPDATE items SET access_count = access_count + ?, accessed_at = ? WHERE namespace = ? AND id = ?",
+            rows,
+        )
 
     def replace(self, item: MemoryItem, vector: Vector | None, ledger: LedgerEntry) -> None:
         """Overwrite an item, its tags, lexical entries and vector, and record ``ledger``; its embedding claim ends.
@@ -557,3 +580,12 @@ class SQLItemWrites(SQLVectorStore[S]):
                 self._delete_vectors(conn, space, namespace, sorted(latest))
                 self._write_vectors(conn, space, namespace, [(k, v) for k, v in latest.items() if v is not None])
             return len(found)
+
+
+def _write_due(store: SQLItemWrites[Any]) -> None:
+    """A due write, behind the recall (:class:`~memory.backends.access_log.WriteBehind`): it does not wait for
+    another writer, and a failure keeps the accesses for the next one."""
+    try:
+        store.flush_access(wait=False)
+    except StorageError:
+        pass  # kept by flush_access; the next due recall, or close, writes them

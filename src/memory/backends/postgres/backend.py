@@ -242,7 +242,7 @@ class PostgresBackend(SQLItemStore[_Space]):
     def close(self) -> None:
         """Write the kept accesses and close the pool. Idempotent; later calls raise StorageError."""
         if self._pool is not None:
-            self.flush_access_quietly()
+            self.close_access()
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:

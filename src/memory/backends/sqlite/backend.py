@@ -289,7 +289,7 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
     def close(self) -> None:
         """Write the kept accesses, stop graph builds, close the connections. Idempotent; later use: StorageError."""
         if self._conn is not None:
-            self.flush_access_quietly()
+            self.close_access()
         if self._checkpointer is not None:
             self._checkpointer.close()
         self._graphs.close()
