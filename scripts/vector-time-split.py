@@ -10,7 +10,8 @@ and settles it (HNSW graphs of large namespaces built). ``split`` opens it, warm
 one pass of the queries, then times ``recall(retrieval="vector")`` over the benchmark's
 queries with their vectors already cached (so no embedding is timed): the totals, and the
 milliseconds a recall spends in the backend's calls and in the sign-bit copy's steps, and
-the recalls that wrote the kept accesses (their times and where they fall among the slowest).
+the recalls that wrote the kept accesses (their times and where they fall among the slowest),
+and the garbage collections that ran inside the recalls (by generation, and in the slowest).
 ``passes`` times the default preset's (hybrid) recall over the queries in three passes
 after the store settles, and the first 20 recalls' mean of each pass (a cold start shows in the first).
 ``graphs`` builds HNSW graphs (usearch) over the same vectors, int8 with cosine and sign bits
@@ -21,6 +22,7 @@ takes (candidates rescored by exact cosine, as the store does) at several breadt
 from __future__ import annotations
 
 import argparse
+import gc
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -93,7 +95,18 @@ def _split(embedder: str, store: Path, embed: bool) -> None:
             mem.recall(query, limit=10, retrieval="vector")
         spent.clear()
         totals: list[float] = []
+        collections: list[list[tuple[int, float]]] = []  # per recall: (generation, ms) of each collection in it
+        gc_started: list[float] = []
+
+        def on_gc(phase: str, info: dict[str, int]) -> None:
+            if phase == "start":
+                gc_started[:] = [time.perf_counter()]
+            elif gc_started and collections:
+                collections[-1].append((info["generation"], (time.perf_counter() - gc_started[0]) * 1000.0))
+
+        gc.callbacks.append(on_gc)
         for query in queries:
+            collections.append([])
             before = spent.get("backend.flush_access", 0.0)
             if embed:  # as `memory bench speed` times it: the query embedded in the recall, its time taken out
                 forget_queries(mem.embedder)
@@ -103,6 +116,7 @@ def _split(embedder: str, store: Path, embed: bool) -> None:
             totals.append((time.perf_counter() - started) * 1000.0 - model.reset() * 1000.0)
             if spent.get("backend.flush_access", 0.0) > before:
                 flushes.append(len(totals) - 1)
+        gc.callbacks.remove(on_gc)
     print(
         f"vector-only recall, {len(queries)} queries: p50 {percentile(totals, 50):.2f} "
         f"p95 {percentile(totals, 95):.2f} mean {sum(totals) / len(totals):.2f} ms"
@@ -114,6 +128,15 @@ def _split(embedder: str, store: Path, embed: bool) -> None:
         "recalls that wrote the kept accesses (ms):",
         [round(totals[n], 1) for n in flushes],
         f"- {sum(1 for n in flushes if n in slowest)} of the 10 slowest",
+    )
+    by_generation = [sum(1 for run in collections for g, _ in run if g == gen) for gen in range(3)]
+    print(
+        f"garbage collections in the recalls (generation 0/1/2): {by_generation}, "
+        f"{sum(ms for run in collections for _, ms in run) / len(queries):.3f} ms a recall"
+    )
+    print(
+        "the 10 slowest (ms, collections in them as generation:ms):",
+        [(round(totals[n], 1), [f"{g}:{ms:.1f}" for g, ms in collections[n]]) for n in slowest],
     )
 
 
