@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import gc
+import os
+import signal
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from memory.backends.access_log import AccessLog, WriteBehind
 from memory.records import build_item
@@ -131,5 +135,39 @@ def test_write_behind_holds_its_store_weakly_and_stops_on_close() -> None:
     writer.wake()  # the store is gone: nothing to write, no error
     assert writer.settle(10.0) and writer.runs == 0
     writer.close()
-    writer.wake()  # closed: no thread starts again
-    assert writer._thread is None or not writer._thread.is_alive()
+    live = _Store()
+    closed = WriteBehind(live, _write, idle=30.0)
+    closed.close()
+    closed.wake()  # closed: nothing is written any more (the store writes what is left itself)
+    assert closed.settle(10.0) and live.writes == 0 and closed.runs == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_write_behind_in_a_forked_child_starts_afresh() -> None:
+    # Another thread holds the writer's state lock at the fork: the child must not inherit it held.
+    store = _Store()
+    writer = WriteBehind(store, _write, idle=30.0)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with writer._state:
+            held.set()
+            release.wait(30.0)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(10.0)
+    pid = os.fork()
+    if pid == 0:  # the child: no thread of the parent's runs here; a wake must run a write
+        code = 1
+        try:
+            signal.alarm(10)  # a lock inherited held would hang the child: end it instead
+            writer.wake()
+            code = 0 if writer.settle(10.0) and store.writes == 1 else 2
+        finally:
+            os._exit(code)
+    release.set()
+    holder.join()
+    _, status = os.waitpid(pid, 0)
+    writer.close()
+    assert os.waitstatus_to_exitcode(status) == 0
