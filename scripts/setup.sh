@@ -8,7 +8,7 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
-EXTRAS="${MEMORY_EXTRAS:-local,server,dev,postgres,pgserver,libsql,browser,integrations-test,nlp,mirascope}"
+EXTRAS="${MEMORY_EXTRAS:-local,rerank,server,dev,postgres,pgserver,libsql,browser,integrations-test,nlp,mirascope}"
 # The distribution was called "memory" before it became llm-agent-memory (the PyPI name "memory"
 # is another project's): an old checkout's metadata would still announce it.
 rm -rf src/memory.egg-info

@@ -33,6 +33,7 @@ _BUILTIN: dict[str, dict[str, str]] = {
     },
     "reranker": {
         "http": "memory.rerankers.http:HTTPReranker",
+        "local": "memory.rerankers.local:LocalReranker",
     },
     "backend": {
         "inmemory": "memory.backends.sqlite.throwaway:ThrowawaySQLiteBackend",

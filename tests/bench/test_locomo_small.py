@@ -206,3 +206,16 @@ def test_cli_ablation_table(tiny_file: Path) -> None:
     assert result.exit_code == 0, (result.stdout, result.stderr)
     assert "window vectors = balanced (default)" in result.stdout
     assert "R@5/R@10/NDCG" in result.stdout
+
+
+def test_cli_reranks_with_the_local_cross_encoder(tiny_file: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    args = ["locomo", "--data", str(tiny_file), "--embedder", "hashing", "--backend", "inmemory"]
+    result = CliRunner().invoke(bench, [*args, "--reranker", "local", "--rerank-top-n", "5", "--json"])
+    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+    report = json.loads(result.stdout)
+    assert report["config"]["reranker"] == {"provider": "local", "options": {}, "top_n": 5, "weight": 0.4}
+    table = CliRunner().invoke(bench, [*args, "--reranker", "local"])
+    assert "reranker=local (top 20, weight 0.4)" in table.stdout
+    bad = CliRunner().invoke(bench, [*args, "--reranker", "nope"])
+    assert bad.exit_code == 1 and "unknown reranker 'nope'" in bad.stderr

@@ -85,6 +85,17 @@ def test_cli_table_and_json(tiny_file: Path, tmp_path: Path) -> None:
     assert bad.exit_code == 1 and "unknown retrieval preset 'nope'" in bad.stderr
 
 
+def test_cli_reranks_recall_with_the_local_cross_encoder(tiny_file: Path, tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    out = tmp_path / "report.json"
+    args = ["longmemeval", "--data", str(tiny_file), "--embedder", "hashing", "--backend", "inmemory"]
+    args += ["--interface", "memories", "--reranker", "local", "--rerank-weight", "0.5", "--out", str(out)]
+    result = CliRunner().invoke(cli, ["bench", *args])
+    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+    assert "reranker=local (top 20, weight 0.5)" in result.stdout
+    assert json.loads(out.read_text(encoding="utf-8"))["reranker"]["provider"] == "local"
+
+
 def test_not_longmemeval_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text('[{"question_id": "x"}]', encoding="utf-8")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.bench.metrics import METRIC_KEYS, mean_metrics, parse_evidence, percentile, question_metrics
-from memory.config import Settings
+from memory.config import RerankSettings, Settings
 from memory.embedders import create_embedder
 from memory.embedders.base import Embedder
 from memory.embedders.batching import forget_queries
@@ -294,6 +294,7 @@ def run_locomo(
     extract: bool = False,
     dsn: str | None = None,
     fact_keys: str = "extracted",
+    reranker: RerankSettings | None = None,
 ) -> LocomoResult:
     """Run the benchmark; returns per-question metrics and latencies.
 
@@ -304,7 +305,8 @@ def run_locomo(
     ``dsn``'s server, dropped afterwards); ``preset`` a retrieval preset name, with its RRF
     constant replaced by ``rrf_k`` when given; ``extract`` runs extraction
     (the configured LLM, heuristic by default) inline at ingest, which the
-    graph channel needs; ``fact_keys`` is the stores' ``Settings.fact_keys``. Raises
+    graph channel needs; ``fact_keys`` is the stores' ``Settings.fact_keys``; ``reranker``
+    the stores' rerank stage (none by default). Raises
     InvalidInputError or ConfigError (unknown preset, embedder or backend).
     """
     conversations = list(data) if isinstance(data, Sequence) and not isinstance(data, str) else load_conversations(data)
@@ -312,7 +314,7 @@ def run_locomo(
         if limit_conversations < 1:
             raise InvalidInputError("limit_conversations must be at least 1")
         conversations = conversations[:limit_conversations]
-    settings = Settings(database="memory://", retrieval=preset, fact_keys=fact_keys)
+    settings = Settings(database="memory://", retrieval=preset, fact_keys=fact_keys, reranker=reranker)
     config = settings.retrieval_config()  # raises ConfigError for an unknown preset before any work
     if rrf_k is not None:
         settings = settings.model_copy(update={"retrieval": config.model_copy(update={"rrf_k": float(rrf_k)})})
@@ -325,6 +327,7 @@ def run_locomo(
             "rrf_k": config.rrf_k if rrf_k is None else rrf_k,
             **({"extract": True} if extract else {}),
             **({"fact_keys": fact_keys} if fact_keys != "extracted" else {}),
+            **({"reranker": reranker.model_dump(mode="json")} if reranker is not None else {}),
         }
     )
     evaluate_conversations(
@@ -463,7 +466,13 @@ def format_report(report: dict[str, Any], *, dropped: Sequence[tuple[str, str]] 
     config = report["config"]
     lines = [
         f"LoCoMo evidence retrieval  embedder={config['embedder']}  backend={config['backend']}  "
-        f"preset={config['preset']}",
+        f"preset={config['preset']}"
+        + (
+            f"  reranker={config['reranker']['provider']} (top {config['reranker']['top_n']}, "
+            f"weight {config['reranker']['weight']})"
+            if "reranker" in config
+            else ""
+        ),
         header,
         line("overall", report["n"], report["overall"]),
     ]

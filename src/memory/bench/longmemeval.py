@@ -358,6 +358,7 @@ def run_longmemeval(
         "questions": len(questions),
         "embedder": embedder.model_name,
         "backend": backend,
+        **({"reranker": base.reranker.model_dump(mode="json")} if base.reranker is not None else {}),
         "ingest": {
             name: {
                 "turns": i.turns,
@@ -403,6 +404,11 @@ def _ingest(mem: Memory, interface: str, entries: list[dict[str, Any]]) -> Calla
     return search
 
 
+def _reranker_label(spec: dict[str, Any]) -> str:
+    """``provider (top N, weight W)`` of a report's rerank stage."""
+    return f"{spec['provider']} (top {spec['top_n']}, weight {spec['weight']})"
+
+
 def format_report(report: dict[str, Any]) -> str:
     """Plain-text tables: overall (session and turn metrics, latency), then turn R@5 / R@10 per type."""
     head = f"{'retriever':<34}{'n':>4}" + "".join(
@@ -410,7 +416,8 @@ def format_report(report: dict[str, Any]) -> str:
     )
     lines = [
         f"LongMemEval retrieval  embedder={report['embedder']}  backend={report['backend']}  "
-        f"questions={report['questions']}",
+        f"questions={report['questions']}"
+        + (f"  reranker={_reranker_label(report['reranker'])}" if "reranker" in report else ""),
         head + f"{'p50 ms':>9}{'p95 ms':>9}",
     ]
     for r in report["results"]:

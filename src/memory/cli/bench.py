@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from memory.cli.bench_options import rerank_options, rerank_settings
 from memory.errors import Error
 
 __all__ = ["bench"]
@@ -135,6 +136,7 @@ _DSN_OPTION = click.option(
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--out", type=_OUT_TYPE, help="Also write the JSON report to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
+@rerank_options
 @click.pass_context
 def locomo(
     ctx: click.Context,
@@ -155,6 +157,9 @@ def locomo(
     as_json: bool,
     out: Path | None,
     quiet: bool,
+    reranker: str | None,
+    rerank_top_n: int,
+    rerank_weight: float,
 ) -> None:
     """Evidence retrieval on LoCoMo: recall@1/5/10/20, NDCG@10 and MRR, per category.
 
@@ -194,6 +199,7 @@ def locomo(
             progress=lambda done, total, name: note(f"conversation {done + 1}/{total}: {name}") if name else None,
             extract=extract,
             fact_keys=fact_keys,
+            reranker=rerank_settings(reranker, rerank_top_n, rerank_weight),
         )
         baselines = baseline_results(conversations, model) if baseline else {}
         if peer is not None:

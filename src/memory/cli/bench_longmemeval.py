@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from memory.cli.bench_options import rerank_options, rerank_settings
 from memory.errors import Error
 
 __all__ = ["bench_longmemeval"]
@@ -46,6 +47,7 @@ _DEFAULT_DATA = Path("..") / "shared" / "bench" / "longmemeval_dev.json"
 @click.option("--out", type=click.Path(dir_okay=False, writable=True, path_type=Path),
               help="Also write the JSON report to this file.")  # fmt: skip
 @click.option("--quiet", "-q", is_flag=True, help="No progress notes on stderr.")
+@rerank_options
 @click.pass_context
 def bench_longmemeval(
     ctx: click.Context,
@@ -65,13 +67,18 @@ def bench_longmemeval(
     as_json: bool,
     out: Path | None,
     quiet: bool,
+    reranker: str | None,
+    rerank_top_n: int,
+    rerank_weight: float,
 ) -> None:
     """Evidence retrieval on LongMemEval: session and turn recall@1/3/5/10 and NDCG@10, per type.
 
     Per question a fresh store holds its haystack (one memory or message per
     turn, thread = session, created at the session date, clock = question
     date); the question is recalled (limit 50) and sessions ranked by their
-    best turn. Recall latency includes embedding the query.
+    best turn. Recall latency includes embedding the query. ``--reranker``
+    reranks recall's fused top N (the memories interface: message search has no
+    rerank stage).
     """
     from memory.bench.longmemeval import format_report, run_longmemeval
     from memory.bench.vector_cache import DiskCachedEmbedder
@@ -111,7 +118,11 @@ def bench_longmemeval(
                 backend=backend,
                 dsn=dsn,
                 limit_questions=limit_questions,
-                settings=Settings(database="memory://", fact_keys=fact_keys),
+                settings=Settings(
+                    database="memory://",
+                    fact_keys=fact_keys,
+                    reranker=rerank_settings(reranker, rerank_top_n, rerank_weight),
+                ),
                 progress=None
                 if quiet
                 else lambda done, total, qid: (
