@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -191,3 +192,25 @@ def test_disk_cache_reuses_vectors_and_is_never_needed(tmp_path: Path) -> None:
     (tmp_path / "c" / "000000.npy").write_bytes(b"corrupt")
     third = DiskCachedEmbedder(inner, tmp_path / "c")  # a corrupt shard is ignored
     assert np.allclose(third.embed_batch(texts), rows) and third.misses == 2
+
+
+class _Counting:
+    """The hashing embedder, counting the texts it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.inner = create_embedder("hashing")
+        self.model_name, self.dimension = self.inner.model_name, self.inner.dimension
+        self.embedded = 0
+
+    def embed_batch(self, texts: Any) -> Any:
+        self.embedded += len(texts)
+        return self.inner.embed_batch(texts)
+
+
+def test_disk_cache_always_embeds_a_lone_query(tmp_path: Path) -> None:
+    counting = _Counting()
+    cache = DiskCachedEmbedder(counting, tmp_path / "c")
+    cache.embed_batch(["what did Ann adopt", "gamma delta"])  # a baseline embeds the questions in a batch
+    assert counting.embedded == 2
+    row = cache.embed_batch(["what did Ann adopt"])  # a recall's query: embedded again, so it is timed
+    assert counting.embedded == 3 and np.allclose(row, cache.embed_batch(["what did Ann adopt", "gamma delta"])[:1])

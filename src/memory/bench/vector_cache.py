@@ -78,8 +78,14 @@ class DiskCachedEmbedder:
             self._known.update(zip((int(k) for k in keys), rows.astype(np.float32), strict=True))
 
     def embed_batch(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Rows for ``texts``: cached ones from disk, the rest embedded (and cached)."""
-        if len(texts) == 1 and text_key(texts[0]) not in self._known:  # a query: embedded, never cached
+        """Rows for ``texts``: cached ones from disk, the rest embedded (and cached).
+
+        A lone text is a query (or a single write): always embedded by the
+        wrapped model, never answered from the cache nor kept in it, so a
+        recall's timed latency includes its query's embedding even when the
+        same text was embedded in a batch before (a baseline embeds every question).
+        """
+        if len(texts) == 1:
             return np.asarray(self.inner.embed_batch(list(texts)), dtype=np.float32)
         keys = [text_key(t) for t in texts]
         todo: dict[int, str] = {}
