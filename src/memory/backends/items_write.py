@@ -30,13 +30,14 @@ The engine answers, through small hooks, only what truly differs:
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, closing
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
-from memory.backends.access_log import AccessLog, Pending, WriteBehind
+from memory.backends.access_log import ACCESS_CHUNK, ACCESS_PAUSE, AccessLog, Pending, WriteBehind
 from memory.backends.columns import ITEM_COLUMNS, LEDGER_SELECT, TIME_COLUMNS
 from memory.backends.item_vectors import S, SQLVectorStore
 from memory.backends.ledger_refs import item_ref
@@ -414,26 +415,36 @@ class SQLItemWrites(SQLVectorStore[S]):
         return True if writer is None else writer.settle(timeout)
 
     def flush_access(self, *, wait: bool = True) -> None:
-        """Write the kept accesses in one write transaction (kept again if it fails, and the error raised).
+        """Write the kept accesses (kept again if a write fails, and the error raised).
 
-        They are taken from :attr:`access_log` inside the transaction, so a
-        read of this store sees each access once: kept, or written.
-        ``wait=False`` (a due write): when another writer holds the store,
-        fail at once (StorageError) instead of waiting for it (up to the busy
-        timeout, 30 s on SQLite, while reads of this store wait too).
+        They are taken from :attr:`access_log` inside each write transaction,
+        so a read of this store sees each access once: kept, or written.
+        ``wait=True`` writes them all in one transaction. ``wait=False`` (a due
+        write, behind the recalls) writes those kept when it starts in
+        transactions of :data:`~memory.backends.access_log.ACCESS_CHUNK` rows,
+        pausing between them, so a read of the store waits for one of them at
+        most; and when another writer holds the store, it fails at once
+        (StorageError) instead of waiting for it (up to the busy timeout, 30 s
+        on SQLite, while reads of this store wait too).
         """
-        if not len(self.access_log):
-            return
-        taken: Pending = {}
-        try:
-            with self._access_transaction(wait) as conn:
-                taken = self.access_log.take()
+        left = len(self.access_log)
+        chunk = None if wait else ACCESS_CHUNK
+        while left > 0:
+            taken: Pending = {}
+            try:
+                with self._access_transaction(wait) as conn:
+                    taken = self.access_log.take(chunk)
+                    if taken:
+                        self._write_access(conn, taken)
+            except BaseException:
                 if taken:
-                    self._write_access(conn, taken)
-        except BaseException:
-            if taken:
-                self.access_log.give_back(taken)
-            raise
+                    self.access_log.give_back(taken)
+                raise
+            left -= len(taken)
+            if chunk is None or not taken:
+                return
+            if left > 0:
+                time.sleep(ACCESS_PAUSE)  # a read waiting for the store takes it now, not after every chunk
 
     def flush_access_quietly(self) -> None:
         """:meth:`flush_access` where a failure must not stop what follows (closing): those accesses go uncounted."""
