@@ -100,7 +100,8 @@ class Memory:
         self._backend, self._embedder, self._llm = self._core.backend, self._core.embedder, self._core.llm
         self._windows = Windows(self._core)
         self._items = Items(self._core, self._windows)
-        self._recall = Recall(self._core, rerank=RerankStage.open(self.settings.reranker, reranker))
+        self._rerank = RerankStage.open(self.settings.reranker, reranker)  # recall's and message search's
+        self._recall = Recall(self._core, rerank=self._rerank)
         self.graph = GraphView(self._core)
 
     # -- plumbing ----------------------------------------------------------
@@ -330,7 +331,7 @@ class Memory:
 
         return Messages(
             self._core, on_stored=lambda stored: self.tiers.observe_messages(stored),
-            extract=lambda found: extract_messages(self._core, found),
+            extract=lambda found: extract_messages(self._core, found), rerank=self._rerank,
         )  # fmt: skip
 
     @cached_property

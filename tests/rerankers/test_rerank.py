@@ -244,3 +244,46 @@ def test_reranker_from_the_environment(monkeypatch: pytest.MonkeyPatch, server: 
     monkeypatch.delenv("MEMORY_RERANKER_OPTIONS")
     with pytest.raises(ConfigError, match="unknown reranker"):
         Memory(str(tmp_path / "g.db"), embedder="hashing")
+
+
+# -- the stage in message search (the same stage as recall's) ----------------------
+def _chat(mem: Memory) -> None:
+    mem.messages.append("t1", "Maya lives in Lisbon now", role="user", user="u")
+    mem.messages.append("t1", "Maya used to live in Porto", role="user", user="u")
+    mem.messages.append("t1", "Maya likes green tea and lives with a cat", role="user", user="u")
+    mem.messages.append("t1", "Maya's password is hunter2, she lives by it", role="user", user="u", sensitivity="secret")
+    mem.embed_pending()
+
+
+def test_message_search_reranks_its_top_n_like_recall(tmp_path: Path) -> None:
+    base = Settings(database=str(tmp_path / "m.db"), embedder={"provider": "hashing"})
+    with Memory(settings=base) as plain:
+        _chat(plain)
+        before = [(h.message.id, h.score) for h in plain.messages.search("where does Maya live", user="u")]
+    assert len(before) >= 3
+    reverse = Reverse()
+    settings = base.model_copy(update={"reranker": RerankSettings(provider="x", weight=0.5)})
+    with Memory(settings=settings, reranker=reverse) as mem:
+        hits = mem.messages.search("where does Maya live", user="u")
+    assert len(reverse.calls) == 1 and len(reverse.calls[0][1]) == len(before)
+    assert not any("hunter2" in doc for doc in reverse.calls[0][1])  # a secret never reaches the reranker
+    expected = sorted(
+        ((0.5 * position + 0.5 * score, -position, i) for position, (i, score) in enumerate(before)), reverse=True
+    )
+    assert [h.message.id for h in hits] == [i for _, _, i in expected]
+    assert [h.score for h in hits] == pytest.approx([s for s, _, _ in expected])
+
+
+def test_message_search_keeps_its_order_when_the_reranker_fails(
+    tmp_path: Path, server: RerankServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.default = "500"
+    base = Settings(database=str(tmp_path / "n.db"), embedder={"provider": "hashing"})
+    with Memory(settings=base) as plain:
+        _chat(plain)
+        before = [h.message.id for h in plain.messages.search("Maya lives", user="u")]
+    options = {"base_url": server.url, "max_retries": 0}
+    settings = base.model_copy(update={"reranker": RerankSettings(provider="http", options=options)})
+    with Memory(settings=settings) as mem, caplog.at_level(logging.WARNING, logger="memory.retrieval.rerank"):
+        assert [h.message.id for h in mem.messages.search("Maya lives", user="u")] == before
+    assert "rerank skipped" in caplog.text

@@ -46,6 +46,7 @@ from memory.records import (
 from memory.retrieval.config import RetrievalConfig, preset
 from memory.retrieval.fusion import fuse, recency_factor
 from memory.retrieval.quantity import quantity_factors
+from memory.retrieval.rerank import RerankStage
 from memory.retrieval.speaker import turn_factors
 from memory.retrieval.text import feedback_applies, feedback_terms, query_terms
 from memory.services import Core, episodic_store
@@ -121,9 +122,16 @@ class Messages:
     """Conversation history of a :class:`~memory.Memory` (``mem.messages``)."""
 
     def __init__(
-        self, core: Core, *, on_stored: OnStored | None = None, extract: ExtractMessages | None = None
+        self,
+        core: Core,
+        *,
+        on_stored: OnStored | None = None,
+        extract: ExtractMessages | None = None,
+        rerank: RerankStage | None = None,
     ) -> None:
-        """Bind to the store's ``core``; ``on_stored`` sees appended messages, ``extract`` extracts facts."""
+        """Bind to the store's ``core``; ``on_stored`` sees appended messages, ``extract`` extracts facts,
+        ``rerank`` (the store's rerank stage) reorders search's top N as it does recall's."""
+        self._rerank = rerank
         self._core = core
         self._on_stored = on_stored
         self._extract = extract
@@ -461,7 +469,24 @@ class Messages:
                 score *= amount
             hits.append((score, position, MessageHit(message=message, score=score, channels=candidate.channels)))
         hits.sort(key=lambda h: (-round(h[0], 12), h[1]))
+        if self._rerank is not None:
+            hits = self._reranked(text, hits)
         return [hit for _, _, hit in hits[:limit] if hit.score >= config.min_score]
+
+    def _reranked(
+        self, text: str, hits: builtins.list[tuple[float, int, MessageHit]]
+    ) -> builtins.list[tuple[float, int, MessageHit]]:
+        """The configured rerank stage on the ranked hits' top N, as recall has it; the rest keep their order."""
+        assert self._rerank is not None
+        blended = self._rerank.blended(text, [h.message.content for _, _, h in hits], [s for s, _, _ in hits])
+        if blended is None:
+            return hits
+        head = [
+            (score, position, hit.model_copy(update={"score": score}))
+            for score, (_, position, hit) in zip(blended, hits, strict=False)
+        ]
+        head.sort(key=lambda h: (-round(h[0], 12), h[1]))
+        return head + hits[len(head) :]
 
     # -- retention ---------------------------------------------------------
     def _selection(

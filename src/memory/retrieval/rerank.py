@@ -22,7 +22,7 @@ from memory.errors import ProviderError
 from memory.rerankers import Reranker, create_reranker
 from memory.types import MemoryItem, ScoreParts
 
-__all__ = ["rerank_ranked", "RerankStage"]
+__all__ = ["rerank_ranked", "reranker_scores", "RerankStage"]
 
 log = logging.getLogger(__name__)
 
@@ -46,24 +46,36 @@ def rerank_ranked(
     if reranker is None or len(ranked) < 2 or top_n < 2:
         return ranked
     head, tail = ranked[:top_n], ranked[top_n:]
-    try:
-        scores = reranker.rerank(query, [item.content for _, item, _ in head])
-    except ProviderError as exc:
-        log.warning("rerank skipped, reranker failed: %s", exc)
-        return ranked
-    except Exception as exc:  # noqa: BLE001 - a third-party reranker's bug must not fail recall
-        log.warning("rerank skipped, reranker %r raised %s: %s", reranker, type(exc).__name__, exc)
-        return ranked
-    if len(scores) != len(head) or not all(isinstance(s, int | float) and math.isfinite(s) for s in scores):
-        log.warning("rerank skipped, reranker %r returned %d scores for %d documents", reranker, len(scores), len(head))
+    scores = reranker_scores(reranker, query, [item.content for _, item, _ in head])
+    if scores is None:
         return ranked
     rescored = []
     for position, ((candidate, item, parts), score) in enumerate(zip(head, scores, strict=True)):
-        final = weight * float(score) + (1.0 - weight) * parts.final
-        updated = parts.model_copy(update={"rerank": float(score), "final": final})
+        final = weight * score + (1.0 - weight) * parts.final
+        updated = parts.model_copy(update={"rerank": score, "final": final})
         rescored.append((position, (candidate, item, updated)))
     rescored.sort(key=lambda entry: (-round(entry[1][2].final, 12), entry[0]))
     return [entry for _, entry in rescored] + tail
+
+
+def reranker_scores(reranker: Reranker, query: str, documents: Sequence[str]) -> list[float] | None:
+    """The reranker's score of each document, or None when it fails or answers badly (logged: recall goes on)."""
+    try:
+        scores = reranker.rerank(query, documents)
+    except ProviderError as exc:
+        log.warning("rerank skipped, reranker failed: %s", exc)
+        return None
+    except Exception as exc:  # noqa: BLE001 - a third-party reranker's bug must not fail recall
+        log.warning("rerank skipped, reranker %r raised %s: %s", reranker, type(exc).__name__, exc)
+        return None
+    if len(scores) != len(documents) or not all(
+        isinstance(s, int | float) and not isinstance(s, bool) and math.isfinite(s) for s in scores
+    ):
+        log.warning(
+            "rerank skipped, reranker %r returned %d scores for %d documents", reranker, len(scores), len(documents)
+        )
+        return None
+    return [float(s) for s in scores]
 
 
 class RerankStage:
@@ -99,6 +111,21 @@ class RerankStage:
     ) -> list[tuple[C, MemoryItem, ScoreParts]]:
         """:func:`rerank_ranked` with this stage's reranker, ``top_n`` and ``weight``."""
         return rerank_ranked(self.reranker, query, ranked, top_n=self.top_n, weight=self.weight)
+
+    def blended(self, query: str, texts: Sequence[str], scores: Sequence[float]) -> list[float] | None:
+        """``weight · rerank + (1 - weight) · score`` of each of the first ``top_n`` texts (best first), or None.
+
+        None without a reranker, with fewer than two texts, or when the
+        reranker fails (logged): the caller keeps its own order. Message search
+        ranks its hits with this, as recall does with :meth:`apply`.
+        """
+        if self.reranker is None or len(texts) < 2 or self.top_n < 2:
+            return None
+        head = list(texts[: self.top_n])
+        found = reranker_scores(self.reranker, query, head)
+        if found is None:
+            return None
+        return [self.weight * r + (1.0 - self.weight) * float(s) for r, s in zip(found, scores, strict=False)]
 
     def close(self) -> None:
         """Close the reranker if this stage created it. Idempotent."""
