@@ -251,7 +251,8 @@ def _chat(mem: Memory) -> None:
     mem.messages.append("t1", "Maya lives in Lisbon now", role="user", user="u")
     mem.messages.append("t1", "Maya used to live in Porto", role="user", user="u")
     mem.messages.append("t1", "Maya likes green tea and lives with a cat", role="user", user="u")
-    mem.messages.append("t1", "Maya's password is hunter2, she lives by it", role="user", user="u", sensitivity="secret")
+    secret = "Maya's password is hunter2, she lives by it"
+    mem.messages.append("t1", secret, role="user", user="u", sensitivity="secret")
     mem.embed_pending()
 
 
