@@ -77,8 +77,7 @@ def bench_longmemeval(
     turn, thread = session, created at the session date, clock = question
     date); the question is recalled (limit 50) and sessions ranked by their
     best turn. Recall latency includes embedding the query. ``--reranker``
-    reranks recall's fused top N (the memories interface: message search has no
-    rerank stage).
+    reranks the fused top N of both interfaces (recall and message search).
     """
     from memory.bench.longmemeval import format_report, run_longmemeval
     from memory.bench.vector_cache import DiskCachedEmbedder

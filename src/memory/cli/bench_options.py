@@ -26,8 +26,8 @@ def rerank_options(command: F) -> F:
     )(command)  # fmt: skip
     command = click.option(
         "--reranker", metavar="NAME",
-        help="Rerank recall's fused top N with this provider (e.g. local: the bundled offline cross-encoder; "
-        "needs the rerank extra) [default: none].",
+        help="Rerank the fused top N of recall (and message search) with this provider (e.g. local: the "
+        "bundled offline cross-encoder; needs the rerank extra) [default: none].",
     )(command)  # fmt: skip
     return command
 
