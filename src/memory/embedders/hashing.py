@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from memory.embedders._options import parse_options
+from memory.provider_options import parse_options
 
 __all__ = ["HashingEmbedder"]
 

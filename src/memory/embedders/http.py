@@ -23,9 +23,9 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memory.embedders._options import parse_options
 from memory.errors import EmbedderError
 from memory.http_json import EXCERPT, LazyClient, checked_base_url, post_json
+from memory.provider_options import parse_options
 
 __all__ = ["OpenAIEmbedder", "OllamaEmbedder"]
 

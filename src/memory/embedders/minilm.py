@@ -40,10 +40,10 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory.blas import SingleThreadBlas, single_thread_blas
-from memory.embedders._options import parse_options
 from memory.embedders.base import on_calling_thread_only
 from memory.embedders.bert_numpy import BertEncoder
 from memory.errors import ConfigError, EmbedderError
+from memory.provider_options import parse_options
 
 __all__ = [
     "MiniLMEmbedder",

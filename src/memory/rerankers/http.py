@@ -22,10 +22,11 @@ import os
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memory.errors import ConfigError, RerankerError
+from memory.errors import RerankerError
 from memory.http_json import EXCERPT, LazyClient, checked_base_url, post_json
+from memory.provider_options import parse_options
 
 __all__ = ["HTTPReranker"]
 
@@ -60,11 +61,7 @@ class HTTPReranker:
 
     def __init__(self, **options: Any) -> None:
         """Configure the client; no request is made. Raises ConfigError for bad options."""
-        try:
-            self._options = self.Options(**options)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in exc.errors())
-            raise ConfigError(f"bad options for reranker 'http': {problems}") from exc
+        self._options = parse_options(self.Options, "http", options, kind="reranker")
         o = self._options
         key = o.api_key if o.api_key is not None else os.environ.get("MEMORY_RERANKER_API_KEY") or None
         headers = {"Authorization": f"Bearer {key}"} if key else {}

