@@ -134,3 +134,24 @@ def test_smallest_takes_the_n_least_distances_and_the_first_of_their_ties(dtype:
             expected = np.concatenate((below, ties[: n - below.shape[0]]))
             np.testing.assert_array_equal(smallest(values, n), expected)
     assert smallest(np.array([3, 1, 1, 0, 1], dtype=dtype), 2).tolist() == [3, 1]
+
+
+def test_smallest_over_many_values_counts_only_those_under_a_sampled_bound_and_answers_the_same() -> None:
+    # From _SAMPLE_FROM values on, the histogram is of the values at or below a bound read off a
+    # sample; skewed data (the n smallest far below the sample's view) falls back to all of them.
+    from memory.backends.sqlite import vectors
+
+    rng = np.random.default_rng(4)
+    shapes = [
+        rng.integers(0, 385, 100_000),
+        np.clip(rng.normal(190, 20, 100_000), 0, 384),
+        np.concatenate((np.zeros(40), np.full(50_000, 300))),  # the n smallest never in the sample
+        np.full(vectors._SAMPLE_FROM, 7),  # one value: every position ties
+    ]
+    for raw in shapes:
+        values = raw.astype(np.uint16)
+        for n in (1, 10, 40, 41, 1000, 4000, values.shape[0] // 3, values.shape[0] - 1):
+            kth = np.partition(values, n - 1)[n - 1]
+            below, ties = np.flatnonzero(values < kth), np.flatnonzero(values == kth)
+            expected = np.concatenate((below, ties[: n - below.shape[0]]))
+            np.testing.assert_array_equal(smallest(values, n), expected)

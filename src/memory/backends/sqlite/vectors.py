@@ -701,12 +701,36 @@ def smallest(values: npt.NDArray[np.int32] | npt.NDArray[np.uint16], n: int) -> 
 
     Distances are small integers (at most 64 bits a word), so the n-th value
     comes from a histogram instead of a partition: 0.20 against 0.70 ms for
-    100k distances (2-core AMD EPYC, 2026-12-03), the same positions.
+    100k distances (2-core AMD EPYC, 2026-12-03), the same positions. Over
+    many values the histogram is of the values at or below a bound read off
+    every :data:`_SAMPLE_STEP`-th value (which holds more than ``n`` of them
+    with a margin; when it does not, of all values): the same positions, as
+    every value up to the n-th smallest is then below the bound. The
+    histogram of all 100k (numpy widens them to int64 first) took 0.10 of the
+    0.13 ms (2-core Xeon, 2026-12-04).
     """
-    reached = np.cumsum(np.bincount(values))
-    kth = int(np.searchsorted(reached, n))  # the least value with n distances at or below it
+    if values.shape[0] >= _SAMPLE_FROM:
+        sample = np.cumsum(np.bincount(values[::_SAMPLE_STEP]))
+        bound = int(np.searchsorted(sample, min(int(sample[-1]), n // _SAMPLE_STEP + _SAMPLE_MARGIN)))
+        near = np.flatnonzero(values <= bound)
+        if near.shape[0] >= n:  # the n-th smallest is at or below the bound: count only those
+            held = values[near]
+            kth = int(np.searchsorted(np.cumsum(np.bincount(held)), n))
+            return _below_and_ties(near, held, kth, n)
+    kth = int(np.searchsorted(np.cumsum(np.bincount(values)), n))  # the least value with n at or below it
     near = np.flatnonzero(values <= kth)
-    held = values[near]
+    return _below_and_ties(near, values[near], kth, n)
+
+
+#: :func:`smallest` bounds the values it counts by a sample of every ``_SAMPLE_STEP``-th value from this many.
+_SAMPLE_FROM = 16_384
+_SAMPLE_STEP = 16
+#: Sample values at or below the bound beyond those ``n`` calls for (a margin against the sample's luck).
+_SAMPLE_MARGIN = 48
+
+
+def _below_and_ties(near: npt.NDArray[np.intp], held: npt.NDArray[Any], kth: int, n: int) -> npt.NDArray[np.intp]:
+    """Positions ``near`` (ascending, with their values ``held``) below ``kth``, then the first ties, ``n`` in all."""
     below = near[held < kth]
     ties = near[held == kth][: n - below.shape[0]]
     return np.concatenate((below, ties))
