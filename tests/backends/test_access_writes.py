@@ -232,3 +232,47 @@ def test_access_log_takes_the_oldest_first() -> None:
     first = kept.take(2)
     assert list(first) == [("ns", "a"), ("ns", "b")] and len(kept) == 1
     assert list(kept.take(5)) == [("ns", "c")] and len(kept) == 0
+
+
+def test_a_due_write_waits_for_the_store_to_be_quiet_until_it_is_urgent(tmp_path: Path) -> None:
+    # A read under way (here held open by hand) keeps a due write from starting; once the
+    # accesses are urgent it goes anyway, waiting at most ACCESS_YIELD_MAX for a quiet moment.
+    backend = SQLiteBackend(tmp_path / "store.db")
+    reader = SQLiteBackend(tmp_path / "store.db")
+    try:
+        first, second, third = _record("tea"), _record("coffee"), _record("cocoa")
+        backend.add([first, second, third])
+        backend.__dict__["_access_log"] = AccessLog(batch=2, delay=3600.0, urgent_batch=3, urgent_delay=3600.0)
+        with backend._use:  # a read of the store under way
+            backend.record_access("ns", [first.item.id, second.item.id], NOW)  # due, not urgent
+            assert not backend.access_written(0.3)
+            assert _count(reader, first.item.id) == 0 and _count(backend, first.item.id) == 1  # kept
+        assert backend.access_written(10.0)  # quiet now: written
+        assert _count(reader, first.item.id) == 1 and _count(reader, second.item.id) == 1
+        with backend._use:  # never quiet: three memories make the accesses urgent
+            backend.record_access("ns", [first.item.id, second.item.id, third.item.id], NOW)
+            assert backend.access_written(10.0)
+            assert _count(reader, third.item.id) == 1
+        assert _count(backend, first.item.id) == 2  # counted once
+    finally:
+        backend.close()
+        reader.close()
+
+
+def test_store_use_counts_calls_under_way_and_the_quiet_since_the_last() -> None:
+    from memory.backends.access_log import StoreUse
+
+    now = [100.0]
+    use = StoreUse(clock=lambda: now[0])
+    assert use.quiet(0.001)  # never used
+    with use:
+        assert not use.quiet(0.0)
+        with use:  # nested (a read inside a write)
+            pass
+        assert not use.quiet(0.0)  # the outer one is still under way
+    assert not use.quiet(0.001)  # it just ended
+    now[0] += 0.002
+    assert use.quiet(0.001)
+    assert use.wait_quiet(0.001, 0.0)  # already quiet: no wait
+    with use:
+        assert not use.wait_quiet(0.001, 0.0)  # under way and no time to wait

@@ -18,11 +18,25 @@ the 10 slowest of 200 vector-only recalls at 100k memories, 2026-12-03). The
 recall returns at once; the next one's query embedding runs while the rows are
 written. The write holds the store's lock as it did (SQLite: reads of the
 store wait for it, and see the accesses either kept or written, never both),
-but in transactions of at most :data:`ACCESS_CHUNK` rows with a pause
-between them (:data:`ACCESS_PAUSE`), so a recall that comes while it runs
-waits for one chunk, not for all: at 1M memories the 512 rows took 10–23 ms
-in one transaction, and the four recalls of 200 that met such a write took
-that long (2026-12-04, the 2-core Xeon).
+but in transactions of at most :data:`ACCESS_CHUNK` rows, so a recall that
+comes while it runs waits for one chunk, not for all: at 1M memories the 512
+rows took 10–23 ms in one transaction, and the four recalls of 200 that met
+such a write took that long (2026-12-04, the 2-core Xeon).
+
+Each chunk waits for a quiet moment of the store first (:class:`StoreUse`:
+no read or write of it under way or waiting, none for :data:`ACCESS_QUIET`
+seconds). A recall's reads come in a burst after its query embedding, so the
+chunks go in the gap the embedding leaves instead of between a recall's own
+reads; with a fixed 2 ms pause between chunks instead, a due write spread
+over ~30 ms and 9 of 200 vector-only recalls at 100k memories met a chunk
+(search p95 2.9 ms, against 2.4 with no access writes at all; 2026-12-04, the
+2-core Xeon). A store that is never quiet (back-to-back recalls with no
+embedding between them) gets its accesses written anyway once they are
+urgent (:meth:`AccessLog.urgent`: :data:`ACCESS_URGENT_BATCH` memories, or
+:data:`ACCESS_URGENT_DELAY` seconds after the oldest), each chunk then waiting
+at most :data:`ACCESS_YIELD_MAX` seconds for a quiet moment. So another
+process sees a recall's accesses at most about that late while this one runs
+(at once when it closes).
 """
 
 from __future__ import annotations
@@ -39,7 +53,19 @@ from typing import Any
 
 from memory.types import MemoryItem
 
-__all__ = ["ACCESS_BATCH", "ACCESS_CHUNK", "ACCESS_DELAY", "ACCESS_PAUSE", "AccessLog", "Pending", "WriteBehind"]
+__all__ = [
+    "ACCESS_BATCH",
+    "ACCESS_CHUNK",
+    "ACCESS_DELAY",
+    "ACCESS_QUIET",
+    "ACCESS_URGENT_BATCH",
+    "ACCESS_URGENT_DELAY",
+    "ACCESS_YIELD_MAX",
+    "AccessLog",
+    "Pending",
+    "StoreUse",
+    "WriteBehind",
+]
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +75,14 @@ ACCESS_BATCH = 512
 ACCESS_DELAY = 1.0
 #: Rows a due write updates per transaction, behind the recalls (the store's reads wait for one at most).
 ACCESS_CHUNK = 64
-#: Seconds a due write pauses between its transactions, so a read waiting for the store gets it first.
-ACCESS_PAUSE = 0.002
+#: A due write's chunk waits until the store has had no read or write for this long (seconds)...
+ACCESS_QUIET = 0.001
+#: ...and once the accesses are urgent, no longer than this (seconds) per chunk.
+ACCESS_YIELD_MAX = 0.05
+#: Kept accesses are urgent (written whether or not the store is ever quiet) at this many memories...
+ACCESS_URGENT_BATCH = 8 * ACCESS_BATCH
+#: ...or this many seconds after the oldest.
+ACCESS_URGENT_DELAY = 10.0
 
 #: Seconds a write-behind thread waits for the next due write before it ends (the next one starts another).
 WRITER_IDLE = 30.0
@@ -63,11 +95,20 @@ class AccessLog:
     """Thread-safe record of accesses not yet written, by (namespace, id)."""
 
     def __init__(
-        self, batch: int = ACCESS_BATCH, delay: float = ACCESS_DELAY, clock: Callable[[], float] = time.monotonic
+        self,
+        batch: int = ACCESS_BATCH,
+        delay: float = ACCESS_DELAY,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        urgent_batch: int = ACCESS_URGENT_BATCH,
+        urgent_delay: float = ACCESS_URGENT_DELAY,
     ) -> None:
-        """Due for writing at ``batch`` memories, or ``delay`` seconds (by ``clock``) after the oldest access."""
+        """Due for writing at ``batch`` memories, or ``delay`` seconds (by ``clock``) after the oldest access;
+        urgent at ``urgent_batch`` memories or ``urgent_delay`` seconds (see :meth:`urgent`)."""
         self._batch = batch
         self._delay = delay
+        self._urgent_batch = urgent_batch
+        self._urgent_delay = urgent_delay
         self._clock = clock
         self._lock = threading.Lock()
         self._pending: Pending = {}
@@ -85,6 +126,13 @@ class AccessLog:
                 count, latest = self._pending.get((namespace, item_id), (0, at))
                 self._pending[(namespace, item_id)] = (count + 1, max(latest, at))
             return len(self._pending) >= self._batch or self._clock() - self._oldest >= self._delay
+
+    def urgent(self) -> bool:
+        """True when the kept accesses should be written even if the store is never quiet (they are many, or old)."""
+        with self._lock:
+            if not self._pending:
+                return False
+            return len(self._pending) >= self._urgent_batch or self._clock() - self._oldest >= self._urgent_delay
 
     def take(self, limit: int | None = None) -> Pending:
         """Kept accesses removed from the log (to be written): all of them, or the ``limit`` oldest."""
@@ -118,6 +166,46 @@ class AccessLog:
         count, at = kept
         latest = at if item.accessed_at is None else max(item.accessed_at, at)
         return item.model_copy(update={"access_count": item.access_count + count, "accessed_at": latest})
+
+
+class StoreUse:
+    """A store's foreground calls: how many are under way (waiting for its lock or holding it), and when one last ended.
+
+    Used as a context manager around each read and write of the store; the
+    background access write asks :meth:`wait_quiet` before each chunk. Costs
+    a lock and a clock read per call.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        """Count calls from now on; ``clock`` gives seconds."""
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._under_way = 0
+        self._last_end = float("-inf")
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self._under_way += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._under_way -= 1
+            self._last_end = self._clock()
+
+    def quiet(self, seconds: float) -> bool:
+        """True when no call is under way and none ended in the last ``seconds``."""
+        with self._lock:
+            return self._under_way == 0 and self._clock() - self._last_end >= seconds
+
+    def wait_quiet(self, seconds: float, longest: float) -> bool:
+        """Wait until :meth:`quiet` for ``seconds``, at most ``longest`` seconds; False when that passed first."""
+        deadline = self._clock() + longest
+        while not self.quiet(seconds):
+            left = deadline - self._clock()
+            if left <= 0:
+                return False
+            time.sleep(min(seconds / 2, left))
+        return True
 
 
 class WriteBehind:
@@ -156,6 +244,11 @@ class WriteBehind:
                 self._thread = threading.Thread(target=self._run, name="memory-access-writes", daemon=True)
                 self._thread.start()
             self._state.notify_all()
+
+    @property
+    def closing(self) -> bool:
+        """True once :meth:`close` was called (a write under way should finish without waiting for quiet)."""
+        return self._closed
 
     def settle(self, timeout: float | None = None) -> bool:
         """Wait until no write is asked for or under way; False when ``timeout`` seconds passed first."""

@@ -30,14 +30,13 @@ The engine answers, through small hooks, only what truly differs:
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, closing
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
-from memory.backends.access_log import ACCESS_CHUNK, ACCESS_PAUSE, AccessLog, Pending, WriteBehind
+from memory.backends.access_log import ACCESS_CHUNK, AccessLog, Pending, WriteBehind
 from memory.backends.columns import ITEM_COLUMNS, LEDGER_SELECT, TIME_COLUMNS
 from memory.backends.item_vectors import S, SQLVectorStore
 from memory.backends.ledger_refs import item_ref
@@ -422,14 +421,16 @@ class SQLItemWrites(SQLVectorStore[S]):
         ``wait=True`` writes them all in one transaction. ``wait=False`` (a due
         write, behind the recalls) writes those kept when it starts in
         transactions of :data:`~memory.backends.access_log.ACCESS_CHUNK` rows,
-        pausing between them, so a read of the store waits for one of them at
-        most; and when another writer holds the store, it fails at once
+        each after :meth:`_yield_to_reads`, so a read of the store waits for one
+        of them at most; and when another writer holds the store, it fails at once
         (StorageError) instead of waiting for it (up to the busy timeout, 30 s
         on SQLite, while reads of this store wait too).
         """
         left = len(self.access_log)
         chunk = None if wait else ACCESS_CHUNK
         while left > 0:
+            if chunk is not None:
+                self._yield_to_reads()
             taken: Pending = {}
             try:
                 with self._access_transaction(wait) as conn:
@@ -443,8 +444,13 @@ class SQLItemWrites(SQLVectorStore[S]):
             left -= len(taken)
             if chunk is None or not taken:
                 return
-            if left > 0:
-                time.sleep(ACCESS_PAUSE)  # a read waiting for the store takes it now, not after every chunk
+
+    def _yield_to_reads(self) -> None:
+        """Before each chunk of a due access write: wait for the store's reads if they would wait for it.
+
+        Nothing here (PostgreSQL's reads never wait for a writer); the SQLite
+        store waits for a quiet moment (:class:`~memory.backends.access_log.StoreUse`).
+        """
 
     def flush_access_quietly(self) -> None:
         """:meth:`flush_access` where a failure must not stop what follows (closing): those accesses go uncounted."""

@@ -18,10 +18,11 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory.backends.access_log import ACCESS_QUIET, ACCESS_YIELD_MAX, StoreUse
 from memory.backends.base import AddResult, ChannelHit, NewRecord, Vector
 from memory.backends.feedback_sql import SQLFeedbackStore
 from memory.backends.graph_sql import SQLGraphStore
@@ -120,6 +121,8 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
         self._exact_limit = exact_limit
         self._lexical_bounds = lexical_bounds if lexical_bounds is not None else lexical.LexicalBounds()
         self._lock = threading.RLock()
+        #: Reads and writes of the main connection under way: the access writes behind the recalls yield to them.
+        self._use = StoreUse()
         sizes = (
             ("vector_cache_mb", vector_cache_mb),
             ("vector_cache_total_mb", vector_cache_total_mb),
@@ -189,20 +192,22 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
 
     @contextmanager
     def _read(self) -> Iterator[Any]:
-        with self._lock:
+        with self._use, self._lock:
             conn = self._open_conn()
             with self._errors():
                 yield conn
 
     @contextmanager
-    def _write(self, *, wait: bool = True) -> Iterator[Any]:
+    def _write(self, *, wait: bool = True, foreground: bool = True) -> Iterator[Any]:
         """One immediate transaction: committed when the block succeeds, rolled back otherwise.
 
         ``wait=False``: StorageError at once when another connection holds the
         write lock (busy timeout 0 while it begins), instead of waiting up to
-        the busy timeout with this backend's lock held.
+        the busy timeout with this backend's lock held. ``foreground=False``
+        (the access writes behind the recalls): not counted as a use of the
+        store that they yield to (:meth:`_yield_to_reads`).
         """
-        with self._lock:
+        with self._use if foreground else nullcontext(), self._lock:
             conn = self._open_conn()
             with self._errors():
                 self._begin(conn, wait)
@@ -231,7 +236,20 @@ class SQLiteBackend(SQLItemStore[vectors.Space]):
 
     def _access_transaction(self, wait: bool) -> AbstractContextManager[Any]:
         """A write transaction for recalls' access records (``wait=False``: see :meth:`_write`)."""
-        return self._write(wait=wait)
+        return self._write(wait=wait, foreground=wait)
+
+    def _yield_to_reads(self) -> None:
+        """A chunk of a due access write waits for a quiet moment of the store (see :mod:`..access_log`).
+
+        Without end while the accesses are not urgent; once they are (or the
+        store is closing), at most ``ACCESS_YIELD_MAX`` seconds.
+        """
+        writer = self.__dict__.get("_access_writer")
+        while not self._use.quiet(ACCESS_QUIET):
+            if self.access_log.urgent() or (writer is not None and writer.closing) or self._conn is None:
+                self._use.wait_quiet(ACCESS_QUIET, ACCESS_YIELD_MAX)
+                return
+            time.sleep(ACCESS_QUIET)
 
     def settle(self) -> float:
         """Bring the store to rest after a bulk load; returns the seconds it took.
