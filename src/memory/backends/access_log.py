@@ -158,6 +158,10 @@ class AccessLog:
             for item_id in ids:
                 self._pending.pop((namespace, item_id), None)
 
+    def kept(self, namespace: str, item_id: str) -> tuple[int, datetime] | None:
+        """The accesses of an item counted here and not yet written: how many, and the latest; None if none."""
+        return self._pending.get((namespace, item_id))
+
     def seen(self, item: MemoryItem) -> MemoryItem:
         """``item`` as read from the store, with its kept accesses counted."""
         kept = self._pending.get((item.namespace, item.id))

@@ -47,6 +47,11 @@ __all__ = [
 GROUP_COLUMNS = {"kind": "i.kind", "sensitivity": "i.sensitivity", "embedding_status": "i.embedding_status"}
 EMBEDDING_STATUSES = ("done", "pending", "failed", "skipped")
 #: ``SELECT`` list of the item columns for ``items`` aliased ``i``, in ITEM_COLUMNS order ("user" quoted).
+#: Positions in ITEM_COLUMNS of the columns :meth:`SQLItemStore._item` decodes (JSON text, times).
+_JSON_AT = tuple(n for n, column in enumerate(ITEM_COLUMNS) if column in JSON_COLUMNS)
+_TIME_AT = tuple(n for n, column in enumerate(ITEM_COLUMNS) if column in TIME_COLUMNS)
+_ID_AT, _NAMESPACE_AT = ITEM_COLUMNS.index("id"), ITEM_COLUMNS.index("namespace")
+_COUNT_AT, _ACCESSED_AT = ITEM_COLUMNS.index("access_count"), ITEM_COLUMNS.index("accessed_at")
 ITEM_SELECT = ", ".join(f'i."{c}"' if c == "user" else f"i.{c}" for c in ITEM_COLUMNS)
 
 
@@ -103,17 +108,19 @@ class SQLItemStore(SQLItemWrites[S]):
 
     def _item(self, row: Sequence[Any]) -> MemoryItem:
         """A MemoryItem from a row selected with :attr:`item_select` (extra trailing columns ignored)."""
-        data: dict[str, Any] = {}
-        for column, value in zip(ITEM_COLUMNS, row[: len(ITEM_COLUMNS)], strict=True):
-            if column in JSON_COLUMNS:
-                value = self.dialect.json_value(value)
-                if isinstance(value, list):
-                    value = tuple(value)
-            elif column in TIME_COLUMNS:
-                value = self._time(value)
-            data[column] = value
-        item = MemoryItem(**data)
-        return self.access_log.seen(item) if len(self.access_log) else item
+        values = list(row[: len(ITEM_COLUMNS)])
+        json_value, time_value = self.dialect.json_value, self._time
+        for n in _JSON_AT:
+            value = json_value(values[n])
+            values[n] = tuple(value) if isinstance(value, list) else value
+        for n in _TIME_AT:
+            values[n] = time_value(values[n])
+        if len(self.access_log) and (kept := self.access_log.kept(values[_NAMESPACE_AT], values[_ID_AT])):
+            count, at = kept  # accesses not yet written count as read (see AccessLog.seen)
+            values[_COUNT_AT] += count
+            latest = values[_ACCESSED_AT]
+            values[_ACCESSED_AT] = at if latest is None else max(latest, at)
+        return MemoryItem(**dict(zip(ITEM_COLUMNS, values, strict=True)))
 
     def _ledger(self, row: Sequence[Any]) -> LedgerEntry:
         entry_id, namespace, item_id, op, at, before, after, reason = row
